@@ -1,0 +1,2 @@
+/** JMH benchmarks and the performance gate. */
+package io.tnsr.perf;

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Shared launcher for the commands in tools/.
+#
+#   tools/lib/launch.sh MODULE MAIN_CLASS [ARGS...]
+#
+# Builds the project on first use (and again only when a source file or a pom changed since the last
+# build), then runs MAIN_CLASS of MODULE with the module's classes and dependencies on the class path.
+# Works from any current directory. Extra JVM options can be passed in TNSR_JAVA_OPTS.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+MODULE="$1"; shift
+MAIN="$1"; shift
+
+STAMP="$ROOT/.build/stamp"
+LOCK="$ROOT/.build/lock"
+mkdir -p "$ROOT/.build"
+
+needs_build() {
+  [ -f "$STAMP" ] || return 0
+  [ -f "$ROOT/$MODULE/target/classpath.txt" ] || return 0
+  local newer
+  newer=$(find "$ROOT/pom.xml" "$ROOT/wire" "$ROOT/engine" "$ROOT/perf" \
+            \( -path '*/target' -prune \) -o \( -type f \( -path '*/src/*' -o -name pom.xml \) -newer "$STAMP" -print \) \
+            2>/dev/null | head -n 1)
+  [ -n "$newer" ]
+}
+
+if needs_build; then
+  (
+    flock -w 900 9 || { echo "tools: timed out waiting for another build to finish ($LOCK)" >&2; exit 1; }
+    if needs_build; then
+      echo "tools: building the project (first use or sources changed; takes about a minute)..." >&2
+      touch "$STAMP.next"
+      if ! mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dmaven.test.skip=true install >"$ROOT/.build/build.log" 2>&1; then
+        echo "tools: build failed; see $ROOT/.build/build.log" >&2
+        tail -n 30 "$ROOT/.build/build.log" >&2
+        exit 1
+      fi
+      mv "$STAMP.next" "$STAMP"
+    fi
+  ) 9>"$LOCK"
+fi
+
+CP="$ROOT/$MODULE/target/classes:$(cat "$ROOT/$MODULE/target/classpath.txt")"
+# Keep these flags in step with <tnsr.jvm.flags> in the root pom.xml.
+JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
+  --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -XX:+UseParallelGC
+  -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")
+# The incubator warning goes to stderr once per JVM; keep it out of users' way unless asked for.
+exec java "${JVM_FLAGS[@]}" ${TNSR_JAVA_OPTS:-} -cp "$CP" "$MAIN" "$@" 2> >(grep -v --line-buffered '^WARNING: Using incubator modules' >&2)
