@@ -32,7 +32,7 @@ if needs_build; then
     if needs_build; then
       echo "tools: building the project (first use or sources changed; takes about a minute)..." >&2
       touch "$STAMP.next"
-      if ! mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dmaven.test.skip=true install >"$ROOT/.build/build.log" 2>&1; then
+      if ! mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dmaven.test.skip=true package >"$ROOT/.build/build.log" 2>&1; then
         echo "tools: build failed; see $ROOT/.build/build.log" >&2
         tail -n 30 "$ROOT/.build/build.log" >&2
         exit 1
