@@ -1,0 +1,387 @@
+package io.tnsr.engine.gguf;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A GGUF (v2 or v3) file: its metadata, its tensor table, and memory-mapped access to single tensors.
+ *
+ * <p>Opening reads only the header, the metadata and the tensor table. Tensor bytes are mapped one tensor
+ * at a time by {@link #map(String)}, so a pipeline stage that holds a quarter of the layers maps about a
+ * quarter of the weights ({@link #mappedBytes()} tells how much was mapped). Files over 2 GiB are fine;
+ * a single tensor must be under 2 GiB (a {@code ByteBuffer} limit), which is reported by name if not.
+ *
+ * <pre>{@code
+ * try (GgufFile gguf = GgufFile.open(path)) {
+ *     int dim = gguf.metadata().getInt("llama.embedding_length");
+ *     ByteBuffer wq = gguf.map("blk.0.attn_q.weight");   // little-endian, read-only
+ * }
+ * }</pre>
+ * Mapped buffers stay valid after {@link #close()} (the mapping outlives the channel).
+ */
+public final class GgufFile implements AutoCloseable {
+    /** "GGUF" read as a little-endian u32. */
+    public static final int MAGIC = 0x46554747;
+    public static final int DEFAULT_ALIGNMENT = 32;
+
+    private final Path path;
+    private final FileChannel channel;
+    private final long fileSize;
+    private final int version;
+    private final GgufMetadata metadata;
+    private final Map<String, GgufTensorInfo> tensors;
+    private final long dataStart;
+    private final int alignment;
+    private final AtomicLong mappedBytes = new AtomicLong();
+
+    private GgufFile(Path path, FileChannel channel) throws IOException {
+        this.path = path;
+        this.channel = channel;
+        this.fileSize = channel.size();
+        HeaderReader in = new HeaderReader(path, channel);
+        int magic = in.i32("magic");
+        if (magic != MAGIC) {
+            throw new GgufException(path, String.format(
+                    "not a GGUF file: the first 4 bytes are %08x, expected 'GGUF' (47 47 55 46)", Integer.reverseBytes(magic)));
+        }
+        version = in.i32("version");
+        if (version != 2 && version != 3) {
+            throw new GgufException(path, "GGUF version " + version + " is not supported (2 and 3 are)");
+        }
+        long tensorCount = in.u64("tensor count");
+        long kvCount = in.u64("metadata count");
+        if (tensorCount < 0 || tensorCount > 1_000_000 || kvCount < 0 || kvCount > 1_000_000) {
+            throw new GgufException(path, "implausible header: " + tensorCount + " tensors, " + kvCount + " metadata keys");
+        }
+        Map<String, Object> kv = new LinkedHashMap<>();
+        for (long i = 0; i < kvCount; i++) {
+            String key = in.string("metadata key #" + i);
+            int valueType = in.i32("type of metadata key '" + key + "'");
+            kv.put(key, in.value(valueType, key));
+        }
+        metadata = new GgufMetadata(path, kv);
+        alignment = metadata.has("general.alignment") ? metadata.getInt("general.alignment") : DEFAULT_ALIGNMENT;
+        if (alignment <= 0 || Integer.bitCount(alignment) != 1) {
+            throw new GgufException(path, "general.alignment = " + alignment + " is not a power of two");
+        }
+
+        record Pending(String name, long[] dims, GgmlType type, long offset) { }
+        Pending[] pending = new Pending[(int) tensorCount];
+        for (int i = 0; i < tensorCount; i++) {
+            String name = in.string("name of tensor #" + i);
+            int nDims = in.i32("rank of tensor '" + name + "'");
+            if (nDims < 1 || nDims > 4) {
+                throw new GgufException(path, "tensor '" + name + "' has rank " + nDims + " (1..4 expected)");
+            }
+            long[] dims = new long[nDims];
+            for (int d = 0; d < nDims; d++) {
+                dims[d] = in.u64("dimension " + d + " of tensor '" + name + "'");
+                if (dims[d] <= 0) {
+                    throw new GgufException(path, "tensor '" + name + "' has dimension " + d + " = " + dims[d]);
+                }
+            }
+            int typeId = in.i32("type of tensor '" + name + "'");
+            GgmlType type = GgmlType.fromId(typeId);
+            if (type == null) {
+                throw new GgufException(path, "tensor '" + name + "' has unknown ggml type id " + typeId);
+            }
+            long offset = in.u64("offset of tensor '" + name + "'");
+            pending[i] = new Pending(name, dims, type, offset);
+        }
+        long headerEnd = in.position();
+        dataStart = (headerEnd + alignment - 1) / alignment * alignment;
+
+        Map<String, GgufTensorInfo> table = new LinkedHashMap<>();
+        for (Pending p : pending) {
+            long elements = 1;
+            for (long d : p.dims) {
+                elements = Math.multiplyExact(elements, d);
+            }
+            if (p.dims[0] % p.type.blockSize() != 0) {
+                throw new GgufException(path, "tensor '" + p.name + "' of type " + p.type + " has a row of "
+                        + p.dims[0] + " elements, not a multiple of the block size " + p.type.blockSize());
+            }
+            long bytes = p.type.bytesFor(elements);
+            long start = dataStart + p.offset;
+            if (p.offset % alignment != 0) {
+                throw new GgufException(path, "tensor '" + p.name + "' data offset " + p.offset
+                        + " is not aligned to " + alignment);
+            }
+            if (start + bytes > fileSize) {
+                throw new GgufException(path, "file is truncated: tensor '" + p.name + "' needs bytes "
+                        + start + ".." + (start + bytes) + " but the file has " + fileSize);
+            }
+            if (table.put(p.name, new GgufTensorInfo(p.name, p.dims, p.type, start, bytes)) != null) {
+                throw new GgufException(path, "tensor '" + p.name + "' appears twice in the tensor table");
+            }
+        }
+        tensors = Collections.unmodifiableMap(table);
+    }
+
+    /** Opens and parses {@code path}; throws {@link GgufException} for anything that is not a usable GGUF file. */
+    public static GgufFile open(Path path) {
+        FileChannel ch;
+        try {
+            ch = FileChannel.open(path, StandardOpenOption.READ);
+        } catch (NoSuchFileException e) {
+            throw new GgufException(path, "no such file");
+        } catch (IOException e) {
+            throw new GgufException(path, "cannot open: " + e.getMessage(), e);
+        }
+        try {
+            return new GgufFile(path, ch);
+        } catch (IOException | RuntimeException e) {
+            try {
+                ch.close();
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            if (e instanceof GgufException g) {
+                throw g;
+            }
+            throw new GgufException(path, "cannot read: " + e.getMessage(), e);
+        }
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    public int version() {
+        return version;
+    }
+
+    public long fileSize() {
+        return fileSize;
+    }
+
+    public int alignment() {
+        return alignment;
+    }
+
+    public GgufMetadata metadata() {
+        return metadata;
+    }
+
+    /** The tensor table in file order. */
+    public Map<String, GgufTensorInfo> tensors() {
+        return tensors;
+    }
+
+    public boolean hasTensor(String name) {
+        return tensors.containsKey(name);
+    }
+
+    /** The tensor's table entry; a {@link GgufException} naming the tensor if the file has none. */
+    public GgufTensorInfo tensor(String name) {
+        GgufTensorInfo t = tensors.get(name);
+        if (t == null) {
+            throw new GgufException(path, "tensor '" + name + "' is missing");
+        }
+        return t;
+    }
+
+    /** Maps one tensor's bytes read-only, little-endian. */
+    public ByteBuffer map(String name) {
+        GgufTensorInfo t = tensor(name);
+        if (t.byteSize() > Integer.MAX_VALUE) {
+            throw new GgufException(path, "tensor '" + name + "' is " + t.byteSize()
+                    + " bytes; tensors of 2 GiB or more are not supported");
+        }
+        try {
+            MappedByteBuffer b = channel.map(FileChannel.MapMode.READ_ONLY, t.dataOffset(), t.byteSize());
+            mappedBytes.addAndGet(t.byteSize());
+            return b.order(ByteOrder.LITTLE_ENDIAN);
+        } catch (IOException e) {
+            throw new GgufException(path, "cannot map tensor '" + name + "': " + e.getMessage(), e);
+        }
+    }
+
+    /** Total bytes of tensor data mapped so far through {@link #map(String)}. */
+    public long mappedBytes() {
+        return mappedBytes.get();
+    }
+
+    /** Total bytes of tensor data in the file. */
+    public long tensorBytes() {
+        long n = 0;
+        for (GgufTensorInfo t : tensors.values()) {
+            n += t.byteSize();
+        }
+        return n;
+    }
+
+    @Override
+    public void close() {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // Read-only channel: nothing to flush, nothing lost.
+        }
+    }
+
+    /** Sequential little-endian reader of the header area, buffered, with truncation errors that say what was being read. */
+    private static final class HeaderReader {
+        private static final int MAX_STRING = 64 << 20;
+        private static final long MAX_ARRAY = 1L << 28;
+
+        private final Path path;
+        private final FileChannel ch;
+        private final ByteBuffer buf = ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
+        private long bufStart;
+
+        HeaderReader(Path path, FileChannel ch) throws IOException {
+            this.path = path;
+            this.ch = ch;
+            buf.limit(0);
+        }
+
+        long position() {
+            return bufStart + buf.position();
+        }
+
+        private void need(int n, String what) throws IOException {
+            if (buf.remaining() >= n) {
+                return;
+            }
+            bufStart += buf.position();
+            buf.compact();
+            while (buf.position() < n) {
+                int r = ch.read(buf, bufStart + buf.position());
+                if (r < 0) {
+                    buf.flip();
+                    throw new GgufException(path, "file is truncated while reading " + what
+                            + " at byte " + position(), new EOFException());
+                }
+            }
+            buf.flip();
+        }
+
+        int i32(String what) throws IOException {
+            need(4, what);
+            return buf.getInt();
+        }
+
+        long u64(String what) throws IOException {
+            need(8, what);
+            return buf.getLong();
+        }
+
+        String string(String what) throws IOException {
+            long len = u64(what);
+            if (len < 0 || len > MAX_STRING) {
+                throw new GgufException(path, "implausible string length " + len + " for " + what + " at byte " + (position() - 8));
+            }
+            byte[] bytes = new byte[(int) len];
+            int done = 0;
+            while (done < len) {
+                need(1, what);
+                int n = Math.min(buf.remaining(), bytes.length - done);
+                buf.get(bytes, done, n);
+                done += n;
+            }
+            String s;
+            try {
+                s = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                        .decode(ByteBuffer.wrap(bytes)).toString();
+            } catch (CharacterCodingException e) {
+                // Some vocabularies hold invalid UTF-8 pieces; keep them readable rather than fail the file.
+                s = new String(bytes, StandardCharsets.UTF_8);
+            }
+            return s;
+        }
+
+        Object value(int type, String key) throws IOException {
+            String what = "value of '" + key + "'";
+            switch (type) {
+                case 0: need(1, what); return (long) (buf.get() & 0xFF);
+                case 1: need(1, what); return (long) buf.get();
+                case 2: need(2, what); return (long) (buf.getShort() & 0xFFFF);
+                case 3: need(2, what); return (long) buf.getShort();
+                case 4: need(4, what); return buf.getInt() & 0xFFFFFFFFL;
+                case 5: need(4, what); return (long) buf.getInt();
+                case 6: need(4, what); return (double) buf.getFloat();
+                case 7: need(1, what); return buf.get() != 0;
+                case 8: return string(what);
+                case 9: return array(key);
+                case 10: case 11: need(8, what); return buf.getLong();
+                case 12: need(8, what); return buf.getDouble();
+                default:
+                    throw new GgufException(path, "metadata key '" + key + "' has unknown value type " + type);
+            }
+        }
+
+        private Object array(String key) throws IOException {
+            String what = "array '" + key + "'";
+            int elemType = i32(what);
+            long n = u64(what);
+            if (n < 0 || n > MAX_ARRAY) {
+                throw new GgufException(path, "implausible length " + n + " of " + what);
+            }
+            int len = (int) n;
+            switch (elemType) {
+                case 0: case 1: case 2: case 3: case 4: case 5: case 10: case 11: {
+                    long[] a = new long[len];
+                    for (int i = 0; i < len; i++) {
+                        a[i] = (Long) value(elemType, key);
+                    }
+                    return a;
+                }
+                case 6: {
+                    float[] a = new float[len];
+                    for (int i = 0; i < len; i++) {
+                        need(4, what);
+                        a[i] = buf.getFloat();
+                    }
+                    return a;
+                }
+                case 12: {
+                    double[] a = new double[len];
+                    for (int i = 0; i < len; i++) {
+                        need(8, what);
+                        a[i] = buf.getDouble();
+                    }
+                    return a;
+                }
+                case 7: {
+                    boolean[] a = new boolean[len];
+                    for (int i = 0; i < len; i++) {
+                        need(1, what);
+                        a[i] = buf.get() != 0;
+                    }
+                    return a;
+                }
+                case 8: {
+                    String[] a = new String[len];
+                    for (int i = 0; i < len; i++) {
+                        a[i] = string(what);
+                    }
+                    return a;
+                }
+                case 9: {
+                    Object[] a = new Object[len];
+                    for (int i = 0; i < len; i++) {
+                        a[i] = array(key);
+                    }
+                    return a;
+                }
+                default:
+                    throw new GgufException(path, "array '" + key + "' has unknown element type " + elemType);
+            }
+        }
+    }
+}
