@@ -1,0 +1,339 @@
+package io.tnsr.engine.forward;
+
+import io.tnsr.engine.gguf.GgufException;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.kernels.VectorOps;
+import io.tnsr.engine.kvcache.KvCachePool;
+import io.tnsr.engine.kvcache.KvCachePool.KvCache;
+import io.tnsr.engine.kvcache.SequenceException;
+import io.tnsr.engine.model.LayerWeights;
+import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.model.WeightMatrix;
+import java.nio.ByteBuffer;
+
+/**
+ * Layers [from, to) of a llama model: the compute one pipeline stage runs. The first range also embeds
+ * token ids; the last also applies the final RMSNorm and the classifier. Running [0,2) then [2,5) gives the
+ * same logits, bit for bit, as [0,5): every layer runs the same code on the same rows whichever range holds it.
+ *
+ * <p>The calling loop (one thread; nothing here is thread-safe):
+ * <pre>{@code
+ * batch.clear().add(seqId, position, tokenCount, wantLogits)...;
+ * range.prepare(batch);                       // per-sequence errors here, before any state changes
+ * if (range.isFirst()) range.embed(batch, tokenIds, 0, x);   // else x holds the previous range's output
+ * range.forward(batch, x);                    // x: [batch.tokens()][dim], updated in place
+ * if (range.isLast()) range.logits(batch, x, logits);        // logits: [batch.logitRows()][vocab]
+ * ...
+ * range.endSequence(seqId);                   // frees its KV cache
+ * }</pre>
+ * Steady state allocates nothing: scratch buffers are sized once for {@code maxTokens} rows.
+ */
+public final class LayerRange {
+    private final LlamaConfig c;
+    private final int from;
+    private final int to;
+    private final LayerWeights[] layers;     // [to - from]
+    private final WeightMatrix embedding;    // [vocab x dim], first range only
+    private final float[] outputNorm;        // [dim], last range only
+    private final WeightMatrix classifier;   // [vocab x dim], last range only
+    private final KvCachePool cache;
+    private final float[] invFreq;           // [ropeDim / 2] RoPE inverse frequencies (factors applied)
+    private final float attnScale;           // 1 / sqrt(headDim)
+
+    private final int maxTokens;
+    private final float[] xb;    // [maxTokens][dim]     normed input of a sublayer, then its output
+    private final float[] q;     // [maxTokens][dim]     queries (heads x headDim)
+    private final float[] k;     // [maxTokens][kvDim]   new keys
+    private final float[] v;     // [maxTokens][kvDim]   new values
+    private final float[] att;   // [maxTokens][dim]     attention output, before wo
+    private final float[] scores; // [contextLength]     one head's attention weights
+    private final float[] hb;    // [maxTokens][ffn]     gate, then silu(gate) * up
+    private final float[] hb2;   // [maxTokens][ffn]     up
+    private final float[] cos;   // [maxTokens][ropeDim / 2]
+    private final float[] sin;   // [maxTokens][ropeDim / 2]
+    private final float[] lastRows; // [maxSequences][dim] normed last rows for the classifier
+    private final int[] rowPos;  // [maxTokens] position of each row
+    private final KvCache[] rowCache; // [maxTokens] cache of each row's sequence
+
+    /**
+     * Loads layers [from, to) of {@code file}: maps only their weights (plus the embedding if from == 0, and
+     * the output norm and classifier if to == layers).
+     *
+     * @param maxTokens    most rows (tokens over all sequences) one call may carry
+     * @param maxSequences most sequences one call may carry (rows of logits)
+     */
+    public LayerRange(GgufFile file, LlamaConfig config, int from, int to, KvCachePool cache, int maxTokens,
+                      int maxSequences) {
+        if (from < 0 || to > config.layers() || from >= to) {
+            throw new IllegalArgumentException("layer range [" + from + ", " + to + ") is not inside [0, "
+                    + config.layers() + ")");
+        }
+        if (cache.layers() != to - from) {
+            throw new IllegalArgumentException("KV cache holds " + cache.layers() + " layers, range has " + (to - from));
+        }
+        this.c = config;
+        this.from = from;
+        this.to = to;
+        this.cache = cache;
+        this.layers = new LayerWeights[to - from];
+        for (int l = from; l < to; l++) {
+            layers[l - from] = LayerWeights.load(file, config, l);
+        }
+        this.embedding = from == 0 ? WeightMatrix.load(file, "token_embd.weight", c.vocabSize(), c.dim()) : null;
+        if (to == config.layers()) {
+            this.outputNorm = WeightMatrix.loadVector(file, "output_norm.weight", c.dim());
+            String name = file.hasTensor("output.weight") ? "output.weight" : "token_embd.weight";
+            this.classifier = from == 0 && name.equals("token_embd.weight")
+                    ? embedding : WeightMatrix.load(file, name, c.vocabSize(), c.dim());
+        } else {
+            this.outputNorm = null;
+            this.classifier = null;
+        }
+        this.invFreq = ropeInverseFrequencies(file, config);
+        this.attnScale = (float) (1.0 / Math.sqrt(c.headDim()));
+
+        this.maxTokens = maxTokens;
+        int dim = c.dim();
+        xb = new float[maxTokens * dim];
+        q = new float[maxTokens * dim];
+        k = new float[maxTokens * c.kvDim()];
+        v = new float[maxTokens * c.kvDim()];
+        att = new float[maxTokens * dim];
+        scores = new float[c.contextLength()];
+        hb = new float[maxTokens * c.ffnDim()];
+        hb2 = new float[maxTokens * c.ffnDim()];
+        cos = new float[maxTokens * c.ropeDim() / 2];
+        sin = new float[maxTokens * c.ropeDim() / 2];
+        lastRows = new float[maxSequences * dim];
+        rowPos = new int[maxTokens];
+        rowCache = new KvCache[maxTokens];
+    }
+
+    /** RoPE inverse frequencies, theta^(-2j/ropeDim), divided by rope_freqs.weight when the file has it. */
+    private static float[] ropeInverseFrequencies(GgufFile file, LlamaConfig c) {
+        int half = c.ropeDim() / 2;
+        float[] f = new float[half];
+        for (int j = 0; j < half; j++) {
+            f[j] = (float) (1.0 / Math.pow(c.ropeTheta(), (2 * j) / (double) c.ropeDim()));
+        }
+        if (file.hasTensor("rope_freqs.weight")) {
+            if (file.tensor("rope_freqs.weight").elementCount() != half) {
+                throw new GgufException(file.path(), "tensor 'rope_freqs.weight' has shape "
+                        + file.tensor("rope_freqs.weight").shapeString() + " but RoPE needs [" + half + "]");
+            }
+            float[] factors = WeightMatrix.loadVector(file, "rope_freqs.weight", half);
+            for (int j = 0; j < half; j++) {
+                f[j] /= factors[j];
+            }
+        }
+        return f;
+    }
+
+    public LlamaConfig config() {
+        return c;
+    }
+
+    public int from() {
+        return from;
+    }
+
+    public int to() {
+        return to;
+    }
+
+    public boolean isFirst() {
+        return from == 0;
+    }
+
+    public boolean isLast() {
+        return to == c.layers();
+    }
+
+    public int maxTokens() {
+        return maxTokens;
+    }
+
+    public int maxSequences() {
+        return lastRows.length / c.dim();
+    }
+
+    public KvCachePool cache() {
+        return cache;
+    }
+
+    /**
+     * Checks every sequence of the batch and reserves its KV cache. Throws a {@link SequenceException}
+     * naming the first sequence that cannot run (context or cache exhausted, or a position past what this
+     * stage holds for it); the caller removes it from the batch and calls again.
+     */
+    public void prepare(Batch batch) {
+        if (batch.tokens() > maxTokens || batch.sequences() > maxSequences()) {
+            throw new SequenceException(SequenceException.Kind.BATCH_TOO_LARGE, batch.seqId(0), "batch of "
+                    + batch.tokens() + " tokens / " + batch.sequences() + " sequences exceeds this range's limit of "
+                    + maxTokens + " / " + maxSequences());
+        }
+        int row = 0;
+        for (int s = 0; s < batch.sequences(); s++) {
+            int id = batch.seqId(s);
+            int pos = batch.position(s);
+            KvCache kv = cache.get(id);
+            if (kv == null && pos != 0) {
+                throw new SequenceException(SequenceException.Kind.UNKNOWN_SEQUENCE, id, "sequence " + id
+                        + " starts at position " + pos + " but layers [" + from + ", " + to + ") hold nothing for it");
+            }
+            if (kv != null && pos > kv.length()) {
+                throw new SequenceException(SequenceException.Kind.UNKNOWN_SEQUENCE, id, "sequence " + id
+                        + " continues at position " + pos + " but only " + kv.length() + " positions are cached");
+            }
+            if (kv == null) {
+                kv = cache.getOrCreate(id);
+            }
+            cache.reserve(kv, pos + batch.tokenCount(s));
+            for (int i = 0; i < batch.tokenCount(s); i++, row++) {
+                rowPos[row] = pos + i;
+                rowCache[row] = kv;
+            }
+        }
+    }
+
+    /** First range only: x[t] = embedding row of tokens[tokOff + t], for every row of the batch. */
+    public void embed(Batch batch, int[] tokens, int tokOff, float[] x) {
+        if (embedding == null) {
+            throw new IllegalStateException("layers [" + from + ", " + to + ") do not start at 0: no embedding");
+        }
+        int dim = c.dim();
+        for (int t = 0; t < batch.tokens(); t++) {
+            int id = tokens[tokOff + t];
+            if (id < 0 || id >= c.vocabSize()) {
+                throw new SequenceException(SequenceException.Kind.BAD_TOKEN, -1,
+                        "token id " + id + " at row " + t + " is outside the vocabulary [0, " + c.vocabSize() + ")");
+            }
+            embedding.readRow(id, x, t * dim);
+        }
+    }
+
+    /** Runs the layers over x: [batch.tokens()][dim], in place. Call {@link #prepare} first. */
+    public void forward(Batch batch, float[] x) {
+        int n = batch.tokens();
+        ropeTables(n);
+        for (int l = 0; l < layers.length; l++) {
+            attention(l, layers[l], n, x);
+            feedForward(layers[l], n, x);
+        }
+        int row = 0;
+        for (int s = 0; s < batch.sequences(); s++) {
+            row += batch.tokenCount(s);
+            rowCache[row - 1].written(rowPos[row - 1] + 1);
+        }
+    }
+
+    /** x += wo . attention(rope(wq . norm(x)), KV cache with rope(wk . norm(x)), wv . norm(x)). */
+    private void attention(int local, LayerWeights w, int n, float[] x) {
+        int dim = c.dim();
+        int kvDim = c.kvDim();
+        int hd = c.headDim();
+        for (int t = 0; t < n; t++) {
+            VectorOps.rmsnorm(xb, t * dim, x, t * dim, w.attnNorm(), dim, c.rmsEps());
+        }
+        w.wq().matmul(xb, 0, n, q, 0);
+        w.wk().matmul(xb, 0, n, k, 0);
+        w.wv().matmul(xb, 0, n, v, 0);
+        for (int t = 0; t < n; t++) {
+            rope(q, t * dim, c.heads(), t);
+            rope(k, t * kvDim, c.kvHeads(), t);
+            ByteBuffer page = rowCache[t].page(rowPos[t]);
+            VectorOps.store(page, cache.keyOffset(local, rowPos[t]), k, t * kvDim, kvDim);
+            VectorOps.store(page, cache.valueOffset(local, rowPos[t]), v, t * kvDim, kvDim);
+        }
+        for (int t = 0; t < n; t++) {
+            KvCache kv = rowCache[t];
+            int len = rowPos[t] + 1; // causal: a token sees its own position and the ones before
+            for (int h = 0; h < c.heads(); h++) {
+                int qo = t * dim + h * hd;
+                int kvHeadByte = (h / c.groupSize()) * hd * Float.BYTES;
+                for (int p = 0; p < len; p++) {
+                    scores[p] = VectorOps.dot(q, qo, kv.page(p), cache.keyOffset(local, p) + kvHeadByte, hd) * attnScale;
+                }
+                VectorOps.softmax(scores, 0, len);
+                java.util.Arrays.fill(att, qo, qo + hd, 0f);
+                for (int p = 0; p < len; p++) {
+                    VectorOps.axpy(att, qo, scores[p], kv.page(p), cache.valueOffset(local, p) + kvHeadByte, hd);
+                }
+            }
+        }
+        w.wo().matmul(att, 0, n, xb, 0);
+        VectorOps.add(x, 0, xb, 0, n * dim);
+    }
+
+    /** x += down . (silu(gate . norm(x)) * (up . norm(x))). */
+    private void feedForward(LayerWeights w, int n, float[] x) {
+        int dim = c.dim();
+        int ffn = c.ffnDim();
+        for (int t = 0; t < n; t++) {
+            VectorOps.rmsnorm(xb, t * dim, x, t * dim, w.ffnNorm(), dim, c.rmsEps());
+        }
+        w.gate().matmul(xb, 0, n, hb, 0);
+        w.up().matmul(xb, 0, n, hb2, 0);
+        VectorOps.swiglu(hb, 0, hb2, 0, n * ffn);
+        w.down().matmul(hb, 0, n, xb, 0);
+        VectorOps.add(x, 0, xb, 0, n * dim);
+    }
+
+    /** cos/sin of every row's position times each inverse frequency. */
+    private void ropeTables(int n) {
+        int half = invFreq.length;
+        for (int t = 0; t < n; t++) {
+            for (int j = 0; j < half; j++) {
+                float angle = rowPos[t] * invFreq[j];
+                cos[t * half + j] = (float) Math.cos(angle);
+                sin[t * half + j] = (float) Math.sin(angle);
+            }
+        }
+    }
+
+    /** Rotates adjacent pairs (x[2j], x[2j+1]) of the first ropeDim dims of each of {@code heads} heads. */
+    private void rope(float[] vec, int off, int heads, int row) {
+        int half = invFreq.length;
+        int hd = c.headDim();
+        for (int h = 0; h < heads; h++) {
+            int base = off + h * hd;
+            for (int j = 0; j < half; j++) {
+                float fc = cos[row * half + j];
+                float fs = sin[row * half + j];
+                float v0 = vec[base + 2 * j];
+                float v1 = vec[base + 2 * j + 1];
+                vec[base + 2 * j] = v0 * fc - v1 * fs;
+                vec[base + 2 * j + 1] = v0 * fs + v1 * fc;
+            }
+        }
+    }
+
+    /**
+     * Last range only: logits of the last token of every sequence that wants them, in batch order.
+     *
+     * @param out [batch.logitRows()][vocab]
+     * @return the number of rows written
+     */
+    public int logits(Batch batch, float[] x, float[] out) {
+        if (classifier == null) {
+            throw new IllegalStateException("layers [" + from + ", " + to + ") do not end the model: no classifier");
+        }
+        int dim = c.dim();
+        int rows = 0;
+        int row = 0;
+        for (int s = 0; s < batch.sequences(); s++) {
+            row += batch.tokenCount(s);
+            if (batch.wantLogits(s)) {
+                VectorOps.rmsnorm(lastRows, rows * dim, x, (row - 1) * dim, outputNorm, dim, c.rmsEps());
+                rows++;
+            }
+        }
+        classifier.matmul(lastRows, 0, rows, out, 0);
+        return rows;
+    }
+
+    /** Frees the KV cache of a finished sequence. */
+    public void endSequence(int seqId) {
+        cache.release(seqId);
+    }
+}

@@ -1,0 +1,204 @@
+package io.tnsr.engine.kvcache;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayDeque;
+import org.agrona.collections.Int2ObjectHashMap;
+
+/**
+ * The keys and values of every live sequence, for the layers one stage holds, off-heap and bounded.
+ *
+ * <p>Memory is handed out in pages of {@link #pageTokens()} positions. A page holds, for each local layer,
+ * the keys then the values of those positions: {@code [layer][k|v][position in page][kvDim]} floats, so the
+ * keys of one layer and one page are contiguous for attention. A sequence takes pages as it grows, up to the
+ * model's context length, and gives them all back when it ends; total use never exceeds the configured
+ * capacity. Pages are allocated the first time they are needed and reused after that, so the steady state
+ * allocates nothing.
+ *
+ * <p>Not thread-safe: owned by the one compute thread of a stage.
+ */
+public final class KvCachePool {
+    public static final int DEFAULT_PAGE_TOKENS = 16;
+
+    private final int layers;
+    private final int kvDim;
+    private final int contextLength;
+    private final int pageTokens;
+    private final int pageBytes;
+    private final int capacityPages;
+    private int allocatedPages;
+    private final ArrayDeque<ByteBuffer> freePages = new ArrayDeque<>();
+    private final Int2ObjectHashMap<KvCache> live = new Int2ObjectHashMap<>();
+    private final ArrayDeque<KvCache> spareCaches = new ArrayDeque<>();
+
+    /**
+     * @param layers         layers held by this stage
+     * @param kvDim          KV heads x head dim
+     * @param contextLength  positions a sequence may use at most
+     * @param pageTokens     positions per page
+     * @param capacityTokens total positions across all live sequences (rounded up to whole pages)
+     */
+    public KvCachePool(int layers, int kvDim, int contextLength, int pageTokens, long capacityTokens) {
+        if (layers <= 0 || kvDim <= 0 || contextLength <= 0 || pageTokens <= 0 || capacityTokens <= 0) {
+            throw new IllegalArgumentException("KV cache sizes must be positive");
+        }
+        long bytes = (long) layers * 2 * pageTokens * kvDim * Float.BYTES;
+        if (bytes > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("KV page of " + bytes + " bytes is too large; use fewer page tokens");
+        }
+        this.layers = layers;
+        this.kvDim = kvDim;
+        this.contextLength = contextLength;
+        this.pageTokens = pageTokens;
+        this.pageBytes = (int) bytes;
+        this.capacityPages = (int) Math.min(Integer.MAX_VALUE, (capacityTokens + pageTokens - 1) / pageTokens);
+    }
+
+    public int pageTokens() {
+        return pageTokens;
+    }
+
+    public int contextLength() {
+        return contextLength;
+    }
+
+    public long capacityBytes() {
+        return (long) capacityPages * pageBytes;
+    }
+
+    /** Pages now held by live sequences. */
+    public int usedPages() {
+        return allocatedPages - freePages.size();
+    }
+
+    public int liveSequences() {
+        return live.size();
+    }
+
+    /** The cache of {@code seqId}, created empty if it has none yet. */
+    public KvCache getOrCreate(int seqId) {
+        KvCache c = live.get(seqId);
+        if (c == null) {
+            c = spareCaches.pollFirst();
+            if (c == null) {
+                c = new KvCache((contextLength + pageTokens - 1) / pageTokens);
+            }
+            c.reset(seqId);
+            live.put(seqId, c);
+        }
+        return c;
+    }
+
+    /** The cache of {@code seqId}, or null. */
+    public KvCache get(int seqId) {
+        return live.get(seqId);
+    }
+
+    /** Frees the sequence's pages; unknown ids are ignored (a sequence may end before reaching this stage). */
+    public void release(int seqId) {
+        KvCache c = live.remove(seqId);
+        if (c != null) {
+            for (int i = 0; i < c.pageCount; i++) {
+                freePages.addFirst(c.pages[i]);
+                c.pages[i] = null;
+            }
+            c.pageCount = 0;
+            spareCaches.addFirst(c);
+        }
+    }
+
+    /** Frees every sequence. */
+    public void releaseAll() {
+        int[] ids = live.keySet().stream().mapToInt(Integer::intValue).toArray();
+        for (int id : ids) {
+            release(id);
+        }
+    }
+
+    /**
+     * Makes room in {@code cache} for positions [0, endPosition): a typed error for this sequence when the
+     * context or the pool's capacity is exceeded (nothing is changed then).
+     */
+    public void reserve(KvCache cache, int endPosition) {
+        if (endPosition > contextLength) {
+            throw new SequenceException(SequenceException.Kind.CONTEXT_OVERFLOW, cache.seqId,
+                    "sequence " + cache.seqId + " needs " + endPosition + " positions but the context holds "
+                            + contextLength);
+        }
+        int needPages = (endPosition + pageTokens - 1) / pageTokens;
+        int more = needPages - cache.pageCount;
+        if (more <= 0) {
+            return;
+        }
+        if (usedPages() + more > capacityPages) {
+            throw new SequenceException(SequenceException.Kind.OUT_OF_KV_CACHE, cache.seqId,
+                    "KV cache is full: sequence " + cache.seqId + " needs " + more + " more pages of "
+                            + pageTokens + " positions; " + usedPages() + " of " + capacityPages
+                            + " pages are in use by " + live.size() + " sequences");
+        }
+        for (int i = 0; i < more; i++) {
+            ByteBuffer p = freePages.pollFirst();
+            if (p == null) {
+                p = ByteBuffer.allocateDirect(pageBytes).order(ByteOrder.LITTLE_ENDIAN);
+                allocatedPages++;
+            }
+            cache.pages[cache.pageCount++] = p;
+        }
+    }
+
+    /** Byte offset, inside {@link KvCache#page(int)} of {@code position}, of the key vector of a local layer. */
+    public int keyOffset(int localLayer, int position) {
+        return ((localLayer * 2) * pageTokens + position % pageTokens) * kvDim * Float.BYTES;
+    }
+
+    /** Byte offset of the value vector, like {@link #keyOffset}. */
+    public int valueOffset(int localLayer, int position) {
+        return ((localLayer * 2 + 1) * pageTokens + position % pageTokens) * kvDim * Float.BYTES;
+    }
+
+    public int layers() {
+        return layers;
+    }
+
+    /** One sequence's pages. */
+    public final class KvCache {
+        private final ByteBuffer[] pages;
+        private int pageCount;
+        private int seqId;
+        private int length;
+
+        private KvCache(int maxPages) {
+            this.pages = new ByteBuffer[maxPages];
+        }
+
+        private void reset(int id) {
+            this.seqId = id;
+            this.pageCount = 0;
+            this.length = 0;
+        }
+
+        /** Positions [0, length) hold keys and values. */
+        public int length() {
+            return length;
+        }
+
+        /** Records that positions [0, end) now hold this sequence's keys and values (later ones are stale). */
+        public void written(int end) {
+            length = end;
+        }
+
+        public int seqId() {
+            return seqId;
+        }
+
+        /** The page holding {@code position}. */
+        public ByteBuffer page(int position) {
+            return pages[position / pageTokens];
+        }
+
+        /** Positions this cache has room for. */
+        public int capacity() {
+            return pageCount * pageTokens;
+        }
+    }
+}

@@ -1,0 +1,106 @@
+package io.tnsr.engine.model;
+
+import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.engine.gguf.GgufException;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.gguf.GgufTensorInfo;
+import java.nio.ByteBuffer;
+
+/**
+ * A weight matrix of {@code rows x cols}, row-major, read in place from the memory-mapped GGUF file (a
+ * ggml tensor of dims {@code [cols, rows]}). One subclass per element type; each computes in registers
+ * from its own block layout, never from a dequantized copy of the matrix.
+ *
+ * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
+ * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
+ * micro-batch of sequences) each weight loaded serves n tokens. For every token the products are summed
+ * in the same order whatever n is, so results do not depend on how tokens were grouped.
+ */
+public abstract class WeightMatrix {
+    protected final String name;
+    protected final int rows;
+    protected final int cols;
+    protected final ByteBuffer data;
+
+    protected WeightMatrix(String name, int rows, int cols, ByteBuffer data) {
+        this.name = name;
+        this.rows = rows;
+        this.cols = cols;
+        this.data = data;
+    }
+
+    public final String name() {
+        return name;
+    }
+
+    public final int rows() {
+        return rows;
+    }
+
+    public final int cols() {
+        return cols;
+    }
+
+    public abstract GgmlType type();
+
+    /**
+     * out[t * rows + r] (from {@code outOff}) = sum over c of W[r][c] * x[t * cols + c] (from {@code xOff}),
+     * for t in [0, n). {@code x} and {@code out} must not overlap.
+     */
+    public abstract void matmul(float[] x, int xOff, int n, float[] out, int outOff);
+
+    /** Writes row {@code row} as floats into out[off..off+cols): an embedding lookup. */
+    public abstract void readRow(int row, float[] out, int off);
+
+    /**
+     * Loads tensor {@code name} of {@code file} as a {@code rows x cols} matrix, checking its shape and type.
+     * Only this tensor's bytes are mapped.
+     */
+    public static WeightMatrix load(GgufFile file, String name, int rows, int cols) {
+        GgufTensorInfo t = file.tensor(name);
+        long[] dims = t.dims();
+        boolean shapeOk = dims.length >= 1 && dims[0] == cols && t.dim(1) == rows && t.dim(2) == 1 && t.dim(3) == 1;
+        if (!shapeOk) {
+            throw new GgufException(file.path(), "tensor '" + name + "' has shape " + t.shapeString()
+                    + " but the metadata implies [" + cols + ", " + rows + "]");
+        }
+        ByteBuffer data = file.map(name);
+        return switch (t.type()) {
+            case F32 -> new F32Matrix(name, rows, cols, data);
+            case F16 -> new F16Matrix(name, rows, cols, data);
+            default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
+                    + ", which this engine does not support (supported: F32, F16)");
+        };
+    }
+
+    /** Loads a 1-D F32/F16 tensor of length {@code n} (a norm weight) into a float array. */
+    public static float[] loadVector(GgufFile file, String name, int n) {
+        GgufTensorInfo t = file.tensor(name);
+        if (t.elementCount() != n || t.dims().length != 1) {
+            throw new GgufException(file.path(), "tensor '" + name + "' has shape " + t.shapeString()
+                    + " but the metadata implies [" + n + "]");
+        }
+        ByteBuffer b = file.map(name);
+        float[] v = new float[n];
+        switch (t.type()) {
+            case F32 -> {
+                for (int i = 0; i < n; i++) {
+                    v[i] = b.getFloat(i * 4);
+                }
+            }
+            case F16 -> {
+                for (int i = 0; i < n; i++) {
+                    v[i] = io.tnsr.engine.kernels.Float16.toFloat(b.getShort(i * 2));
+                }
+            }
+            default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
+                    + "; a 1-D weight must be F32 or F16");
+        }
+        return v;
+    }
+
+    @Override
+    public String toString() {
+        return name + " " + type() + " [" + rows + " x " + cols + "]";
+    }
+}
