@@ -71,6 +71,11 @@ public final class KvCachePool {
         return allocatedPages - freePages.size();
     }
 
+    /** Pages allocated so far (in use or free); never more than the capacity. */
+    public int allocatedPages() {
+        return allocatedPages;
+    }
+
     public int liveSequences() {
         return live.size();
     }

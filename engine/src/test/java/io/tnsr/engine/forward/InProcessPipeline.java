@@ -1,0 +1,44 @@
+package io.tnsr.engine.forward;
+
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.kvcache.KvCachePool;
+import io.tnsr.engine.model.LlamaConfig;
+import java.util.Arrays;
+
+/** Test driver: a model split into layer ranges run one after another in one thread, as stages would. */
+final class InProcessPipeline {
+    final LlamaConfig cfg;
+    final LayerRange[] ranges;
+    final float[] x;
+    final float[] logits;
+
+    InProcessPipeline(GgufFile file, int maxTokens, int maxSeqs, int... bounds) {
+        cfg = LlamaConfig.fromGguf(file);
+        ranges = new LayerRange[bounds.length + 1];
+        int from = 0;
+        for (int i = 0; i <= bounds.length; i++) {
+            int to = i < bounds.length ? bounds[i] : cfg.layers();
+            ranges[i] = new LayerRange(file, cfg, from, to,
+                    new KvCachePool(to - from, cfg.kvDim(), cfg.contextLength(), 16, 1 << 16), maxTokens, maxSeqs);
+            from = to;
+        }
+        x = new float[maxTokens * cfg.dim()];
+        logits = new float[maxSeqs * cfg.vocabSize()];
+    }
+
+    /** Runs the batch over tokens; returns a copy of the logits rows. */
+    float[] run(Batch batch, int[] tokens) {
+        for (LayerRange r : ranges) {
+            r.prepare(batch);
+            if (r.isFirst()) {
+                r.embed(batch, tokens, 0, x);
+            }
+            r.forward(batch, x);
+            if (r.isLast()) {
+                int rows = r.logits(batch, x, logits);
+                return Arrays.copyOf(logits, rows * cfg.vocabSize());
+            }
+        }
+        throw new AssertionError("no last range");
+    }
+}

@@ -1,0 +1,153 @@
+package io.tnsr.engine.forward;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.kvcache.SequenceException;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.SharedData;
+import io.tnsr.engine.testing.TestModels;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Splitting a model into layer ranges, batching sequences, and prefilling prompts as blocks must not change
+ * the numbers: splits are bit-identical, batches and blocks agree with one token at a time.
+ */
+class LayerRangeTest {
+
+    static Stream<Arguments> models() {
+        ModelSpec tiny = ModelSpec.tiny();
+        return Stream.of(
+                Arguments.of("stories260K (trained, GQA 8/4)", SharedData.path("models/stories260K.gguf")),
+                Arguments.of("synthetic GQA, untied, F32", TestModels.get(tiny)),
+                Arguments.of("synthetic MHA, untied, F32", TestModels.get(tiny.withKvHeads(4))),
+                Arguments.of("synthetic GQA, tied, F32", TestModels.get(tiny.withTied(true))),
+                Arguments.of("synthetic GQA, untied, F16", TestModels.get(tiny.withType(GgmlType.F16))),
+                Arguments.of("synthetic MHA, tied, F16", TestModels.get(tiny.withKvHeads(4).withTied(true).withType(GgmlType.F16))),
+                Arguments.of("synthetic with RoPE frequency factors", TestModels.get(tiny.withRopeFactors(true))));
+    }
+
+    private static int[] randomTokens(int n, int vocab, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = 3 + r.nextInt(vocab - 3);
+        }
+        return t;
+    }
+
+    /** Prefill of 6 tokens as one block, then 5 decode steps; the logits of every call, concatenated. */
+    private static List<float[]> runSequence(InProcessPipeline p, int[] tokens) {
+        List<float[]> out = new ArrayList<>();
+        Batch b = new Batch(4, 32);
+        out.add(p.run(b.clear().add(3, 0, 6, true), tokens));
+        for (int pos = 6; pos < tokens.length; pos++) {
+            out.add(p.run(b.clear().add(3, pos, 1, true), new int[] {tokens[pos]}));
+        }
+        return out;
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("models")
+    void splitsAreBitIdenticalToTheWholeModel(String label, Path model) {
+        try (GgufFile f = GgufFile.open(model)) {
+            int layers = new InProcessPipeline(f, 32, 4).cfg.layers();
+            int[] tokens = randomTokens(11, new InProcessPipeline(f, 32, 4).cfg.vocabSize(), 1);
+            List<float[]> whole = runSequence(new InProcessPipeline(f, 32, 4), tokens);
+            int[][] splits = layers >= 5
+                    ? new int[][] {{2, 3}, {1}, {1, 2, 3, 4}, {4}}
+                    : new int[][] {{1}, {2}, {1, 2, 3}, {3}};
+            for (int[] bounds : splits) {
+                List<float[]> split = runSequence(new InProcessPipeline(f, 32, 4, bounds), tokens);
+                for (int i = 0; i < whole.size(); i++) {
+                    assertArrayEquals(whole.get(i), split.get(i), 0f,
+                            label + ": split " + java.util.Arrays.toString(bounds) + ", call " + i);
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("models")
+    void batchesAndBlocksAgreeWithOneTokenAtATime(String label, Path model) {
+        try (GgufFile f = GgufFile.open(model)) {
+            InProcessPipeline single = new InProcessPipeline(f, 32, 8, 1);
+            InProcessPipeline batched = new InProcessPipeline(f, 32, 8, 1);
+            int vocab = single.cfg.vocabSize();
+            int seqs = 3;
+            int[][] tokens = new int[seqs][];
+            int[] promptLen = {5, 1, 9};
+            for (int s = 0; s < seqs; s++) {
+                tokens[s] = randomTokens(promptLen[s] + 4, vocab, 10 + s);
+            }
+            // Reference: every token of every sequence on its own.
+            float[][][] ref = new float[seqs][][];
+            Batch b = new Batch(8, 32);
+            for (int s = 0; s < seqs; s++) {
+                ref[s] = new float[tokens[s].length][];
+                for (int pos = 0; pos < tokens[s].length; pos++) {
+                    ref[s][pos] = single.run(b.clear().add(s, pos, 1, true), new int[] {tokens[s][pos]});
+                }
+            }
+            // Prompts as blocks (all three in one call), then decode steps with the three sequences batched.
+            int[] flat = new int[32];
+            int n = 0;
+            b.clear();
+            for (int s = 0; s < seqs; s++) {
+                b.add(s, 0, promptLen[s], true);
+                System.arraycopy(tokens[s], 0, flat, n, promptLen[s]);
+                n += promptLen[s];
+            }
+            float[] logits = batched.run(b, flat);
+            for (int s = 0; s < seqs; s++) {
+                assertClose(ref[s][promptLen[s] - 1], logits, s * vocab, vocab, label + ": prefill seq " + s);
+            }
+            for (int step = 0; step < 4; step++) {
+                b.clear();
+                for (int s = 0; s < seqs; s++) {
+                    b.add(s, promptLen[s] + step, 1, true);
+                    flat[s] = tokens[s][promptLen[s] + step];
+                }
+                logits = batched.run(b, flat);
+                for (int s = 0; s < seqs; s++) {
+                    assertClose(ref[s][promptLen[s] + step], logits, s * vocab, vocab, label + ": step " + step + " seq " + s);
+                }
+            }
+        }
+    }
+
+    private static void assertClose(float[] expected, float[] actual, int off, int n, String what) {
+        for (int i = 0; i < n; i++) {
+            float e = expected[i];
+            float a = actual[off + i];
+            float tol = 1e-5f * Math.max(1f, Math.abs(e));
+            assertTrue(Math.abs(e - a) <= tol, what + ": logit " + i + " expected " + e + " got " + a);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("models")
+    void continuingAnUnknownSequenceIsAnErrorForThatSequenceOnly(String label, Path model) {
+        try (GgufFile f = GgufFile.open(model)) {
+            InProcessPipeline p = new InProcessPipeline(f, 32, 4);
+            int ctx = p.cfg.contextLength();
+            Batch b = new Batch(4, 32);
+            SequenceException e = assertThrows(SequenceException.class,
+                    () -> p.ranges[0].prepare(b.clear().add(9, ctx - 2, 3, true)));
+            assertEquals(SequenceException.Kind.UNKNOWN_SEQUENCE, e.kind());
+            p.run(b.clear().add(1, 0, 1, true), new int[] {5});
+            assertEquals(1, p.ranges[0].cache().liveSequences());
+        }
+    }
+}

@@ -1,0 +1,63 @@
+package io.tnsr.engine.kvcache;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tnsr.engine.kvcache.KvCachePool.KvCache;
+import org.junit.jupiter.api.Test;
+
+class KvCachePoolTest {
+
+    @Test
+    void pagesAreSizedByKvDimNotHiddenSizeAndGrowWithTheSequence() {
+        KvCachePool pool = new KvCachePool(3, 32, 100, 16, 64);
+        assertEquals(4L * 3 * 2 * 16 * 32 * 4, pool.capacityBytes());
+        KvCache c = pool.getOrCreate(5);
+        pool.reserve(c, 1);
+        assertEquals(1, pool.usedPages());
+        pool.reserve(c, 17);
+        assertEquals(2, pool.usedPages());
+        assertEquals(32, c.capacity());
+        assertNotSame(c.page(0), c.page(16));
+    }
+
+    @Test
+    void aPromptLongerThanTheContextIsATypedErrorAndChangesNothing() {
+        KvCachePool pool = new KvCachePool(1, 8, 100, 16, 1000);
+        KvCache c = pool.getOrCreate(1);
+        SequenceException e = assertThrows(SequenceException.class, () -> pool.reserve(c, 101));
+        assertEquals(SequenceException.Kind.CONTEXT_OVERFLOW, e.kind());
+        assertEquals(1, e.seqId());
+        assertTrue(e.getMessage().contains("101") && e.getMessage().contains("100"), e.getMessage());
+        assertEquals(0, pool.usedPages());
+    }
+
+    @Test
+    void runningOutFailsOnlyTheSequenceThatAskedAndFreedPagesAreReused() {
+        KvCachePool pool = new KvCachePool(1, 8, 1000, 16, 64); // 4 pages in all
+        KvCache a = pool.getOrCreate(1);
+        KvCache b = pool.getOrCreate(2);
+        pool.reserve(a, 48);
+        SequenceException e = assertThrows(SequenceException.class, () -> pool.reserve(b, 32));
+        assertEquals(SequenceException.Kind.OUT_OF_KV_CACHE, e.kind());
+        assertEquals(2, e.seqId());
+        assertEquals(3, pool.usedPages());
+        pool.reserve(b, 16); // what is left still serves
+        var page = a.page(0);
+        pool.release(1);
+        assertEquals(1, pool.usedPages());
+        assertEquals(1, pool.liveSequences());
+        pool.reserve(b, 64);
+        assertEquals(4, pool.allocatedPages(), "freed pages are reused, not reallocated");
+        assertTrue(page == b.page(16) || page == b.page(32) || page == b.page(48));
+    }
+
+    @Test
+    void releasingAnUnknownSequenceIsHarmless() {
+        KvCachePool pool = new KvCachePool(1, 8, 100, 16, 100);
+        pool.release(42);
+        assertEquals(0, pool.liveSequences());
+    }
+}
