@@ -1,0 +1,172 @@
+package io.tnsr.engine.generate;
+
+import io.tnsr.engine.sampling.Sampler;
+import java.util.Arrays;
+
+/**
+ * One sequence being generated: its prompt, the tokens chosen so far, where it is, and when it stops. Shared
+ * by the single-process generator and the pipeline coordinator, so both stop and sample identically.
+ *
+ * <p>Position bookkeeping: the prompt's tokens occupy positions [0, promptLength); the i-th generated token is
+ * fed back at position promptLength + i. {@link #nextPosition()} is where the next token to feed goes.
+ */
+public final class SequenceState {
+    private final int index;
+    private final String prompt;
+    private final int[] promptTokens;
+    private final int maxNewTokens;
+    private final int contextLength;
+    private final int bos;
+    private final int eos;
+    private final long[] random = new long[1];
+    private int[] generated;
+    private int generatedCount;
+    private int prefilled;        // prompt tokens already sent
+    private StopReason stoppedBy;
+    private String error;
+    private long startNanos;
+    private long firstTokenNanos;
+    private long endNanos;
+
+    public SequenceState(int index, String prompt, int[] promptTokens, int maxNewTokens, int contextLength, int bos,
+                         int eos, Sampler sampler) {
+        if (promptTokens.length == 0) {
+            throw new IllegalArgumentException("sequence " + index + ": empty prompt (not even BOS)");
+        }
+        this.index = index;
+        this.prompt = prompt;
+        this.promptTokens = promptTokens.clone();
+        this.maxNewTokens = maxNewTokens;
+        this.contextLength = contextLength;
+        this.bos = bos;
+        this.eos = eos;
+        this.generated = new int[Math.max(16, Math.min(maxNewTokens, 4096))];
+        this.random[0] = sampler.newRandomState(index);
+        if (promptTokens.length > contextLength) {
+            fail("the prompt has " + promptTokens.length + " tokens but the model's context holds " + contextLength);
+        } else if (maxNewTokens <= 0) {
+            stoppedBy = StopReason.LIMIT;
+        }
+    }
+
+    public int index() {
+        return index;
+    }
+
+    public String prompt() {
+        return prompt;
+    }
+
+    public int[] promptTokens() {
+        return promptTokens.clone();
+    }
+
+    public int promptLength() {
+        return promptTokens.length;
+    }
+
+    /** Prompt tokens not yet sent for prefill. */
+    public int prefillRemaining() {
+        return promptTokens.length - prefilled;
+    }
+
+    /** Copies the next {@code n} prompt tokens to dst and marks them sent; returns their first position. */
+    public int takePrefill(int n, int[] dst, int off) {
+        int pos = prefilled;
+        System.arraycopy(promptTokens, prefilled, dst, off, n);
+        prefilled += n;
+        return pos;
+    }
+
+    /** Puts back {@code n} prompt tokens taken but not run (their batch failed for other reasons). */
+    public void untakePrefill(int n) {
+        prefilled -= n;
+    }
+
+    /** The token to feed next during decode: the last one chosen. */
+    public int lastToken() {
+        return generated[generatedCount - 1];
+    }
+
+    /** Position of the next token fed back: after the prompt and every generated token but the last. */
+    public int nextPosition() {
+        return promptTokens.length + generatedCount - 1;
+    }
+
+    public long[] randomState() {
+        return random;
+    }
+
+    public boolean finished() {
+        return stoppedBy != null;
+    }
+
+    public StopReason stoppedBy() {
+        return stoppedBy;
+    }
+
+    public String error() {
+        return error;
+    }
+
+    public int generatedCount() {
+        return generatedCount;
+    }
+
+    public int[] generatedTokens() {
+        return Arrays.copyOf(generated, generatedCount);
+    }
+
+    public void started(long nanos) {
+        startNanos = nanos;
+    }
+
+    /**
+     * Records the token chosen from this sequence's logits and decides whether it ends the sequence: EOS or
+     * BOS stop it (and are not kept), as do the token limit and a full context.
+     *
+     * @return true when the sequence has finished
+     */
+    public boolean accept(int token, long nanos) {
+        if (firstTokenNanos == 0) {
+            firstTokenNanos = nanos;
+        }
+        if (token == eos) {
+            return stop(StopReason.EOS, nanos);
+        }
+        if (token == bos) {
+            return stop(StopReason.BOS, nanos);
+        }
+        if (generatedCount == generated.length) {
+            generated = Arrays.copyOf(generated, generated.length * 2);
+        }
+        generated[generatedCount++] = token;
+        // Full context: the token just chosen would be fed back at a position the model does not have.
+        if (generatedCount >= maxNewTokens || nextPosition() >= contextLength) {
+            return stop(StopReason.LIMIT, nanos);
+        }
+        return false;
+    }
+
+    private boolean stop(StopReason reason, long nanos) {
+        stoppedBy = reason;
+        endNanos = nanos;
+        return true;
+    }
+
+    /** Ends the sequence with an error; its message goes to the JSON output. */
+    public void fail(String message) {
+        error = message;
+        stoppedBy = StopReason.ERROR;
+        endNanos = System.nanoTime();
+    }
+
+    /** Nanoseconds from start to the first generated token (0 if none). */
+    public long timeToFirstTokenNanos() {
+        return firstTokenNanos == 0 ? 0 : firstTokenNanos - startNanos;
+    }
+
+    public long elapsedNanos() {
+        return endNanos == 0 ? 0 : endNanos - startNanos;
+    }
+}
