@@ -1,0 +1,89 @@
+package io.tnsr.engine.cli;
+
+import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.synth.SyntheticModel;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code tools/make-model}: writes a synthetic llama GGUF model with seeded random weights. */
+@Command(name = "make-model", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Writes a llama-architecture GGUF file with seeded random weights and a working vocabulary,",
+                "so tests and benchmarks need no downloads. Start from a preset and override any size."})
+public final class MakeModelCommand implements Callable<Integer> {
+
+    @Option(names = {"-o", "--out"}, required = true, paramLabel = "FILE", description = "Where to write the .gguf file.")
+    Path out;
+
+    @Option(names = "--preset", defaultValue = "tiny", paramLabel = "NAME",
+            description = "stories15M, stories110M or tiny (default: ${DEFAULT-VALUE}).")
+    String preset;
+
+    @Option(names = "--type", paramLabel = "TYPE", description = "Weight type: f32 or f16 (default: the preset's, f32).")
+    String type;
+
+    @Option(names = "--dim", paramLabel = "N", description = "Embedding length.")
+    Integer dim;
+
+    @Option(names = "--layers", paramLabel = "N", description = "Block count.")
+    Integer layers;
+
+    @Option(names = "--heads", paramLabel = "N", description = "Attention heads.")
+    Integer heads;
+
+    @Option(names = "--kv-heads", paramLabel = "N", description = "KV heads (fewer than heads: grouped-query attention).")
+    Integer kvHeads;
+
+    @Option(names = "--ffn", paramLabel = "N", description = "Feed-forward length.")
+    Integer ffn;
+
+    @Option(names = "--vocab", paramLabel = "N", description = "Vocabulary size (at least " + ModelSpec.MIN_VOCAB + ").")
+    Integer vocab;
+
+    @Option(names = "--context", paramLabel = "N", description = "Context length.")
+    Integer context;
+
+    @Option(names = "--tied", negatable = true, description = "Tie the classifier to token_embd (no output.weight).")
+    Boolean tied;
+
+    @Option(names = "--rope-factors", description = "Write a rope_freqs.weight tensor (Llama 3.1 style).")
+    boolean ropeFactors;
+
+    @Option(names = "--seed", paramLabel = "N", description = "Seed of the random weights.")
+    Long seed;
+
+    @Override
+    public Integer call() throws Exception {
+        ModelSpec p = ModelSpec.preset(preset);
+        ModelSpec s = new ModelSpec(p.name(), or(dim, p.dim()), or(layers, p.layers()), or(heads, p.heads()),
+                or(kvHeads, heads != null ? heads : p.kvHeads()), or(ffn, p.ffnDim()), or(vocab, p.vocabSize()),
+                or(context, p.contextLength()), tied != null ? tied : p.tied(),
+                type == null ? p.type() : parseType(type), seed != null ? seed : p.seed(), ropeFactors || p.ropeFactors());
+        System.err.println("writing " + s.describe() + " to " + out + " ...");
+        long t0 = System.nanoTime();
+        SyntheticModel.write(s, out);
+        System.err.printf(Locale.ROOT, "done in %.1f s (%d MB)%n", (System.nanoTime() - t0) / 1e9,
+                java.nio.file.Files.size(out) >> 20);
+        return 0;
+    }
+
+    static GgmlType parseType(String t) {
+        return switch (t.toLowerCase(Locale.ROOT)) {
+            case "f32" -> GgmlType.F32;
+            case "f16" -> GgmlType.F16;
+            default -> throw new IllegalArgumentException("unknown weight type '" + t + "' (f32, f16)");
+        };
+    }
+
+    private static <T> T or(T v, T dflt) {
+        return v != null ? v : dflt;
+    }
+
+    public static void main(String[] args) {
+        System.exit(Cli.run(new MakeModelCommand(), args));
+    }
+}
