@@ -184,8 +184,8 @@ public final class StreamFrameDecoder
         }
         final MessageType type = MessageType.fromCode(FrameHeader.messageTypeCode(partial, 0));
         throw new FrameFormatException(Reason.TRUNCATED_PAYLOAD, frameIndex, frameStreamOffset, partialLength,
-            "stream ended after " + partialLength + " of the " + expectedLength + " bytes of a " + type.printName() +
-            " frame (payload_len " + FrameHeader.payloadLength(partial, 0) + ", " + FrameHeader.sequenceCount(partial, 0) +
+            "stream ended after " + partialLength + " of the " + expectedLength + " frame bytes (" + type.printName() +
+            ", payload_len " + FrameHeader.payloadLength(partial, 0) + ", " + FrameHeader.sequenceCount(partial, 0) +
             " sequence entries" + (FrameHeader.flags(partial, 0) != 0 ? ", trace" : "") + ")");
     }
 

@@ -164,7 +164,7 @@ class TnsrDumpTest
     void truncatedPayload()
     {
         final Run r = malformed(Arrays.copyOf(concat(tokens(), tokens()), 68 + 60), 1, 68 + 60, "TRUNCATED_PAYLOAD");
-        assertTrue(r.err.contains("stream ended after 60 of the 68 bytes of a TOKENS frame"), r.err);
+        assertTrue(r.err.contains("stream ended after 60 of the 68 frame bytes (TOKENS, payload_len 12, 0 sequence entries)"), r.err);
     }
 
     @Test

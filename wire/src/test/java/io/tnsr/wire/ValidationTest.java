@@ -238,7 +238,7 @@ class ValidationTest
         final UnsafeBuffer b = frame(TOKENS, 1, FLAG_TRACE, 1, 8, 2, 0, 0, 0, 8 + 16 + 8);
         FrameEncoder.putSequenceEntry(b, 0, 0, 1, 0, 2, 0);
         final FrameFormatException e = expect(new UnsafeBuffer(Arrays.copyOf(b.byteArray(), 60)), Reason.TRUNCATED_PAYLOAD, 60);
-        assertTrue(e.getMessage().contains("stream ended after 60 of the 88 bytes of a TOKENS frame (payload_len 8, 1 sequence entries, trace)"),
+        assertTrue(e.getMessage().contains("stream ended after 60 of the 88 frame bytes (TOKENS, payload_len 8, 1 sequence entries, trace)"),
             e::getMessage);
         expect(new UnsafeBuffer(Arrays.copyOf(b.byteArray(), 56)), Reason.TRUNCATED_PAYLOAD, 56);
         expect(new UnsafeBuffer(Arrays.copyOf(b.byteArray(), 87)), Reason.TRUNCATED_PAYLOAD, 87);
