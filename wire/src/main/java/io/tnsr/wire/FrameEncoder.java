@@ -130,11 +130,7 @@ public final class FrameEncoder
     {
         final int payloadLength = 4 * count;
         encodeHeader(buffer, offset, MessageType.TOKENS, stepId, microBatchId, flags, sequenceCount, 1, count, 0, 0, 0, payloadLength);
-        final int payload = offset + HEADER_LENGTH;
-        for (int i = 0; i < count; i++)
-        {
-            buffer.putInt(payload + 4 * i, tokens[from + i], ORDER);
-        }
+        putU32s(buffer, offset + HEADER_LENGTH, tokens, from, count);
         return clearTrailer(buffer, offset, payloadLength, sequenceCount, flags);
     }
 
@@ -227,11 +223,7 @@ public final class FrameEncoder
     {
         final int payloadLength = 4 * count;
         encodeHeader(buffer, offset, MessageType.END_SEQUENCE, stepId, microBatchId, 0, 0, 1, count, 0, 0, 0, payloadLength);
-        final int payload = offset + HEADER_LENGTH;
-        for (int i = 0; i < count; i++)
-        {
-            buffer.putInt(payload + 4 * i, seqIds[from + i], ORDER);
-        }
+        putU32s(buffer, offset + HEADER_LENGTH, seqIds, from, count);
         return HEADER_LENGTH + payloadLength;
     }
 
@@ -288,6 +280,14 @@ public final class FrameEncoder
         encodeHeader(buffer, offset, type, stepId, microBatchId, flags, sequenceCount, 2, rows, width, 0, 0, payloadLength);
         buffer.putBytes(offset + HEADER_LENGTH, src, srcOffset, payloadLength);
         return clearTrailer(buffer, offset, payloadLength, sequenceCount, flags);
+    }
+
+    private static void putU32s(final MutableDirectBuffer buffer, final int index, final int[] values, final int from, final int count)
+    {
+        for (int i = 0; i < count; i++)
+        {
+            buffer.putInt(index + 4 * i, values[from + i], ORDER);
+        }
     }
 
     /** Zeroes the sequence table and trace slot after the payload; returns the total frame length. */

@@ -230,7 +230,7 @@ public final class FrameValidator
         else if (tokenSum != rows)
         {
             throw fail(Reason.SEQUENCE_TABLE_MISMATCH, frameIndex, streamOffset, tableOffset - offset,
-                MessageType.fromCode(typeCode).printName() + " has " + rows + " tokens (dims[0]) but its " + count +
+                typeName(typeCode) + " has " + rows + " tokens (dims[0]) but its " + count +
                 " sequence entries sum to n_tokens " + tokenSum);
         }
     }
@@ -241,6 +241,12 @@ public final class FrameValidator
         final Reason reason, final long frameIndex, final long streamOffset, final int fieldOffset, final String detail)
     {
         return new FrameFormatException(reason, frameIndex, streamOffset, fieldOffset, detail);
+    }
+
+    private static String typeName(final int typeCode)
+    {
+        final MessageType type = MessageType.fromCode(typeCode);
+        return type == null ? "msg_type " + typeCode : type.printName();
     }
 
     private static String rankRange(final MessageType type)
