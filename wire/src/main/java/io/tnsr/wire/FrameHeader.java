@@ -9,15 +9,15 @@ import java.nio.ByteOrder;
  *
  * <p>Layout (little-endian; byte-for-byte the C struct {@code repr(C, align(8))}, see {@code docs/PROTOCOL.md}):
  * <pre>
- *  @0  magic[4]        'T' 'N' 'S' 'R'
- *  @4  msg_type        u8   {@link MessageType}
- *  @5  shape_rank      u8   0..4
- *  @6  flags           u8   (C: padding[0]) bit0 TRACE, bits 1..7 reserved = 0
- *  @7  seq_count       u8   (C: padding[1]) sequence-table entries after the payload
- *  @8  step_id         u64
- *  @16 micro_batch_id  u32
- *  @20 payload_len     u32
- *  @24 shape_dims      u64[4]  (dims beyond rank are 0)
+ *  &#64;0  magic[4]        'T' 'N' 'S' 'R'
+ *  &#64;4  msg_type        u8   {@link MessageType}
+ *  &#64;5  shape_rank      u8   0..4
+ *  &#64;6  flags           u8   (C: padding[0]) bit0 TRACE, bits 1..7 reserved = 0
+ *  &#64;7  seq_count       u8   (C: padding[1]) sequence-table entries after the payload
+ *  &#64;8  step_id         u64
+ *  &#64;16 micro_batch_id  u32
+ *  &#64;20 payload_len     u32
+ *  &#64;24 shape_dims      u64[4]  (dims beyond rank are 0)
  * </pre>
  * A frame is {@code header | payload | seq_count x 16-byte sequence entries | 8-byte trace stamp if TRACE}, so its
  * total length follows from the header alone ({@link #frameLength(DirectBuffer, int)}).

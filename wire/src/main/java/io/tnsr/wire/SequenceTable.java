@@ -9,10 +9,10 @@ import static io.tnsr.wire.FrameHeader.SEQUENCE_ENTRY_LENGTH;
  * Reads the sequence table of a frame (the {@code seq_count} 16-byte entries right after the payload) without
  * allocation. Entry layout, little-endian:
  * <pre>
- *  @0  seq_id       u32
- *  @4  position     u32  position in the sequence of this frame's first token for that sequence
- *  @8  n_tokens     u32  rows of the payload that belong to this sequence
- *  @12 entry_flags  u32  bit0 WANT_LOGITS, other bits reserved = 0
+ *  &#64;0  seq_id       u32
+ *  &#64;4  position     u32  position in the sequence of this frame's first token for that sequence
+ *  &#64;8  n_tokens     u32  rows of the payload that belong to this sequence
+ *  &#64;12 entry_flags  u32  bit0 WANT_LOGITS, other bits reserved = 0
  * </pre>
  * Entries are in row order: payload rows {@code [0, n_tokens(0))} belong to entry 0, the next {@code n_tokens(1)}
  * rows to entry 1, and so on. Typical loop over a validated ACTIVATIONS frame:
