@@ -1,0 +1,410 @@
+package io.tnsr.wire.cli;
+
+import io.tnsr.wire.ErrorCode;
+import io.tnsr.wire.ErrorPayload;
+import io.tnsr.wire.FrameEncoder;
+import io.tnsr.wire.FrameFormatException;
+import io.tnsr.wire.FrameHandler;
+import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.FramePayload;
+import io.tnsr.wire.HelloPayload;
+import io.tnsr.wire.MessageType;
+import io.tnsr.wire.SequenceTable;
+import io.tnsr.wire.StreamFrameDecoder;
+import org.agrona.DirectBuffer;
+import org.agrona.ExpandableArrayBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.OutputStreamWriter;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code tools/tnsr-dump}: prints one line per TNSR frame of a byte stream (a file, or stdin), and on the first
+ * malformed frame says which frame, at which byte offset, and what was wrong, on stderr.
+ *
+ * <p>Exit status: 0 when every frame was valid, 2 on a malformed stream, a missing/unreadable file or a usage error.
+ * Tests call {@link #run(String[], InputStream, PrintStream, PrintStream)} in-process.
+ */
+@Command(
+    name = "tnsr-dump",
+    mixinStandardHelpOptions = true,
+    version = "tnsr-dump (TNSR protocol version " + HelloPayload.PROTOCOL_VERSION + ")",
+    sortOptions = false,
+    description = {
+        "Decodes a stream of TNSR frames (docs/PROTOCOL.md) and prints one line per",
+        "frame: index, byte offset, type, step_id, micro_batch_id, shape, payload bytes,",
+        "sequence table and trace stamp if any; the ids of TOKENS and END_SEQUENCE, the",
+        "fields of HELLO, the code and message of ERROR.",
+        "On the first malformed frame it prints the frame index, the byte offset and what",
+        "was wrong to stderr, and exits 2.",
+        ""
+    },
+    exitCodeListHeading = "%nExit status:%n",
+    exitCodeList = {
+        "0:every frame was valid (also for an empty stream)",
+        "2:malformed or truncated stream, unreadable file, or bad usage"
+    })
+public final class TnsrDump implements Callable<Integer>
+{
+    static final int EXIT_OK = 0;
+    static final int EXIT_BAD = 2;
+    private static final int CHUNK_SIZE = 64 * 1024;
+
+    @Option(names = "--max-frame-size", paramLabel = "BYTES",
+        description = "Largest total frame length accepted (default: ${DEFAULT-VALUE} = 64 MiB; " +
+            FrameHeader.MIN_FRAME_SIZE + ".." + FrameHeader.MAX_FRAME_SIZE_LIMIT + ").")
+    int maxFrameSize = FrameHeader.DEFAULT_MAX_FRAME_SIZE;
+
+    @Option(names = "--max-ids", paramLabel = "N",
+        description = "Print at most N ids of a TOKENS or END_SEQUENCE frame (default: ${DEFAULT-VALUE}).")
+    int maxIds = 64;
+
+    @Option(names = "--write-example", paramLabel = "OUT",
+        description = "Instead of dumping, write a small sample stream (one frame of each type) to OUT and exit.")
+    Path exampleOut;
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "FILE",
+        description = "The stream to decode; '-' or nothing for stdin.")
+    String file = "-";
+
+    private final InputStream stdin;
+    private final PrintWriter out;
+    private final PrintWriter err;
+
+    private TnsrDump(final InputStream stdin, final PrintWriter out, final PrintWriter err)
+    {
+        this.stdin = stdin;
+        this.out = out;
+        this.err = err;
+    }
+
+    /** Command-line entry point: {@code System.exit} with the status of {@link #run}. */
+    public static void main(final String[] args)
+    {
+        System.exit(run(args, System.in, System.out, System.err));
+    }
+
+    /**
+     * Runs the command in-process.
+     *
+     * @return the exit status (0 valid, 2 malformed input, unreadable file or usage error).
+     */
+    public static int run(final String[] args, final InputStream stdin, final PrintStream stdout, final PrintStream stderr)
+    {
+        final PrintWriter out = writer(stdout);
+        final PrintWriter err = writer(stderr);
+        final CommandLine cmd = new CommandLine(new TnsrDump(stdin, out, err));
+        cmd.setOut(out).setErr(err);
+        cmd.setParameterExceptionHandler((ex, a) ->
+        {
+            err.println("tnsr-dump: " + ex.getMessage());
+            err.println("Try 'tnsr-dump --help'.");
+            return EXIT_BAD;
+        });
+        cmd.setExecutionExceptionHandler((ex, c, parseResult) ->
+        {
+            err.println("tnsr-dump: internal error: " + ex);
+            return EXIT_BAD;
+        });
+        try
+        {
+            return cmd.execute(args);
+        }
+        finally
+        {
+            out.flush();
+            err.flush();
+        }
+    }
+
+    @Override
+    public Integer call()
+    {
+        if (maxFrameSize < FrameHeader.MIN_FRAME_SIZE || maxFrameSize > FrameHeader.MAX_FRAME_SIZE_LIMIT)
+        {
+            err.println("tnsr-dump: --max-frame-size " + maxFrameSize + " not in [" + FrameHeader.MIN_FRAME_SIZE + ", " +
+                FrameHeader.MAX_FRAME_SIZE_LIMIT + "]");
+            return EXIT_BAD;
+        }
+        if (exampleOut != null)
+        {
+            return writeExample(exampleOut);
+        }
+
+        final boolean useStdin = "-".equals(file);
+        if (useStdin)
+        {
+            try
+            {
+                return dump(stdin); // not closed: it is the caller's
+            }
+            catch (final IOException ex)
+            {
+                return ioError("cannot read stdin: " + ex.getMessage());
+            }
+        }
+        try (InputStream in = Files.newInputStream(Path.of(file)))
+        {
+            return dump(in);
+        }
+        catch (final NoSuchFileException ex)
+        {
+            return ioError("no such file: " + file);
+        }
+        catch (final AccessDeniedException ex)
+        {
+            return ioError("permission denied: " + file);
+        }
+        catch (final IOException ex)
+        {
+            return ioError("cannot read " + file + ": " + ex.getMessage());
+        }
+    }
+
+    private int dump(final InputStream in) throws IOException
+    {
+        final StreamFrameDecoder decoder = new StreamFrameDecoder(maxFrameSize);
+        final Printer printer = new Printer(decoder, out, maxIds);
+        final byte[] chunk = new byte[CHUNK_SIZE];
+        final UnsafeBuffer chunkBuffer = new UnsafeBuffer(chunk);
+        try
+        {
+            int n;
+            while ((n = in.read(chunk)) >= 0)
+            {
+                decoder.feed(chunkBuffer, 0, n, printer);
+            }
+            decoder.endOfStream();
+            return EXIT_OK;
+        }
+        catch (final FrameFormatException ex)
+        {
+            out.flush();
+            err.println("tnsr-dump: malformed stream: " + ex.getMessage());
+            return EXIT_BAD;
+        }
+    }
+
+    private int ioError(final String message)
+    {
+        out.flush();
+        err.println("tnsr-dump: " + message);
+        return EXIT_BAD;
+    }
+
+    private int writeExample(final Path target)
+    {
+        final ExpandableArrayBuffer buf = new ExpandableArrayBuffer(4096);
+        final int length = ExampleStream.write(buf);
+        try
+        {
+            Files.write(target, java.util.Arrays.copyOf(buf.byteArray(), length));
+        }
+        catch (final IOException ex)
+        {
+            return ioError("cannot write " + target + ": " + ex.getMessage());
+        }
+        out.println("wrote " + ExampleStream.FRAME_COUNT + " frames (" + length + " bytes) to " + target);
+        return EXIT_OK;
+    }
+
+    private static PrintWriter writer(final OutputStream stream)
+    {
+        return new PrintWriter(new BufferedWriter(new OutputStreamWriter(stream, StandardCharsets.UTF_8)), false);
+    }
+
+    /** Formats one line per frame; reuses one StringBuilder. */
+    static final class Printer implements FrameHandler
+    {
+        private final StreamFrameDecoder decoder;
+        private final PrintWriter out;
+        private final int maxIds;
+        private final StringBuilder line = new StringBuilder(256);
+
+        Printer(final StreamFrameDecoder decoder, final PrintWriter out, final int maxIds)
+        {
+            this.decoder = decoder;
+            this.out = out;
+            this.maxIds = maxIds;
+        }
+
+        @Override
+        public void onFrame(final DirectBuffer buf, final int off, final FrameHeader header)
+        {
+            final StringBuilder sb = line;
+            sb.setLength(0);
+            final MessageType type = header.messageType();
+            final int rank = header.rank();
+            sb.append('#').append(decoder.frameIndex()).append(" @").append(decoder.frameStreamOffset())
+                .append(' ').append(type.printName())
+                .append(" step=").append(Long.toUnsignedString(header.stepId()))
+                .append(" mb=").append(Integer.toUnsignedString(header.microBatchId()))
+                .append(" shape=[");
+            for (int i = 0; i < rank; i++)
+            {
+                sb.append(i == 0 ? "" : ",").append(header.dim(i));
+            }
+            sb.append("] payload=").append(header.payloadLength());
+
+            switch (type)
+            {
+                case TOKENS:
+                    appendU32s(sb, " ids=[", buf, off, (int)header.dim(0));
+                    break;
+                case END_SEQUENCE:
+                    appendU32s(sb, " end_seqs=[", buf, off, (int)header.dim(0));
+                    break;
+                case HELLO:
+                    sb.append(" hello={version=").append(HelloPayload.protocolVersion(buf, off))
+                        .append(" role=").append(roleName(HelloPayload.role(buf, off)))
+                        .append(" stage=").append(HelloPayload.stageIndex(buf, off)).append('/')
+                        .append(HelloPayload.stageCount(buf, off))
+                        .append(" layers=").append(HelloPayload.layerFrom(buf, off)).append("..")
+                        .append(HelloPayload.layerTo(buf, off))
+                        .append(" hidden_dim=").append(HelloPayload.hiddenDim(buf, off))
+                        .append(" max_tokens_per_frame=").append(HelloPayload.maxTokensPerFrame(buf, off)).append('}');
+                    break;
+                case ERROR:
+                    final int code = ErrorPayload.errorCodeValue(buf, off);
+                    final ErrorCode errorCode = ErrorPayload.errorCode(buf, off);
+                    final int seqId = ErrorPayload.seqId(buf, off);
+                    sb.append(" error=").append(errorCode == null ? "UNKNOWN" : errorCode.name())
+                        .append('(').append(Integer.toUnsignedString(code)).append(')')
+                        .append(" seq=").append(seqId == ErrorCode.SEQ_ID_NONE ? "none" : Integer.toUnsignedString(seqId))
+                        .append(" message=\"");
+                    appendEscaped(sb, ErrorPayload.message(buf, off));
+                    sb.append('"');
+                    break;
+                default:
+                    break;
+            }
+
+            final int seqCount = header.sequenceCount();
+            if (seqCount > 0)
+            {
+                sb.append(" seqs=[");
+                for (int i = 0; i < seqCount; i++)
+                {
+                    sb.append(i == 0 ? "{" : " {")
+                        .append("seq=").append(Integer.toUnsignedString(SequenceTable.seqId(buf, off, i)))
+                        .append(" pos=").append(Integer.toUnsignedString(SequenceTable.position(buf, off, i)))
+                        .append(" n=").append(Integer.toUnsignedString(SequenceTable.nTokens(buf, off, i)));
+                    if (SequenceTable.wantsLogits(buf, off, i))
+                    {
+                        sb.append(" WANT_LOGITS");
+                    }
+                    sb.append('}');
+                }
+                sb.append(']');
+            }
+            if (header.hasTrace())
+            {
+                sb.append(" trace=").append(header.traceNanos());
+            }
+            out.append(sb).append('\n');
+        }
+
+        private void appendU32s(final StringBuilder sb, final String label, final DirectBuffer buf, final int off, final int count)
+        {
+            sb.append(label);
+            final int shown = Math.min(count, maxIds);
+            for (int i = 0; i < shown; i++)
+            {
+                sb.append(i == 0 ? "" : ",").append(Integer.toUnsignedString(FramePayload.u32(buf, off, i)));
+            }
+            if (shown < count)
+            {
+                sb.append(shown == 0 ? "" : ",").append("...+").append(count - shown).append(" more");
+            }
+            sb.append(']');
+        }
+
+        private static String roleName(final int role)
+        {
+            switch (role)
+            {
+                case HelloPayload.ROLE_COORDINATOR: return "coordinator";
+                case HelloPayload.ROLE_STAGE: return "stage";
+                default: return "unknown(" + Integer.toUnsignedString(role) + ")";
+            }
+        }
+
+        private static void appendEscaped(final StringBuilder sb, final String s)
+        {
+            for (int i = 0; i < s.length(); i++)
+            {
+                final char c = s.charAt(i);
+                if (c == '"' || c == '\\')
+                {
+                    sb.append('\\').append(c);
+                }
+                else if (c < 0x20 || c == 0x7F)
+                {
+                    sb.append(String.format("\\x%02x", (int)c));
+                }
+                else
+                {
+                    sb.append(c);
+                }
+            }
+        }
+    }
+
+    /** The sample stream of {@code --write-example}: one frame of each type. */
+    static final class ExampleStream
+    {
+        static final int FRAME_COUNT = 7;
+
+        private ExampleStream()
+        {
+        }
+
+        static int write(final ExpandableArrayBuffer buf)
+        {
+            int off = 0;
+            off += FrameEncoder.encodeHello(buf, off, 0, HelloPayload.ROLE_COORDINATOR, 0, 2, 0, 0, 64, 256);
+
+            // Two sequences in one TOKENS frame: seq 7 prefill of 3 tokens, seq 9 decode of 1 token.
+            final int tokens = off;
+            off += FrameEncoder.encodeTokens(buf, off, 1, 0, new int[] {1, 403, 407, 1171}, 0, 4, 2, FrameHeader.FLAG_TRACE);
+            FrameEncoder.putSequenceEntry(buf, tokens, 0, 7, 0, 3, SequenceTable.WANT_LOGITS);
+            FrameEncoder.putSequenceEntry(buf, tokens, 1, 9, 12, 1, SequenceTable.WANT_LOGITS);
+            FrameEncoder.stampTrace(buf, tokens, 123_456_789L);
+
+            final UnsafeBuffer values = new UnsafeBuffer(new byte[4 * 16]);
+            for (int i = 0; i < 16; i++)
+            {
+                values.putFloat(4 * i, i * 0.25f, FrameHeader.ORDER);
+            }
+            final int acts = off;
+            off += FrameEncoder.encodeActivations(buf, off, 1, 0, values, 0, 4, 4, 2, 0);
+            FrameEncoder.putSequenceEntry(buf, acts, 0, 7, 0, 3, SequenceTable.WANT_LOGITS);
+            FrameEncoder.putSequenceEntry(buf, acts, 1, 9, 12, 1, SequenceTable.WANT_LOGITS);
+
+            final int logits = off;
+            off += FrameEncoder.encodeLogits(buf, off, 1, 0, values, 0, 2, 8, 2, 0);
+            FrameEncoder.putSequenceEntry(buf, logits, 0, 7, 0, 3, SequenceTable.WANT_LOGITS);
+            FrameEncoder.putSequenceEntry(buf, logits, 1, 9, 12, 1, SequenceTable.WANT_LOGITS);
+
+            off += FrameEncoder.encodeError(buf, off, 2, 1, ErrorCode.OUT_OF_KV_CACHE, 9, "no free KV-cache block for seq 9");
+            off += FrameEncoder.encodeEndSequence(buf, off, 3, 0, new int[] {7, 9}, 0, 2);
+            off += FrameEncoder.encodeShutdown(buf, off, 4, 0);
+            return off;
+        }
+    }
+}
