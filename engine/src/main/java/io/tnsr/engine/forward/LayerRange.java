@@ -19,7 +19,7 @@ import java.nio.ByteBuffer;
  * <p>The calling loop (one thread; nothing here is thread-safe):
  * <pre>{@code
  * batch.clear().add(seqId, position, tokenCount, wantLogits)...;
- * range.prepare(batch);                       // per-sequence errors here, before any state changes
+ * range.prepare(batch, tokenIds, 0);         // per-sequence errors here (tokenIds null if not first)
  * if (range.isFirst()) range.embed(batch, tokenIds, 0, x);   // else x holds the previous range's output
  * range.forward(batch, x);                    // x: [batch.tokens()][dim], updated in place
  * if (range.isLast()) range.logits(batch, x, logits);        // logits: [batch.logitRows()][vocab]
@@ -161,12 +161,20 @@ public final class LayerRange {
         return cache;
     }
 
+    /** {@link #prepare(Batch, int[], int)} for a range that does not embed (no token ids to check). */
+    public void prepare(Batch batch) {
+        prepare(batch, null, 0);
+    }
+
     /**
      * Checks every sequence of the batch and reserves its KV cache. Throws a {@link SequenceException}
-     * naming the first sequence that cannot run (context or cache exhausted, or a position past what this
-     * stage holds for it); the caller removes it from the batch and calls again.
+     * naming the first sequence that cannot run (a token id outside the vocabulary, context or cache
+     * exhausted, a position past what this range holds for it); the caller removes it from the batch and
+     * calls again. Sequences checked before the failing one keep their reservation, which is harmless.
+     *
+     * @param tokens the batch's token ids (first range), or null
      */
-    public void prepare(Batch batch) {
+    public void prepare(Batch batch, int[] tokens, int tokOff) {
         if (batch.tokens() > maxTokens || batch.sequences() > maxSequences()) {
             throw new SequenceException(SequenceException.Kind.BATCH_TOO_LARGE, batch.seqId(0), "batch of "
                     + batch.tokens() + " tokens / " + batch.sequences() + " sequences exceeds this range's limit of "
@@ -176,6 +184,15 @@ public final class LayerRange {
         for (int s = 0; s < batch.sequences(); s++) {
             int id = batch.seqId(s);
             int pos = batch.position(s);
+            if (tokens != null) {
+                for (int i = 0; i < batch.tokenCount(s); i++) {
+                    int t = tokens[tokOff + row + i];
+                    if (t < 0 || t >= c.vocabSize()) {
+                        throw new SequenceException(SequenceException.Kind.BAD_TOKEN, id, "sequence " + id
+                                + ": token id " + (t & 0xFFFFFFFFL) + " is outside the vocabulary [0, " + c.vocabSize() + ")");
+                    }
+                }
+            }
             KvCache kv = cache.get(id);
             if (kv == null && pos != 0) {
                 throw new SequenceException(SequenceException.Kind.UNKNOWN_SEQUENCE, id, "sequence " + id
@@ -203,12 +220,7 @@ public final class LayerRange {
         }
         int dim = c.dim();
         for (int t = 0; t < batch.tokens(); t++) {
-            int id = tokens[tokOff + t];
-            if (id < 0 || id >= c.vocabSize()) {
-                throw new SequenceException(SequenceException.Kind.BAD_TOKEN, -1,
-                        "token id " + id + " at row " + t + " is outside the vocabulary [0, " + c.vocabSize() + ")");
-            }
-            embedding.readRow(id, x, t * dim);
+            embedding.readRow(tokens[tokOff + t], x, t * dim); // ids checked by prepare
         }
     }
 

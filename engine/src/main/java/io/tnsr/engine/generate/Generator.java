@@ -131,7 +131,7 @@ public final class Generator {
     private void step() {
         while (batch.sequences() > 0) {
             try {
-                model.prepare(batch);
+                model.prepare(batch, tokens, 0);
                 break;
             } catch (SequenceException e) {
                 int i = batch.indexOf(e.seqId());

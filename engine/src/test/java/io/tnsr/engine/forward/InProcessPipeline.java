@@ -29,7 +29,7 @@ final class InProcessPipeline {
     /** Runs the batch over tokens; returns a copy of the logits rows. */
     float[] run(Batch batch, int[] tokens) {
         for (LayerRange r : ranges) {
-            r.prepare(batch);
+            r.prepare(batch, r.isFirst() ? tokens : null, 0);
             if (r.isFirst()) {
                 r.embed(batch, tokens, 0, x);
             }

@@ -98,7 +98,7 @@ public final class EngineBench implements Callable<Integer> {
         }
 
         private void call() {
-            range.prepare(batch);
+            range.prepare(batch, tokens, 0);
             range.embed(batch, tokens, 0, x);
             range.forward(batch, x);
             range.logits(batch, x, logits);

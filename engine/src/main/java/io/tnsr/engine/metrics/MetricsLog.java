@@ -1,0 +1,120 @@
+package io.tnsr.engine.metrics;
+
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramLogWriter;
+
+/**
+ * Writes each {@link LatencyMetric} of a process to its own HdrHistogram interval log
+ * ({@code DIR/<metric>.hlog}, readable by HdrHistogram's {@code HistogramLogReader} and
+ * {@code HistogramLogProcessor}), one interval per period, from a background thread, so the threads that
+ * record never wait for I/O. {@link #close()} writes the last interval.
+ *
+ * <p>Counters (events such as stalls) go to {@code DIR/<name>.count} at close.
+ */
+public final class MetricsLog implements AutoCloseable {
+    private final Path dir;
+    private final List<LatencyMetric> metrics = new ArrayList<>();
+    private final List<HistogramLogWriter> writers = new ArrayList<>();
+    private final List<PrintStream> streams = new ArrayList<>();
+    private final List<String> counterNames = new ArrayList<>();
+    private final List<AtomicLong> counters = new ArrayList<>();
+    private final Thread thread;
+    private final long periodMillis;
+    private volatile boolean running = true;
+    private final long startMillis = System.currentTimeMillis();
+
+    public MetricsLog(Path dir, long periodMillis, String threadName) {
+        this.dir = dir;
+        this.periodMillis = periodMillis;
+        this.thread = new Thread(this::loop, threadName);
+        this.thread.setDaemon(true);
+    }
+
+    /** Registers a metric before {@link #start()}; returns it for the recording thread. */
+    public synchronized LatencyMetric add(LatencyMetric m) {
+        metrics.add(m);
+        return m;
+    }
+
+    /** Registers an event counter, written at close. */
+    public synchronized AtomicLong counter(String name) {
+        AtomicLong c = new AtomicLong();
+        counterNames.add(name);
+        counters.add(c);
+        return c;
+    }
+
+    public void start() {
+        try {
+            Files.createDirectories(dir);
+            for (LatencyMetric m : metrics) {
+                PrintStream out = new PrintStream(new FileOutputStream(dir.resolve(m.name() + ".hlog").toFile()), false, "UTF-8");
+                HistogramLogWriter w = new HistogramLogWriter(out);
+                w.outputComment("[" + m.name() + ": " + m.description() + ", nanoseconds]");
+                w.outputLogFormatVersion();
+                w.outputStartTime(startMillis);
+                w.setBaseTime(startMillis);
+                w.outputLegend();
+                streams.add(out);
+                writers.add(w);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write metrics to " + dir, e);
+        }
+        thread.start();
+    }
+
+    private void loop() {
+        while (running) {
+            try {
+                Thread.sleep(periodMillis);
+            } catch (InterruptedException e) {
+                break;
+            }
+            flush();
+        }
+    }
+
+    private synchronized void flush() {
+        for (int i = 0; i < metrics.size() && i < writers.size(); i++) {
+            Histogram h = metrics.get(i).sampleInterval();
+            if (h.getTotalCount() > 0) {
+                writers.get(i).outputIntervalHistogram(h);
+            }
+            streams.get(i).flush();
+        }
+    }
+
+    @Override
+    public void close() {
+        running = false;
+        thread.interrupt();
+        try {
+            thread.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        flush();
+        synchronized (this) {
+            for (PrintStream s : streams) {
+                s.close();
+            }
+            for (int i = 0; i < counters.size(); i++) {
+                try {
+                    Files.writeString(dir.resolve(counterNames.get(i) + ".count"), counters.get(i).get() + "\n");
+                } catch (IOException e) {
+                    System.err.println("cannot write counter " + counterNames.get(i) + ": " + e.getMessage());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+package io.tnsr.engine.pipeline;
+
+import io.tnsr.engine.util.JsonParser;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * How a model is split into stages and how each stage is sized, read once at start-up (from a JSON file given
+ * to {@code --config}, or from defaults and the command line). See {@code config/README.md} for the file format.
+ *
+ * @param host                 address every stage listens on and connects to
+ * @param stages               the stages in pipeline order, their layer ranges contiguous and covering the model
+ * @param ringSize             slots of each stage's Disruptor ring (a power of two)
+ * @param maxFrameBytes        largest frame a stage accepts (protocol limit)
+ * @param maxTokensPerFrame    most token rows one frame (micro-batch step) carries; sizes the ring slots
+ * @param maxSequencesPerFrame most sequences one frame carries; sizes the logits a last stage returns
+ * @param waitMode             how compute threads wait for frames
+ * @param kvCacheTokens        KV cache capacity of each stage, in positions over all its live sequences (0 = auto)
+ */
+public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
+                             int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens) {
+
+    public static final int DEFAULT_RING_SIZE = 16;
+    public static final int DEFAULT_MAX_FRAME_BYTES = 64 << 20;
+    public static final int DEFAULT_MAX_TOKENS_PER_FRAME = 256;
+    public static final int DEFAULT_MAX_SEQUENCES_PER_FRAME = 32;
+
+    public PipelineConfig {
+        stages = List.copyOf(stages);
+        if (stages.isEmpty()) {
+            throw new IllegalArgumentException("a pipeline needs at least one stage");
+        }
+        if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {
+            throw new IllegalArgumentException("ring_size must be a power of two >= 2, got " + ringSize);
+        }
+        if (maxTokensPerFrame < 1 || maxSequencesPerFrame < 1 || maxSequencesPerFrame > 255) {
+            throw new IllegalArgumentException("max_tokens_per_frame must be >= 1 and max_sequences_per_frame in 1..255");
+        }
+        for (int i = 1; i < stages.size(); i++) {
+            if (stages.get(i).layerFrom() != stages.get(i - 1).layerTo()) {
+                throw new IllegalArgumentException("stage " + i + " starts at layer " + stages.get(i).layerFrom()
+                        + " but stage " + (i - 1) + " ends at layer " + stages.get(i - 1).layerTo()
+                        + ": stages must hold contiguous layer ranges");
+            }
+        }
+        if (stages.get(0).layerFrom() != 0) {
+            throw new IllegalArgumentException("the first stage must start at layer 0, not " + stages.get(0).layerFrom());
+        }
+    }
+
+    /** Checks the split against the model's layer count. */
+    public void checkCovers(int modelLayers) {
+        int end = stages.get(stages.size() - 1).layerTo();
+        if (end != modelLayers) {
+            throw new IllegalArgumentException("the stages cover layers [0, " + end + ") but the model has "
+                    + modelLayers + " layers");
+        }
+    }
+
+    /** Layers split as evenly as possible, the first stages taking one more (5 over 4: 2, 1, 1, 1). */
+    public static List<StageSpec> evenSplit(int layers, int stageCount) {
+        if (stageCount < 1 || stageCount > layers) {
+            throw new IllegalArgumentException("cannot split " + layers + " layers over " + stageCount
+                    + " stages (1.." + layers + " stages)");
+        }
+        List<StageSpec> s = new ArrayList<>();
+        int from = 0;
+        for (int i = 0; i < stageCount; i++) {
+            int n = layers / stageCount + (i < layers % stageCount ? 1 : 0);
+            s.add(new StageSpec(from, from + n, 0, List.of(), null));
+            from += n;
+        }
+        return s;
+    }
+
+    public static PipelineConfig defaults(int layers, int stageCount, WaitMode wait) {
+        return new PipelineConfig("127.0.0.1", evenSplit(layers, stageCount), DEFAULT_RING_SIZE, DEFAULT_MAX_FRAME_BYTES,
+                DEFAULT_MAX_TOKENS_PER_FRAME, DEFAULT_MAX_SEQUENCES_PER_FRAME, wait, 0);
+    }
+
+    public PipelineConfig withWaitMode(WaitMode w) {
+        return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, w, kvCacheTokens);
+    }
+
+    public PipelineConfig withStages(List<StageSpec> s) {
+        return new PipelineConfig(host, s, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens);
+    }
+
+    private static final Set<String> KEYS = Set.of("host", "stages", "ring_size", "max_frame_bytes",
+            "max_tokens_per_frame", "max_sequences_per_frame", "wait_strategy", "kv_cache_tokens", "comment");
+    private static final Set<String> STAGE_KEYS = Set.of("layers", "port", "cpus", "external", "comment");
+
+    /**
+     * Reads a JSON configuration. {@code stages} may be a list of stage objects, or a number (an even split
+     * of {@code modelLayers}). Unknown keys are errors (a typo must not be silently ignored).
+     */
+    public static PipelineConfig load(Path file, int modelLayers) throws IOException {
+        Object root;
+        try {
+            root = JsonParser.parse(Files.readString(file));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
+        }
+        try {
+            return fromJson(root, modelLayers);
+        } catch (IllegalArgumentException | ClassCastException e) {
+            throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
+        }
+    }
+
+    static PipelineConfig fromJson(Object root, int modelLayers) {
+        if (!(root instanceof Map<?, ?> m)) {
+            throw new IllegalArgumentException("the configuration must be a JSON object");
+        }
+        for (Object k : m.keySet()) {
+            if (!KEYS.contains(k)) {
+                throw new IllegalArgumentException("unknown key '" + k + "' (known: " + KEYS + ")");
+            }
+        }
+        Object st = m.get("stages");
+        List<StageSpec> stages;
+        if (st == null) {
+            stages = evenSplit(modelLayers, 1);
+        } else if (st instanceof Number n) {
+            stages = evenSplit(modelLayers, n.intValue());
+        } else {
+            stages = new ArrayList<>();
+            int i = 0;
+            for (Object o : (List<?>) st) {
+                Map<?, ?> s = (Map<?, ?>) o;
+                for (Object k : s.keySet()) {
+                    if (!STAGE_KEYS.contains(k)) {
+                        throw new IllegalArgumentException("stage " + i + ": unknown key '" + k + "' (known: " + STAGE_KEYS + ")");
+                    }
+                }
+                List<?> layers = (List<?>) s.get("layers");
+                if (layers == null || layers.size() != 2) {
+                    throw new IllegalArgumentException("stage " + i + ": \"layers\" must be [from, to]");
+                }
+                List<Integer> cpus = new ArrayList<>();
+                if (s.get("cpus") != null) {
+                    for (Object c : (List<?>) s.get("cpus")) {
+                        cpus.add(((Number) c).intValue());
+                    }
+                }
+                stages.add(new StageSpec(((Number) layers.get(0)).intValue(), ((Number) layers.get(1)).intValue(),
+                        s.get("port") == null ? 0 : ((Number) s.get("port")).intValue(), cpus, (String) s.get("external")));
+                i++;
+            }
+        }
+        PipelineConfig c = new PipelineConfig(
+                m.get("host") == null ? "127.0.0.1" : (String) m.get("host"),
+                stages,
+                intOr(m, "ring_size", DEFAULT_RING_SIZE),
+                intOr(m, "max_frame_bytes", DEFAULT_MAX_FRAME_BYTES),
+                intOr(m, "max_tokens_per_frame", DEFAULT_MAX_TOKENS_PER_FRAME),
+                intOr(m, "max_sequences_per_frame", DEFAULT_MAX_SEQUENCES_PER_FRAME),
+                m.get("wait_strategy") == null ? WaitMode.BLOCK : WaitMode.parse((String) m.get("wait_strategy")),
+                m.get("kv_cache_tokens") == null ? 0 : ((Number) m.get("kv_cache_tokens")).longValue());
+        c.checkCovers(modelLayers);
+        return c;
+    }
+
+    private static int intOr(Map<?, ?> m, String key, int dflt) {
+        Object v = m.get(key);
+        return v == null ? dflt : ((Number) v).intValue();
+    }
+}

@@ -1,0 +1,234 @@
+package io.tnsr.engine.stage;
+
+import com.lmax.disruptor.EventHandler;
+import io.tnsr.engine.forward.Batch;
+import io.tnsr.engine.forward.LayerRange;
+import io.tnsr.engine.kvcache.SequenceException;
+import io.tnsr.engine.metrics.LatencyMetric;
+import io.tnsr.wire.ErrorCode;
+import io.tnsr.wire.FrameEncoder;
+import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.FramePayload;
+import io.tnsr.wire.MessageType;
+import io.tnsr.wire.SequenceTable;
+import java.util.concurrent.atomic.AtomicLong;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * Runs the stage's layers on each frame the inbound thread published, and queues the result in the
+ * {@link OutboundBuffer}: TOKENS (first stage) or ACTIVATIONS in, ACTIVATIONS or (last stage) LOGITS out, with
+ * the same step id, micro-batch id and sequence table. Control frames are acted on (END_SEQUENCE frees KV
+ * caches) and passed on, so they reach the coordinator in order with the data.
+ *
+ * <p>A sequence that cannot run here (cache full, context exceeded, unknown) gets an ERROR frame and is
+ * dropped from the frame; the others go on. A frame that makes no sense here (wrong type, no sequence table,
+ * wrong width) fails its whole micro-batch with an ERROR whose seq id is {@code SEQ_ID_NONE}.
+ *
+ * <p>Steady state allocates nothing: the batch, the activation and token arrays and the logits are sized once.
+ */
+final class ComputeHandler implements EventHandler<FrameSlot> {
+    private final LayerRange range;
+    private final String stageName;
+    private final OutboundBuffer out;
+    private final OutboundSender sender;
+    private final Batch batch;
+    private final int[] tokens;      // [maxTokens]
+    private final float[] x;         // [maxTokens][dim]
+    private final float[] logits;    // [maxSequences][vocab]
+    private final LatencyMetric queueWait;
+    private final LatencyMetric compute;
+    private final LatencyMetric computePerToken;
+    private final AtomicLong stalls;
+    private final long stallThresholdNanos;
+    private long computeNanosTotal;
+
+    ComputeHandler(LayerRange range, String stageName, OutboundBuffer out, OutboundSender sender, LatencyMetric queueWait,
+                   LatencyMetric compute, LatencyMetric computePerToken, AtomicLong stalls, long stallThresholdNanos) {
+        this.range = range;
+        this.stageName = stageName;
+        this.out = out;
+        this.sender = sender;
+        this.batch = new Batch(range.maxSequences(), range.maxTokens());
+        this.tokens = new int[range.maxTokens()];
+        this.x = new float[range.maxTokens() * range.config().dim()];
+        this.logits = range.isLast() ? new float[range.maxSequences() * range.config().vocabSize()] : new float[0];
+        this.queueWait = queueWait;
+        this.compute = compute;
+        this.computePerToken = computePerToken;
+        this.stalls = stalls;
+        this.stallThresholdNanos = stallThresholdNanos;
+    }
+
+    /** Total nanoseconds spent running layers (for the stage's compute share). */
+    long computeNanosTotal() {
+        return computeNanosTotal;
+    }
+
+    @Override
+    public void onEvent(FrameSlot slot, long sequence, boolean endOfBatch) {
+        long pickedUp = System.nanoTime();
+        out.reset();
+        if (slot.status == FrameSlot.Status.EMPTY) {
+            return;
+        }
+        queueWait.record(pickedUp - slot.receivedNanos);
+        UnsafeBuffer b = slot.buffer;
+        long step = FrameHeader.stepId(b, 0);
+        int mb = FrameHeader.microBatchId(b, 0);
+        if (slot.status == FrameSlot.Status.TOO_LARGE) {
+            out.error(step, mb, ErrorCode.BATCH_TOO_LARGE, ErrorCode.SEQ_ID_NONE, stageName + ": a frame of "
+                    + slot.frameLength + " bytes does not fit this stage's ring slots of " + slot.capacity()
+                    + " bytes (max_tokens_per_frame too small for this micro-batch?)");
+            return;
+        }
+        MessageType type = MessageType.fromCode(FrameHeader.messageTypeCode(b, 0));
+        switch (type) {
+            case TOKENS, ACTIVATIONS -> runLayers(slot, type, step, mb);
+            case END_SEQUENCE -> {
+                int n = (int) FrameHeader.dim(b, 0, 0);
+                for (int i = 0; i < n; i++) {
+                    range.endSequence(FramePayload.u32(b, 0, i));
+                }
+                out.forward(b, 0, slot.length);
+            }
+            case SHUTDOWN -> {
+                out.forward(b, 0, slot.length);
+                sender.shutdownQueued = true;
+            }
+            case ERROR -> out.forward(b, 0, slot.length);
+            default -> out.error(step, mb, ErrorCode.UNEXPECTED_MESSAGE, ErrorCode.SEQ_ID_NONE,
+                    stageName + ": unexpected " + type + " frame in the data stream");
+        }
+    }
+
+    private void runLayers(FrameSlot slot, MessageType type, long step, int mb) {
+        UnsafeBuffer b = slot.buffer;
+        int dim = range.config().dim();
+        int n = FrameHeader.sequenceCount(b, 0);
+        if (type == MessageType.TOKENS != range.isFirst()) {
+            out.error(step, mb, ErrorCode.UNEXPECTED_MESSAGE, ErrorCode.SEQ_ID_NONE, stageName + " holds layers ["
+                    + range.from() + ", " + range.to() + ") and takes " + (range.isFirst() ? "TOKENS" : "ACTIVATIONS")
+                    + ", not " + type);
+            return;
+        }
+        if (n == 0) {
+            out.error(step, mb, ErrorCode.MALFORMED_FRAME, ErrorCode.SEQ_ID_NONE,
+                    stageName + ": a " + type + " frame needs a sequence table (which rows belong to which sequence)");
+            return;
+        }
+        int rows = (int) FrameHeader.dim(b, 0, 0);
+        if (type == MessageType.ACTIVATIONS && (FrameHeader.rank(b, 0) != 2 || FrameHeader.dim(b, 0, 1) != dim)) {
+            out.error(step, mb, ErrorCode.MALFORMED_FRAME, ErrorCode.SEQ_ID_NONE, stageName + ": activations of shape "
+                    + shape(b) + " do not match this model's hidden size " + dim);
+            return;
+        }
+        if (rows > range.maxTokens() || n > range.maxSequences()) {
+            out.error(step, mb, ErrorCode.BATCH_TOO_LARGE, ErrorCode.SEQ_ID_NONE, stageName + ": " + rows + " rows of "
+                    + n + " sequences exceed this stage's limit of " + range.maxTokens() + " / " + range.maxSequences());
+            return;
+        }
+        batch.clear();
+        for (int i = 0; i < n; i++) {
+            batch.add(SequenceTable.seqId(b, 0, i), SequenceTable.position(b, 0, i), SequenceTable.nTokens(b, 0, i),
+                    SequenceTable.wantsLogits(b, 0, i));
+        }
+        int payloadIndex = FramePayload.offset(0) / 4;
+        if (type == MessageType.TOKENS) {
+            slot.ints.get(payloadIndex, tokens, 0, rows);
+        } else {
+            slot.floats.get(payloadIndex, x, 0, rows * dim);
+        }
+        prepareDroppingFailures(type == MessageType.TOKENS, step, mb);
+
+        long t0 = System.nanoTime();
+        if (batch.sequences() > 0) {
+            if (range.isFirst()) {
+                range.embed(batch, tokens, 0, x);
+            }
+            range.forward(batch, x);
+        }
+        int outRows;
+        int width;
+        MessageType outType;
+        if (range.isLast()) {
+            outRows = batch.sequences() > 0 ? range.logits(batch, x, logits) : 0;
+            width = range.config().vocabSize();
+            outType = MessageType.LOGITS;
+        } else {
+            outRows = batch.tokens();
+            width = dim;
+            outType = MessageType.ACTIVATIONS;
+        }
+        long t1 = System.nanoTime();
+        long took = t1 - t0;
+        computeNanosTotal += took;
+        compute.record(took);
+        if (batch.tokens() > 0) {
+            computePerToken.record(took / batch.tokens());
+        }
+        if (took > stallThresholdNanos) {
+            stalls.incrementAndGet();
+        }
+        encodeResult(outType, step, mb, outRows, width);
+    }
+
+    /** Runs prepare, and for each sequence it refuses: an ERROR frame, its rows removed, its cache freed. */
+    private void prepareDroppingFailures(boolean hasTokens, long step, int mb) {
+        int dim = range.config().dim();
+        while (batch.sequences() > 0) {
+            try {
+                range.prepare(batch, hasTokens ? tokens : null, 0);
+                return;
+            } catch (SequenceException e) {
+                int i = batch.indexOf(e.seqId());
+                if (i < 0) {
+                    throw e;
+                }
+                out.error(step, mb, errorCode(e.kind()), e.seqId(), stageName + ": " + e.getMessage());
+                int row = batch.firstRow(i);
+                int count = batch.tokenCount(i);
+                int after = batch.tokens() - row - count;
+                if (hasTokens) {
+                    System.arraycopy(tokens, row + count, tokens, row, after);
+                } else {
+                    System.arraycopy(x, (row + count) * dim, x, row * dim, after * dim);
+                }
+                batch.remove(i);
+                range.endSequence(e.seqId());
+            }
+        }
+    }
+
+    private void encodeResult(MessageType outType, long step, int mb, int rows, int width) {
+        int start = out.length;
+        int payloadBytes = rows * width * 4;
+        FrameEncoder.encodeHeader(out.buffer, start, outType, step, mb, FrameHeader.FLAG_TRACE, batch.sequences(), 2,
+                rows, width, 0, 0, payloadBytes);
+        int payloadIndex = (start + FrameHeader.HEADER_LENGTH) / 4;
+        out.floats.put(payloadIndex, range.isLast() ? logits : x, 0, rows * width);
+        for (int i = 0; i < batch.sequences(); i++) {
+            FrameEncoder.putSequenceEntry(out.buffer, start, i, batch.seqId(i), batch.position(i), batch.tokenCount(i),
+                    batch.wantLogits(i) ? SequenceTable.WANT_LOGITS : 0);
+        }
+        out.dataFrameOffset = start;
+        out.length = start + (int) FrameHeader.frameLength(payloadBytes, batch.sequences(), FrameHeader.FLAG_TRACE);
+    }
+
+    private static String shape(UnsafeBuffer b) {
+        StringBuilder sb = new StringBuilder("[");
+        for (int i = 0; i < FrameHeader.rank(b, 0); i++) {
+            sb.append(i == 0 ? "" : ", ").append(FrameHeader.dim(b, 0, i));
+        }
+        return sb.append(']').toString();
+    }
+
+    static ErrorCode errorCode(SequenceException.Kind kind) {
+        return switch (kind) {
+            case OUT_OF_KV_CACHE -> ErrorCode.OUT_OF_KV_CACHE;
+            case CONTEXT_OVERFLOW -> ErrorCode.CONTEXT_OVERFLOW;
+            case UNKNOWN_SEQUENCE -> ErrorCode.UNKNOWN_SEQUENCE;
+            case BATCH_TOO_LARGE -> ErrorCode.BATCH_TOO_LARGE;
+            case BAD_TOKEN -> ErrorCode.MALFORMED_FRAME;
+        };
+    }
+}
