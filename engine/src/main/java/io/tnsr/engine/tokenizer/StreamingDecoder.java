@@ -5,8 +5,8 @@ package io.tnsr.engine.tokenizer;
  * complete characters: the bytes of a UTF-8 sequence split across byte tokens (for example
  * {@code <0xE2><0x80><0x99>} for "’") are held back until the sequence is complete, so half a character
  * is never printed. A byte that cannot continue or start a sequence becomes U+FFFD at once (one U+FFFD per
- * maximal invalid subpart, like {@code new String(bytes, UTF_8)}); {@link #finish()} turns an incomplete
- * tail into U+FFFD.
+ * maximal invalid subpart, Unicode's recommended practice; {@code new String(bytes, UTF_8)} keeps the same
+ * valid characters but sometimes writes fewer U+FFFD); {@link #finish()} turns an incomplete tail into U+FFFD.
  *
  * <p>Leading space (SentencePiece vocabularies): the token right after BOS, and the first token of a decoder
  * made by {@link Tokenizer#newDecoder()}, lose the one leading space that encoding's dummy prefix put there,
