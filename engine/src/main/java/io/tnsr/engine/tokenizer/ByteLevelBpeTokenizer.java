@@ -124,7 +124,7 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
         private final int[] cps;
         private final IntList out;
         private byte[] bytes = new byte[64];
-        private char[] chars = new char[64];
+        private final StringBuilder chars = new StringBuilder(64);
         private int[] tok = new int[64];
         private int[] next = new int[64];
         private int[] prev = new int[64];
@@ -163,8 +163,9 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
                     bytes[n++] = (byte) (0x80 | (cp & 0x3F));
                 }
             }
+            chars.setLength(0);
             for (int i = 0; i < n; i++) {
-                chars[i] = ByteLevel.charOf(bytes[i] & 0xFF);
+                chars.append(ByteLevel.charOf(bytes[i] & 0xFF));
             }
             int whole = index.find(chars, 0, n);
             if (whole >= 0) {
@@ -219,7 +220,6 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
         private void grow(int min) {
             int cap = Math.max(min, bytes.length * 2);
             bytes = java.util.Arrays.copyOf(bytes, cap);
-            chars = new char[cap];
             tok = new int[cap];
             next = new int[cap];
             prev = new int[cap];

@@ -81,44 +81,7 @@ final class PieceIndex {
 
     /** The id of the entry equal to {@code s[from, to)}, or -1. */
     int find(CharSequence s, int from, int to) {
-        int h = hash(0, s, from, to);
-        int len = to - from;
-        for (int i = spread(h) & mask; ; i = (i + 1) & mask) {
-            int t = i * 4;
-            int id = table[t + ID] - 1;
-            if (id < 0) {
-                return -1;
-            }
-            if (table[t + HASH] == h && table[t + LENGTH] == len && same(table[t + OFFSET], s, from, len)) {
-                return id;
-            }
-        }
-    }
-
-    /** The id of the entry equal to {@code a[from, to)}, or -1. */
-    int find(char[] a, int from, int to) {
-        int h = 0;
-        for (int k = from; k < to; k++) {
-            h = 31 * h + a[k];
-        }
-        int len = to - from;
-        for (int i = spread(h) & mask; ; i = (i + 1) & mask) {
-            int t = i * 4;
-            int id = table[t + ID] - 1;
-            if (id < 0) {
-                return -1;
-            }
-            if (table[t + HASH] == h && table[t + LENGTH] == len) {
-                int off = table[t + OFFSET];
-                int k = 0;
-                while (k < len && chars[off + k] == a[from + k]) {
-                    k++;
-                }
-                if (k == len) {
-                    return id;
-                }
-            }
-        }
+        return findConcat(s, from, to, s, to, to);
     }
 
     /** The id of the entry equal to {@code s}, or -1. */

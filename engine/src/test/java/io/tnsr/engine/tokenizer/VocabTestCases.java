@@ -57,6 +57,29 @@ record VocabTestCases(List<String> texts, List<int[]> expected) {
         return tests.stream();
     }
 
+    /** One test per case: decoding the encoded text, with or without BOS, gives the text back. */
+    Stream<DynamicTest> roundTripTests(Tokenizer t) {
+        return texts.stream().map(text -> DynamicTest.dynamicTest("round trip " + show(text), () -> {
+            assertEquals(text, t.decode(t.encode(text, true)));
+            assertEquals(text, t.decode(t.encode(text, false)));
+        }));
+    }
+
+    /**
+     * Encodes {@code unit} repeated {@code times} times (after one warm-up encode), prints how long it took,
+     * checks that it decodes back and returns the milliseconds.
+     */
+    static long timedRoundTrip(Tokenizer t, String label, String unit, int times) {
+        String text = unit.repeat(times);
+        t.encode(unit, false);
+        long t0 = System.nanoTime();
+        int[] ids = t.encode(text, false);
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        System.out.printf("%s: encoding %d chars took %d ms, %d tokens%n", label, text.length(), ms, ids.length);
+        assertEquals(text, t.decode(ids));
+        return ms;
+    }
+
     /** {@code s} quoted, with control characters escaped, shortened for test names. */
     static String show(String s) {
         StringBuilder sb = new StringBuilder("\"");
