@@ -10,7 +10,7 @@ import java.nio.charset.StandardCharsets;
  * characters, and adjacent symbols are merged again and again, always the pair whose concatenation is the
  * vocabulary entry with the highest score (the leftmost pair on a tie), while such a pair exists. A symbol
  * that is not in the vocabulary at the end is written as its UTF-8 bytes, {@code <0xNN>} tokens
- * (byte fallback).
+ * (byte fallback), or as the unknown token when the vocabulary has no byte tokens.
  *
  * <h2>llama.cpp and llama2.c</h2>
  * The merge loop is llama.cpp's {@code llm_tokenizer_spm} (a priority queue of candidate pairs over a linked
@@ -154,9 +154,29 @@ public final class SentencePieceTokenizer extends BaseTokenizer {
                 continue;
             }
             // Only single characters can get here: a merge happens only when its result is an entry.
-            for (byte b : utf8(text.substring(symStart[i], symStart[i] + symLen[i]))) {
-                out.add(byteToken(b & 0xFF));
+            unknown(text.substring(symStart[i], symStart[i] + symLen[i]), out);
+        }
+    }
+
+    /**
+     * A character that is not a vocabulary entry: its UTF-8 bytes as byte tokens when the vocabulary has
+     * them all (byte fallback), else one unknown token for the character, as SentencePiece does without byte
+     * fallback (llama.cpp would fail there).
+     */
+    private void unknown(String ch, IntList out) {
+        byte[] bytes = utf8(ch);
+        boolean all = true;
+        for (byte b : bytes) {
+            all &= byteTokens[b & 0xFF] >= 0;
+        }
+        if (all) {
+            for (byte b : bytes) {
+                out.add(byteTokens[b & 0xFF]);
             }
+        } else if (unk >= 0) {
+            out.add(unk);
+        } else {
+            throw new TokenizerException("cannot encode '" + ch + "': the vocabulary has neither byte tokens for it nor an unknown token");
         }
     }
 
@@ -169,18 +189,6 @@ public final class SentencePieceTokenizer extends BaseTokenizer {
         if (id >= 0) {
             queue.push(scores[id], l, r, size);
         }
-    }
-
-    private int byteToken(int b) {
-        int id = byteTokens[b];
-        if (id >= 0) {
-            return id;
-        }
-        if (unk >= 0) {
-            return unk;
-        }
-        throw new TokenizerException(String.format(
-                "cannot encode byte 0x%02X: the vocabulary has no <0x%02X> token and no unknown token", b, b));
     }
 
     /** UTF-8 bytes of a code point; a lone surrogate becomes U+FFFD's bytes (Java's encoder would write '?'). */

@@ -23,6 +23,17 @@ class TokenizersTest {
         assertArrayEquals(new int[] {1, t.tokenId("▁ab")}, t.encode("ab", true));
     }
 
+    /** Without byte tokens, a character the vocabulary lacks becomes one unknown token. */
+    @Test
+    void sentencePieceWithoutByteFallback() {
+        Tokenizer t = SyntheticVocab.tokenizer(new GgufWriter().putString("tokenizer.ggml.model", "llama")
+                .putStringArray("tokenizer.ggml.tokens", new String[] {"<unk>", "<s>", "</s>", "▁", "a", "▁a"})
+                .putFloatArray("tokenizer.ggml.scores", new float[] {0, 0, 0, -1, -2, -3})
+                .putIntArray("tokenizer.ggml.token_type", new int[] {2, 3, 3, 1, 1, 1}));
+        assertArrayEquals(new int[] {1, 5, 3, 0, 4}, t.encode("a éa", true));
+        assertEquals("a a", t.decode(t.encode("a éa", true)));   // <unk> renders as nothing
+    }
+
     @Test
     void unsupportedModelIsNamed() {
         String msg = error(new GgufWriter().putString("tokenizer.ggml.model", "bert")
