@@ -18,14 +18,6 @@ final class IntList {
         a[n++] = v;
     }
 
-    int size() {
-        return n;
-    }
-
-    int get(int i) {
-        return a[i];
-    }
-
     int[] toArray() {
         return Arrays.copyOf(a, n);
     }

@@ -32,7 +32,8 @@ public interface Tokenizer {
      * The text of {@code ids}. Byte tokens are reassembled into UTF-8 (an invalid or incomplete sequence
      * becomes U+FFFD); control, unknown and unused tokens render as nothing. For SentencePiece vocabularies
      * the leading space that encoding adds is dropped from the first token and from the token right after
-     * BOS: {@code decode(encode(s, true)) == s} for text {@code s} without special tokens.
+     * BOS. So {@code decode(encode(s, addBos)) == s} for text without user-defined tokens whose characters
+     * the vocabulary can spell (always, with byte fallback or byte-level BPE).
      * Same as feeding {@link #newDecoder()} every id and calling {@link StreamingDecoder#finish()}.
      */
     String decode(int[] ids);
@@ -43,7 +44,8 @@ public interface Tokenizer {
     /**
      * A decoder that continues after {@code previousToken} (for example the last prompt token, or -1 for
      * "none, start of text"): generated text printed through it equals what llama2.c's run.c prints after
-     * that token.
+     * that token. It knows only the id: to carry an incomplete UTF-8 sequence over from earlier tokens, keep
+     * one decoder and feed it everything instead.
      */
     StreamingDecoder newDecoder(int previousToken);
 
