@@ -1,53 +1,79 @@
 package io.tnsr.engine.testing;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
 /**
- * Locates the read-only data in {@code ../shared} beside the checkout (models, golden files, tokenizer
- * vectors). When a file is missing: in CI ({@code CI=true}) the test fails; elsewhere it is skipped with a
- * visible message.
+ * Finds the read-only test data in {@code shared/} (models, golden outputs, tokenizer vocabularies), which
+ * lives beside the project's checkout and is never committed.
+ *
+ * <pre>{@code
+ * Path model = SharedData.path("models/stories260K.gguf");   // skips (or, in CI, fails) the test if absent
+ * }</pre>
+ *
+ * <p>Where: {@code $TNSR_REPO_ROOT/../shared} (surefire sets {@code TNSR_REPO_ROOT} to the repository root),
+ * else the first {@code shared} directory found in the working directory or one of its ancestors (so
+ * {@code ../shared} of the checkout when run from the root or from a module).
+ *
+ * <p>When the file is missing: with the environment variable {@code CI=true} the test <b>fails</b> (CI must
+ * have the data); otherwise it is skipped with a message saying what is missing and where it was looked
+ * for, which is also printed to stderr.
  */
 public final class SharedData {
     private SharedData() {
     }
 
-    /** The shared folder, or null. */
-    public static Path root() {
-        String repo = System.getenv("TNSR_REPO_ROOT");
-        if (repo != null) {
-            Path p = Paths.get(repo).toAbsolutePath().normalize().resolveSibling("shared");
-            if (Files.isDirectory(p)) {
-                return p;
-            }
+    /** The file or directory {@code relative} under shared/; skips the calling test (fails it in CI) if absent. */
+    public static Path path(String relative) {
+        Optional<Path> p = find(relative);
+        if (p.isPresent()) {
+            return p.get();
         }
-        Path dir = Paths.get("").toAbsolutePath();
-        while (dir != null) {
-            Path p = dir.resolveSibling("shared");
-            if (Files.isDirectory(p.resolve("models"))) {
-                return p;
-            }
-            dir = dir.getParent();
+        String msg = "shared test data '" + relative + "' not found (looked in " + describeSearch()
+                + "); see shared/README.md";
+        if ("true".equalsIgnoreCase(System.getenv("CI"))) {
+            System.err.println("FAIL: " + msg);
+            return Assertions.fail(msg + " [CI=true: missing data is a failure]");
         }
-        return null;
+        System.err.println("SKIPPED: " + msg);
+        Assumptions.abort(msg);
+        throw new AssertionError("unreachable");
     }
 
-    /** {@code ../shared/relative}; fails (CI) or skips (elsewhere) the test when it is missing. */
-    public static Path path(String relative) {
-        Path root = root();
-        Path p = root == null ? null : root.resolve(relative);
-        if (p == null || !Files.exists(p)) {
-            String msg = "shared test data missing: ../shared/" + relative
-                    + " (expected beside the checkout; see the README)";
-            if ("true".equals(System.getenv("CI"))) {
-                Assertions.fail(msg);
-            }
-            System.err.println("SKIPPED: " + msg);
-            Assumptions.abort(msg);
+    /** The file or directory {@code relative} under shared/, if it exists; never skips or fails. */
+    public static Optional<Path> find(String relative) {
+        return candidates().stream().map(r -> r.resolve(relative)).filter(Files::exists).findFirst();
+    }
+
+    /** The shared/ directory, if one is found. */
+    public static Optional<Path> root() {
+        return candidates().stream().findFirst();
+    }
+
+    /** Existing shared/ directories in search order. */
+    private static List<Path> candidates() {
+        List<Path> dirs = new ArrayList<>();
+        String repo = System.getenv("TNSR_REPO_ROOT");
+        if (repo != null && !repo.isBlank()) {
+            dirs.add(Paths.get(repo).toAbsolutePath().normalize().resolveSibling("shared"));
         }
-        return p;
+        for (Path d = Paths.get("").toAbsolutePath().normalize(); d != null; d = d.getParent()) {
+            dirs.add(d.resolve("shared"));
+        }
+        return dirs.stream().filter(Files::isDirectory).distinct().toList();
+    }
+
+    private static String describeSearch() {
+        String repo = System.getenv("TNSR_REPO_ROOT");
+        String first = repo == null || repo.isBlank() ? "TNSR_REPO_ROOT not set"
+                : "$TNSR_REPO_ROOT/../shared = " + Paths.get(repo).toAbsolutePath().normalize().resolveSibling("shared");
+        return first + ", then shared/ in " + Paths.get("").toAbsolutePath().normalize() + " and its parents";
     }
 }
