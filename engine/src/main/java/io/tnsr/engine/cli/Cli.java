@@ -22,7 +22,8 @@ public final class Cli {
                 e.printStackTrace();
             }
             String name = line.getCommandName();
-            if (e instanceof GgufException || e instanceof IllegalArgumentException || e instanceof SequenceException) {
+            if (e instanceof GgufException || e instanceof IllegalArgumentException || e instanceof SequenceException
+                    || e instanceof io.tnsr.engine.tokenizer.TokenizerException) {
                 line.getErr().println(name + ": " + e.getMessage());
                 return 2;
             }

@@ -2,6 +2,7 @@ package io.tnsr.engine.generate;
 
 import io.tnsr.engine.sampling.Sampler;
 import java.util.Arrays;
+import java.util.function.IntPredicate;
 
 /**
  * One sequence being generated: its prompt, the tokens chosen so far, where it is, and when it stops. Shared
@@ -17,7 +18,7 @@ public final class SequenceState {
     private final int maxNewTokens;
     private final int contextLength;
     private final int bos;
-    private final int eos;
+    private final IntPredicate endOfGeneration;
     private final long[] random = new long[1];
     private int[] generated;
     private int generatedCount;
@@ -28,8 +29,12 @@ public final class SequenceState {
     private long firstTokenNanos;
     private long endNanos;
 
+    /**
+     * @param bos             the BOS id: emitting it ends the sequence (TinyStories models end a story so)
+     * @param endOfGeneration EOS and end-of-turn ids
+     */
     public SequenceState(int index, String prompt, int[] promptTokens, int maxNewTokens, int contextLength, int bos,
-                         int eos, Sampler sampler) {
+                         IntPredicate endOfGeneration, Sampler sampler) {
         if (promptTokens.length == 0) {
             throw new IllegalArgumentException("sequence " + index + ": empty prompt (not even BOS)");
         }
@@ -39,7 +44,7 @@ public final class SequenceState {
         this.maxNewTokens = maxNewTokens;
         this.contextLength = contextLength;
         this.bos = bos;
-        this.eos = eos;
+        this.endOfGeneration = endOfGeneration;
         this.generated = new int[Math.max(16, Math.min(maxNewTokens, 4096))];
         this.random[0] = sampler.newRandomState(index);
         if (promptTokens.length > contextLength) {
@@ -131,7 +136,7 @@ public final class SequenceState {
         if (firstTokenNanos == 0) {
             firstTokenNanos = nanos;
         }
-        if (token == eos) {
+        if (endOfGeneration.test(token)) {
             return stop(StopReason.EOS, nanos);
         }
         if (token == bos) {

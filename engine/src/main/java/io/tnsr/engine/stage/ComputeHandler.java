@@ -41,6 +41,8 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     private final AtomicLong stalls;
     private final long stallThresholdNanos;
     private long computeNanosTotal;
+    private long framesHandled;
+    private long idleSince;          // when the previous event was done: the thread was waiting from then on
 
     ComputeHandler(LayerRange range, String stageName, OutboundBuffer out, OutboundSender sender, LatencyMetric queueWait,
                    LatencyMetric compute, LatencyMetric computePerToken, AtomicLong stalls, long stallThresholdNanos) {
@@ -64,6 +66,10 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         return computeNanosTotal;
     }
 
+    long framesHandled() {
+        return framesHandled;
+    }
+
     @Override
     public void onEvent(FrameSlot slot, long sequence, boolean endOfBatch) {
         long pickedUp = System.nanoTime();
@@ -71,7 +77,26 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         if (slot.status == FrameSlot.Status.EMPTY) {
             return;
         }
+        framesHandled++;
         queueWait.record(pickedUp - slot.receivedNanos);
+        // A stall: the frame arrived while this thread was idle, yet it took longer than the threshold to pick it
+        // up (descheduled, GC pause, page fault), as Aeron counts duty cycles that exceed their threshold.
+        if (slot.receivedNanos >= idleSince && pickedUp - slot.receivedNanos > stallThresholdNanos) {
+            stalls.incrementAndGet();
+        }
+        try {
+            handle(slot);
+        } catch (RuntimeException e) {
+            // A bug, not bad input: report it downstream for this micro-batch and keep serving.
+            out.reset();
+            out.error(FrameHeader.stepId(slot.buffer, 0), FrameHeader.microBatchId(slot.buffer, 0), ErrorCode.INTERNAL,
+                    ErrorCode.SEQ_ID_NONE, stageName + ": internal error: " + e);
+            e.printStackTrace();
+        }
+        idleSince = System.nanoTime();
+    }
+
+    private void handle(FrameSlot slot) {
         UnsafeBuffer b = slot.buffer;
         long step = FrameHeader.stepId(b, 0);
         int mb = FrameHeader.microBatchId(b, 0);
@@ -165,9 +190,6 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         compute.record(took);
         if (batch.tokens() > 0) {
             computePerToken.record(took / batch.tokens());
-        }
-        if (took > stallThresholdNanos) {
-            stalls.incrementAndGet();
         }
         encodeResult(outType, step, mb, outRows, width);
     }

@@ -179,7 +179,7 @@ final class InboundReceiver implements Runnable {
         }
         long now = System.nanoTime();
         slot.receivedNanos = now;
-        if (slot.status == FrameSlot.Status.FRAME && FrameHeader.hasTrace(slot.buffer, 0)) {
+        if (slot.status == FrameSlot.Status.FRAME && (FrameHeader.flags(slot.buffer, 0) & FrameHeader.FLAG_TRACE) != 0) {
             slot.hopNanos = now - FrameHeader.traceNanos(slot.buffer, 0);
             hop.record(slot.hopNanos);
         } else {

@@ -32,7 +32,7 @@ class GoldenLogitsTest {
             double worst = 0;
             for (int p = 0; p < tokens.length; p++) {
                 batch.clear().add(7, p, 1, true);
-                range.prepare(batch);
+                range.prepare(batch, tokens, p);
                 range.embed(batch, tokens, p, x);
                 range.forward(batch, x);
                 range.logits(batch, x, logits);

@@ -27,7 +27,7 @@ class GeneratorGoldenTest {
             List<SequenceState> seqs = new ArrayList<>();
             for (Golden.Case gc : cases) {
                 seqs.add(new SequenceState(seqs.size(), gc.prompt(), gc.promptTokens(), gc.maxNewTokens(),
-                        c.contextLength(), 1, 2, sampler));
+                        c.contextLength(), 1, t -> t == 2, sampler));
             }
             new Generator(range, sampler, (s, t) -> { }).run(seqs);
             return seqs;

@@ -1,6 +1,5 @@
 package io.tnsr.engine.testing;
 
-import io.tnsr.engine.util.JsonParser;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -25,7 +24,7 @@ public final class Golden {
         Path p = SharedData.path("golden/stories260K-greedy.json");
         try {
             @SuppressWarnings("unchecked")
-            Map<String, Object> root = (Map<String, Object>) JsonParser.parse(Files.readString(p));
+            Map<String, Object> root = (Map<String, Object>) TestJson.read(p);
             List<Case> cases = new ArrayList<>();
             for (Object o : (List<?>) root.get("cases")) {
                 Map<?, ?> m = (Map<?, ?>) o;
@@ -58,11 +57,6 @@ public final class Golden {
     }
 
     private static int[] ints(Object list) {
-        List<?> l = (List<?>) list;
-        int[] r = new int[l.size()];
-        for (int i = 0; i < r.length; i++) {
-            r[i] = ((Number) l.get(i)).intValue();
-        }
-        return r;
+        return TestJson.ints(list);
     }
 }

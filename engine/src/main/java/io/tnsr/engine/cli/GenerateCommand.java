@@ -1,0 +1,75 @@
+package io.tnsr.engine.cli;
+
+import io.tnsr.engine.forward.LayerRange;
+import io.tnsr.engine.generate.GenerationReport;
+import io.tnsr.engine.generate.Generator;
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.kvcache.KvCachePool;
+import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.tokenizer.Tokenizer;
+import io.tnsr.engine.tokenizer.Tokenizers;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code tools/generate}: the whole model in one process, one compute thread. */
+@Command(name = "generate", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Generates text with a llama GGUF model in one process and streams it as it is produced.",
+                "Several prompts run together as one batch. --json prints one JSON object at the end instead."})
+public final class GenerateCommand implements Callable<Integer> {
+    @Option(names = "--model", required = true, paramLabel = "FILE.gguf", description = "The model.")
+    Path model;
+
+    @Mixin
+    GenerationOptions gen;
+
+    @Option(names = "--max-batch-tokens", defaultValue = "256", paramLabel = "N",
+            description = "Most token rows per forward call (prefill chunk size; default: ${DEFAULT-VALUE}).")
+    int maxBatchTokens;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        try (GgufFile file = GgufFile.open(model)) {
+            LlamaConfig c = LlamaConfig.fromGguf(file);
+            Tokenizer tok = Tokenizers.fromGguf(file);
+            Sampler sampler = new Sampler(gen.sampling(), c.vocabSize());
+            List<String> prompts = gen.prompts(null);
+            List<SequenceState> seqs = gen.sequences(prompts, tok, c.contextLength(), sampler);
+            int maxSeqs = Math.min(255, seqs.size());
+            KvCachePool pool = new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), KvCachePool.DEFAULT_PAGE_TOKENS,
+                    (long) c.contextLength() * maxSeqs);
+            LayerRange range = new LayerRange(file, c, 0, c.layers(), pool, Math.max(maxBatchTokens, maxSeqs), maxSeqs);
+            TextOutput text = new TextOutput(out, tok, seqs, gen.json());
+            Generator.Stats st = new Generator(range, sampler, text).run(seqs);
+            long generated = seqs.stream().mapToLong(SequenceState::generatedCount).sum();
+            double tps = st.wallNanos() == 0 ? 0 : generated * 1e9 / st.wallNanos();
+            System.err.printf(Locale.ROOT, "generate: %d sequences, %d tokens in %.2f s: %.1f tokens/s (prefill %.1f tokens/s, decode %.1f tokens/s)%n",
+                    seqs.size(), generated, st.wallNanos() / 1e9, tps, st.prefillTokensPerSecond(), st.decodeTokensPerSecond());
+            if (gen.json()) {
+                out.println(new GenerationReport(model.toString(), 1, seqs, text::text, tps)
+                        .put("seed", gen.seed())
+                        .put("temperature", (double) sampler.config().temperature())
+                        .put("generated_tokens_total", generated)
+                        .put("prefill_tokens_per_second", st.prefillTokensPerSecond())
+                        .put("decode_tokens_per_second", st.decodeTokensPerSecond())
+                        .put("wall_seconds", st.wallNanos() / 1e9)
+                        .toJson());
+            }
+            boolean anyFailed = seqs.stream().anyMatch(s -> s.error() != null);
+            return anyFailed ? 1 : 0;
+        }
+    }
+
+    public static void main(String[] args) {
+        System.exit(Cli.run(new GenerateCommand(), args));
+    }
+}

@@ -1,0 +1,351 @@
+package io.tnsr.engine.stage;
+
+import com.lmax.disruptor.AggregateEventHandler;
+import com.lmax.disruptor.BatchEventProcessor;
+import com.lmax.disruptor.BatchEventProcessorBuilder;
+import com.lmax.disruptor.BlockingWaitStrategy;
+import com.lmax.disruptor.BusySpinWaitStrategy;
+import com.lmax.disruptor.PhasedBackoffWaitStrategy;
+import com.lmax.disruptor.RingBuffer;
+import com.lmax.disruptor.WaitStrategy;
+import io.tnsr.engine.forward.LayerRange;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.kvcache.KvCachePool;
+import io.tnsr.engine.metrics.LatencyMetric;
+import io.tnsr.engine.metrics.MetricsLog;
+import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.net.FrameIo;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.HelloPayload;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import net.openhft.affinity.AffinityLock;
+
+/**
+ * One pipeline stage: its layers, its ring, its three roles, and their lifecycle.
+ *
+ * <pre>
+ *   upstream socket -> [inbound thread] -> Disruptor ring of FrameSlots -> [consumer thread:
+ *                      claim, read, publish                                 ComputeHandler, then OutboundSender]
+ *                                                                        -> downstream socket
+ * </pre>
+ * Usage: {@link #listen()} (binds; the port is known), {@link #connectDownstream} (HELLO both ways),
+ * {@link #start()}, then {@link #awaitStop} until a SHUTDOWN frame has passed through or {@link #close()}.
+ *
+ * <p>The consumer thread runs the compute and outbound handlers one after the other for each frame; with
+ * {@link WaitMode#SPIN} it busy-spins pinned to its CPU (OpenHFT affinity), with {@link WaitMode#BACKOFF} it
+ * spins briefly, yields, then blocks, and with {@link WaitMode#BLOCK} it sleeps until signalled.
+ */
+public final class StageRuntime implements AutoCloseable {
+
+    /** Lifecycle, in order; FAILED can follow any state. */
+    public enum State { CREATED, LISTENING, CONNECTED, RUNNING, STOPPED, FAILED }
+
+    private final StageOptions o;
+    private final GgufFile file;
+    private final LayerRange range;
+    private final String name;
+    private final AtomicReference<State> state = new AtomicReference<>(State.CREATED);
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    private volatile String failure;
+    private ServerSocketChannel server;
+    private SocketChannel downstream;
+    private InboundReceiver inbound;
+    private BatchEventProcessor<FrameSlot> processor;
+    private Thread inboundThread;
+    private Thread consumerThread;
+    private MetricsLog metricsLog;
+    private ComputeHandler compute;
+    private long startNanos;
+
+    /** Loads the stage's layers (mapping only their weights) and sizes its KV cache. */
+    public StageRuntime(StageOptions options) {
+        this.o = options;
+        this.name = options.name();
+        this.file = GgufFile.open(options.model());
+        try {
+            LlamaConfig c = LlamaConfig.fromGguf(file);
+            if (o.layerTo() > c.layers()) {
+                throw new IllegalArgumentException("layers [" + o.layerFrom() + ", " + o.layerTo() + ") are outside the model's "
+                        + c.layers() + " layers");
+            }
+            int layers = o.layerTo() - o.layerFrom();
+            long bytesPerToken = (long) layers * 2 * c.kvDim() * Float.BYTES;
+            long kvTokens = o.kvCacheTokens() > 0 ? o.kvCacheTokens()
+                    : Math.max(c.contextLength(), Math.min((long) c.contextLength() * 64, (2L << 30) / bytesPerToken));
+            KvCachePool pool = new KvCachePool(layers, c.kvDim(), c.contextLength(), KvCachePool.DEFAULT_PAGE_TOKENS, kvTokens);
+            this.range = new LayerRange(file, c, o.layerFrom(), o.layerTo(), pool, o.maxTokensPerFrame(), o.maxSequencesPerFrame());
+            log(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights mapped, KV cache up to %d positions (%.0f MB)",
+                    o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(), file.mappedBytes() / 1e6, kvTokens,
+                    pool.capacityBytes() / 1e6));
+        } catch (RuntimeException e) {
+            file.close();
+            throw e;
+        }
+    }
+
+    public State state() {
+        return state.get();
+    }
+
+    public LayerRange range() {
+        return range;
+    }
+
+    void log(String msg) {
+        System.err.println("[" + name + "] " + msg);
+    }
+
+    /** Binds the upstream port; returns the port actually bound. */
+    public int listen() throws IOException {
+        server = ServerSocketChannel.open();
+        try {
+            server.bind(new InetSocketAddress(o.host(), o.port()));
+        } catch (IOException e) {
+            server.close();
+            throw new IOException("cannot listen on " + o.host() + ":" + o.port() + ": " + e.getMessage(), e);
+        }
+        state.set(State.LISTENING);
+        return ((InetSocketAddress) server.getLocalAddress()).getPort();
+    }
+
+    /** Connects to the next stage (or the coordinator's return port) and exchanges HELLOs, within the timeout. */
+    public void connectDownstream(String host, int port, long timeoutMillis) throws IOException {
+        downstream = FrameIo.connect(host, port, timeoutMillis);
+        Thread watchdog = closeAfter(downstream, timeoutMillis, "HELLO from downstream");
+        try {
+            FrameIo.sendHello(downstream, ownHello());
+            FrameIo.Hello reply = FrameIo.readHello(downstream, o.maxFrameBytes());
+            if (reply.protocolVersion() != HelloPayload.PROTOCOL_VERSION) {
+                throw new IOException("downstream speaks protocol " + reply.protocolVersion());
+            }
+        } catch (IOException e) {
+            downstream.close();
+            throw new IOException("handshake with downstream " + host + ":" + port + " failed: " + e.getMessage(), e);
+        } finally {
+            watchdog.interrupt();
+        }
+        state.set(State.CONNECTED);
+    }
+
+    /** A thread that closes {@code ch} unless interrupted within the timeout: bounds a blocking read. */
+    static Thread closeAfter(SocketChannel ch, long timeoutMillis, String what) {
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep(timeoutMillis);
+                ch.close();
+            } catch (InterruptedException | IOException ignored) {
+                // done in time, or already closed
+            }
+        }, "timeout:" + what);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    private FrameIo.Hello ownHello() {
+        return new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_STAGE, o.stageIndex(), o.stageCount(),
+                o.layerFrom(), o.layerTo(), range.config().dim(), o.maxTokensPerFrame());
+    }
+
+    private String checkUpstream(FrameIo.Hello h) {
+        if (h.role() == HelloPayload.ROLE_COORDINATOR) {
+            return range.isFirst() ? null : "the coordinator must connect to the first stage; this stage holds layers ["
+                    + o.layerFrom() + ", " + o.layerTo() + ")";
+        }
+        if (h.layerTo() != o.layerFrom()) {
+            return "upstream stage " + h.stageIndex() + " ends at layer " + h.layerTo() + " but this stage starts at "
+                    + o.layerFrom();
+        }
+        if (h.hiddenDim() != range.config().dim()) {
+            return "upstream hidden size " + h.hiddenDim() + " != " + range.config().dim();
+        }
+        return null;
+    }
+
+    /** Starts the consumer and inbound threads. */
+    public void start() {
+        if (state.get() != State.CONNECTED) {
+            throw new IllegalStateException(name + " must listen and connect downstream before it starts (state "
+                    + state.get() + ")");
+        }
+        LlamaConfig c = range.config();
+        int slotBytes = FrameHeader.HEADER_LENGTH + o.maxTokensPerFrame() * c.dim() * Float.BYTES
+                + FrameHeader.MAX_SEQUENCE_COUNT * FrameHeader.SEQUENCE_ENTRY_LENGTH + FrameHeader.TRACE_LENGTH;
+        int resultBytes = range.isLast() ? FrameHeader.HEADER_LENGTH + o.maxSequencesPerFrame() * c.vocabSize() * Float.BYTES : slotBytes;
+        OutboundBuffer out = new OutboundBuffer(Math.max(slotBytes, resultBytes)
+                + FrameHeader.MAX_SEQUENCE_COUNT * (FrameHeader.SEQUENCE_ENTRY_LENGTH + 1024));
+
+        String upstreamName = o.stageIndex() == 0 ? "coordinator" : "stage" + (o.stageIndex() - 1);
+        metricsLog = new MetricsLog(o.metricsDir() != null ? o.metricsDir() : tempDir(), 1000, name + "-metrics");
+        LatencyMetric hop = metricsLog.add(new LatencyMetric("hop-" + upstreamName + "-" + name,
+                "one-way hop: written by " + upstreamName + " to decoded by " + name));
+        LatencyMetric queueWait = metricsLog.add(new LatencyMetric(name + "-queue-wait", "published by the inbound thread to picked up by compute"));
+        LatencyMetric computeTime = metricsLog.add(new LatencyMetric(name + "-compute", "layers run per frame (micro-batch step)"));
+        LatencyMetric perToken = metricsLog.add(new LatencyMetric(name + "-compute-per-token", "layers run per frame / tokens in it"));
+        LatencyMetric residence = metricsLog.add(new LatencyMetric(name + "-residence", "decoded to written downstream"));
+        AtomicLong stalls = metricsLog.counter(name + "-stalls");
+
+        OutboundSender sender = new OutboundSender(out, downstream, residence, new OutboundSender.Listener() {
+            @Override
+            public void downstreamFailed(IOException e) {
+                fail("downstream connection lost: " + e.getMessage());
+            }
+
+            @Override
+            public void shutdownForwarded() {
+                stop();
+            }
+        });
+        compute = new ComputeHandler(range, name, out, sender, queueWait, computeTime, perToken, stalls,
+                TimeUnit.MILLISECONDS.toNanos(1));
+        RingBuffer<FrameSlot> ring = RingBuffer.createSingleProducer(() -> new FrameSlot(slotBytes), o.ringSize(), waitStrategy());
+        @SuppressWarnings("unchecked")
+        AggregateEventHandler<FrameSlot> handlers = new AggregateEventHandler<>(compute, sender);
+        processor = new BatchEventProcessorBuilder().build(ring, ring.newBarrier(), handlers);
+        ring.addGatingSequences(processor.getSequence());
+        inbound = new InboundReceiver(server, ring, o.maxFrameBytes(), ownHello(), this::checkUpstream, hop, name);
+
+        metricsLog.start();
+        startNanos = System.nanoTime();
+        consumerThread = new Thread(this::runConsumer, name + "-compute");
+        inboundThread = new Thread(inbound, name + "-inbound");
+        consumerThread.start();
+        inboundThread.start();
+        state.set(State.RUNNING);
+        log(String.format(Locale.ROOT, "running: ring %d x %d KB slots, wait %s%s", o.ringSize(), slotBytes / 1024,
+                o.waitMode().name().toLowerCase(Locale.ROOT), o.waitMode() == WaitMode.SPIN && o.cpu() >= 0 ? " on CPU " + o.cpu() : ""));
+    }
+
+    private static java.nio.file.Path tempDir() {
+        try {
+            return Files.createTempDirectory("tnsr-stage-metrics");
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private WaitStrategy waitStrategy() {
+        return switch (o.waitMode()) {
+            case SPIN -> new BusySpinWaitStrategy();
+            case BACKOFF -> PhasedBackoffWaitStrategy.withLock(20, 200, TimeUnit.MICROSECONDS);
+            case BLOCK -> new BlockingWaitStrategy();
+        };
+    }
+
+    private void runConsumer() {
+        if (o.waitMode() == WaitMode.SPIN && o.cpu() >= 0) {
+            try (AffinityLock lock = AffinityLock.acquireLock(o.cpu())) {
+                log("compute thread pinned: " + lock);
+                processor.run();
+            }
+        } else {
+            processor.run();
+        }
+    }
+
+    /** Stops after the current frame; idempotent. */
+    public void stop() {
+        if (state.get() == State.STOPPED || state.get() == State.FAILED) {
+            stopped.countDown();
+            return;
+        }
+        state.set(State.STOPPED);
+        shutdownThreads();
+    }
+
+    private void fail(String why) {
+        failure = why;
+        log("FAILED: " + why);
+        state.set(State.FAILED);
+        shutdownThreads();
+    }
+
+    private void shutdownThreads() {
+        if (inbound != null) {
+            inbound.stop();
+        }
+        if (processor != null) {
+            processor.halt();
+        }
+        stopped.countDown();
+    }
+
+    /** Waits until the stage stopped (SHUTDOWN passed, or failure); false on timeout. */
+    public boolean awaitStop(long timeout, TimeUnit unit) throws InterruptedException {
+        return stopped.await(timeout, unit);
+    }
+
+    public String failure() {
+        return failure;
+    }
+
+    /** Nanoseconds spent running layers / since start: the stage's compute share. */
+    public double computeShare() {
+        long up = System.nanoTime() - startNanos;
+        return compute == null || up <= 0 ? 0 : (double) compute.computeNanosTotal() / up;
+    }
+
+    public long computeNanos() {
+        return compute == null ? 0 : compute.computeNanosTotal();
+    }
+
+    /** {@code <metrics dir>/<stage>.json}: what the coordinator's summary needs besides the histograms. */
+    private void writeStats() {
+        if (o.metricsDir() == null || compute == null) {
+            return;
+        }
+        java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put("stage", o.stageIndex());
+        m.put("layers", new int[] {o.layerFrom(), o.layerTo()});
+        m.put("frames", compute.framesHandled());
+        m.put("compute_nanos", compute.computeNanosTotal());
+        m.put("uptime_nanos", System.nanoTime() - startNanos);
+        m.put("wait", o.waitMode().name().toLowerCase(Locale.ROOT));
+        m.put("cpu", o.cpu());
+        try {
+            Files.writeString(o.metricsDir().resolve(name + ".json"), io.tnsr.engine.util.Json.write(m) + "\n");
+        } catch (IOException e) {
+            log("cannot write stats: " + e.getMessage());
+        }
+    }
+
+    @Override
+    public void close() {
+        stop();
+        try {
+            if (consumerThread != null) {
+                consumerThread.join(5000);
+            }
+            if (inboundThread != null) {
+                inboundThread.join(5000);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (metricsLog != null) {
+            metricsLog.close();
+            writeStats();
+        }
+        try {
+            if (downstream != null) {
+                downstream.close();
+            }
+            if (server != null) {
+                server.close();
+            }
+        } catch (IOException ignored) {
+            // closing
+        }
+        file.close();
+    }
+}

@@ -1,0 +1,87 @@
+package io.tnsr.engine.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tnsr.engine.testing.Golden;
+import io.tnsr.engine.testing.SharedData;
+import io.tnsr.engine.testing.TestJson;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** {@code tools/generate --temperature 0 --json} reproduces every golden case, JSON shape included. */
+class GenerateCommandTest {
+
+    /** Runs the command in-process; returns {exit status, stdout, stderr}. */
+    static Object[] run(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int status = Cli.run(new GenerateCommand(), args);
+            return new Object[] {status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    @Test
+    void reproducesEveryGoldenCase() {
+        String model = SharedData.path("models/stories260K.gguf").toString();
+        for (Golden.Case c : Golden.greedyCases()) {
+            Object[] r = run("--model", model, "--prompt", c.prompt(), "--temperature", "0", "--json",
+                    "--max-tokens", String.valueOf(c.maxNewTokens()));
+            assertEquals(0, r[0], (String) r[2]);
+            String[] lines = ((String) r[1]).strip().split("\n");
+            assertEquals(1, lines.length, "one JSON line on stdout");
+            Map<?, ?> json = (Map<?, ?>) TestJson.parse(lines[0]);
+            assertEquals(1L, json.get("stages"));
+            assertTrue(((Number) json.get("tokens_per_second")).doubleValue() > 0);
+            Map<?, ?> seq = (Map<?, ?>) ((List<?>) json.get("sequences")).get(0);
+            assertEquals(c.prompt(), seq.get("prompt"));
+            assertArrayEquals(c.promptTokens(), TestJson.ints(seq.get("prompt_tokens")));
+            assertArrayEquals(c.generatedTokens(), TestJson.ints(seq.get("generated_tokens")), c.prompt());
+            assertEquals(c.stoppedBy(), seq.get("stopped_by"));
+            assertEquals(c.text(), c.prompt().isEmpty() ? seq.get("text") : c.prompt() + seq.get("text"));
+        }
+    }
+
+    @Test
+    void badInputGivesOneClearLineAndStatus2() {
+        Object[] r = run("--model", "/nonexistent/model.gguf", "--prompt", "x");
+        assertEquals(2, r[0]);
+        assertTrue(((String) r[2]).contains("/nonexistent/model.gguf: no such file"), (String) r[2]);
+        r = run("--model", SharedData.path("models/stories260K.gguf").toString());
+        assertEquals(2, r[0]);
+        assertTrue(((String) r[2]).contains("no prompt"), (String) r[2]);
+        r = run("--model", SharedData.path("models/stories260K.gguf").toString(), "--prompt", "x", "--top-p", "0");
+        assertEquals(2, r[0]);
+        assertTrue(((String) r[2]).contains("top-p"), (String) r[2]);
+    }
+
+    @Test
+    void aPromptLongerThanTheContextFailsThatSequenceOnly() {
+        String model = SharedData.path("models/stories260K.gguf").toString();
+        String longPrompt = "Once upon a time ".repeat(700);
+        Object[] r = run("--model", model, "--prompt", longPrompt, "--prompt", "Once upon a time", "--temperature", "0",
+                "--json", "--max-tokens", "5");
+        assertEquals(1, r[0], "a failed sequence makes the exit status 1");
+        Map<?, ?> json = (Map<?, ?>) TestJson.parse(((String) r[1]).strip());
+        List<?> seqs = (List<?>) json.get("sequences");
+        Map<?, ?> bad = (Map<?, ?>) seqs.get(0);
+        assertEquals("error", bad.get("stopped_by"));
+        assertTrue(((String) bad.get("error")).contains("context"), (String) bad.get("error"));
+        Map<?, ?> good = (Map<?, ?>) seqs.get(1);
+        assertEquals("limit", good.get("stopped_by"));
+        assertEquals(5, ((List<?>) good.get("generated_tokens")).size());
+    }
+}
