@@ -52,7 +52,7 @@ public final class EngineBench implements Callable<Integer> {
         for (String t : types) {
             GgmlType type = GgmlType.valueOf(t.toUpperCase(Locale.ROOT));
             ModelSpec spec = ModelSpec.preset(preset).withType(type);
-            try (GgufFile file = GgufFile.open(BenchModels.get(spec))) {
+            try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
                 LlamaConfig c = LlamaConfig.fromGguf(file);
                 int maxSeqs = batches.stream().mapToInt(Integer::intValue).max().orElse(1);
                 int maxTokens = Math.max(prefill, maxSeqs * 16);

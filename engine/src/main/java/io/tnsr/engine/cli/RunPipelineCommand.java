@@ -1,0 +1,243 @@
+package io.tnsr.engine.cli;
+
+import io.tnsr.engine.coordinator.Coordinator;
+import io.tnsr.engine.coordinator.PipelineException;
+import io.tnsr.engine.coordinator.PipelineRun;
+import io.tnsr.engine.generate.GenerationReport;
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.StageSpec;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.synth.ModelCache;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.tokenizer.Tokenizer;
+import io.tnsr.engine.tokenizer.Tokenizers;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code tools/run-pipeline}: the model split across stage processes on this host, driven by a coordinator. */
+@Command(name = "run-pipeline", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Starts N stage processes (separate JVMs, TCP on 127.0.0.1), each holding a contiguous range of",
+                "the model's layers, and a coordinator that keeps several micro-batches in flight. Streams the text",
+                "and ends with a summary: tokens/s, time to first token, per-stage compute share, per-hop latency."})
+public final class RunPipelineCommand implements Callable<Integer> {
+    @Option(names = "--stages", paramLabel = "N", description = "Stage processes (default: 1, or the --config file's).")
+    Integer stages;
+
+    @Option(names = "--spin", description = {"Busy-spin the compute threads, each pinned to its own CPU. When the machine",
+            "cannot give every stage a core (plus one for the rest), stages back off (spin, yield, park) instead."})
+    boolean spin;
+
+    @Option(names = "--model", paramLabel = "FILE.gguf", description = "The model (default: a synthetic stories15M-shape model, generated once).")
+    Path model;
+
+    @Mixin
+    GenerationOptions gen;
+
+    @Option(names = "--micro-batches", paramLabel = "M", description = "Micro-batches in flight (default: one per stage, at most one per sequence).")
+    Integer microBatches;
+
+    @Option(names = "--batch-size", paramLabel = "B", defaultValue = "0", description = "Sequences per micro-batch (default: spread the sequences evenly).")
+    int batchSize;
+
+    @Option(names = "--config", paramLabel = "FILE", description = "Pipeline configuration (JSON; see config/README.md).")
+    Path config;
+
+    @Option(names = "--histograms", paramLabel = "DIR", description = "Keep every latency histogram log (.hlog) and summary in DIR.")
+    Path histograms;
+
+    @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
+    int startupTimeout;
+
+    @Option(names = "--stall-timeout", paramLabel = "SECONDS", defaultValue = "120", description = "Bound on waiting for any answer from the pipeline (default: ${DEFAULT-VALUE}).")
+    int stallTimeout;
+
+    @Option(names = "--connect-timeout", paramLabel = "SECONDS", defaultValue = "20", description = "Bound on reaching a stage (default: ${DEFAULT-VALUE}).")
+    int connectTimeout;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        Path modelPath = model;
+        if (modelPath == null) {
+            ModelSpec spec = ModelSpec.stories15M();
+            modelPath = ModelCache.get(spec);
+            System.err.println("run-pipeline: no --model given; using a synthetic model with random weights ("
+                    + spec.describe() + "): its text is gibberish. Try --model ../shared/models/stories260K.gguf");
+        }
+        LlamaConfig mc;
+        Tokenizer tok;
+        try (GgufFile file = GgufFile.open(modelPath)) {
+            mc = LlamaConfig.fromGguf(file);
+            tok = Tokenizers.fromGguf(file);
+        }
+        PipelineConfig pc = pipelineConfig(mc.layers());
+        int n = pc.stages().size();
+        List<WaitMode> waits = new ArrayList<>();
+        List<Integer> cpus = new ArrayList<>();
+        spinPolicy(pc, n, waits, cpus);
+
+        Sampler sampler = new Sampler(gen.sampling(), mc.vocabSize());
+        List<SequenceState> seqs = gen.sequences(gen.prompts("Once upon a time"), tok, mc.contextLength(), sampler);
+        int m = microBatches != null ? microBatches : Math.max(1, Math.min(n, seqs.size()));
+        Path runDir = histograms != null ? Files.createDirectories(histograms) : Files.createTempDirectory("tnsr-run");
+        TextOutput text = new TextOutput(out, tok, seqs, gen.json());
+        PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, waits, cpus,
+                new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
+                runDir, startupTimeout * 1000L, stallTimeout * 1000L, connectTimeout * 1000L);
+        PipelineRun.Outcome outcome;
+        try {
+            outcome = PipelineRun.run(settings, mc, sampler, seqs, text);
+        } catch (PipelineException e) {
+            System.err.println("run-pipeline: " + e.getMessage());
+            return 3;
+        } finally {
+            if (histograms == null) {
+                deleteTree(runDir);
+            }
+        }
+        report(out, modelPath, mc, pc, waits, m, seqs, text, outcome);
+        return seqs.stream().anyMatch(s -> s.error() != null) ? 1 : 0;
+    }
+
+    private PipelineConfig pipelineConfig(int layers) throws IOException {
+        PipelineConfig pc;
+        if (config != null) {
+            if (!Files.isRegularFile(config)) {
+                throw new IllegalArgumentException("--config " + config + ": no such file");
+            }
+            pc = PipelineConfig.load(config, layers);
+            if (stages != null && stages != pc.stages().size()) {
+                throw new IllegalArgumentException("--stages " + stages + " disagrees with " + config + ", which has "
+                        + pc.stages().size() + " stages");
+            }
+        } else {
+            pc = PipelineConfig.defaults(layers, stages == null ? 1 : stages, WaitMode.BLOCK);
+        }
+        return pc;
+    }
+
+    /**
+     * Busy-spinning threads beyond the machine's cores starve each other (and the network threads). A stage
+     * gets a spinning, pinned compute thread only when every stage can have its own core and one core is left
+     * for everything else; otherwise none does: giving some stages a core would leave the others sharing what
+     * is left, and the slowest stage sets the pipeline's pace. They back off (spin, yield, park) instead.
+     */
+    private void spinPolicy(PipelineConfig pc, int n, List<WaitMode> waits, List<Integer> cpus) {
+        int cores = Runtime.getRuntime().availableProcessors();
+        boolean spinning = spin || pc.waitMode() == WaitMode.SPIN;
+        boolean granted = spinning && n <= cores - 1;
+        if (spinning && !granted) {
+            System.err.printf(Locale.ROOT, "run-pipeline: --spin asks for %d busy-spinning compute threads, but this machine has %d CPUs "
+                    + "(one is kept for the network threads and the coordinator); the stages will back off instead "
+                    + "(spin, then yield, then park)%n", n, cores);
+        }
+        for (int i = 0; i < n; i++) {
+            StageSpec s = pc.stages().get(i);
+            if (granted) {
+                waits.add(WaitMode.SPIN);
+                cpus.add(s.cpus().isEmpty() ? (i + 1) % cores : s.cpus().get(0));
+            } else {
+                waits.add(spinning ? WaitMode.BACKOFF : pc.waitMode() == WaitMode.SPIN ? WaitMode.BACKOFF : pc.waitMode());
+                cpus.add(-1);
+            }
+        }
+        if (granted) {
+            StringBuilder sb = new StringBuilder("run-pipeline: spinning compute threads pinned:");
+            for (int i = 0; i < n; i++) {
+                sb.append(" stage").append(i).append("->CPU").append(cpus.get(i));
+            }
+            System.err.println(sb);
+        }
+    }
+
+    private void report(PrintStream out, Path modelPath, LlamaConfig mc, PipelineConfig pc, List<WaitMode> waits, int m,
+                        List<SequenceState> seqs, TextOutput text, PipelineRun.Outcome o) {
+        double tps = o.result().tokensPerSecond();
+        double[] ttft = seqs.stream().filter(s -> s.timeToFirstTokenNanos() > 0)
+                .mapToDouble(s -> s.timeToFirstTokenNanos() / 1e6).sorted().toArray();
+        double ttftP50 = ttft.length == 0 ? 0 : ttft[ttft.length / 2];
+        if (gen.json()) {
+            List<Object> split = new ArrayList<>();
+            for (StageSpec s : pc.stages()) {
+                split.add(new int[] {s.layerFrom(), s.layerTo()});
+            }
+            List<Object> shares = new ArrayList<>();
+            for (double d : o.computeShare()) {
+                shares.add(GenerationReport.round(d));
+            }
+            Map<String, Object> stalls = new LinkedHashMap<>();
+            for (int i = 0; i < o.stalls().length; i++) {
+                stalls.put("stage" + i, o.stalls()[i]);
+            }
+            out.println(new GenerationReport(modelPath.toString(), pc.stages().size(), seqs, text::text, tps)
+                    .put("micro_batches", m)
+                    .put("layers", split)
+                    .put("wait", waits.get(0).name().toLowerCase(Locale.ROOT))
+                    .put("seed", gen.seed())
+                    .put("generated_tokens_total", o.result().generatedTokens())
+                    .put("wall_seconds", o.result().wallNanos() / 1e9)
+                    .put("time_to_first_token_ms_p50", ttftP50)
+                    .put("stage_compute_share", shares)
+                    .put("stalls", stalls)
+                    .put("latency", o.latency().toJsonMap())
+                    .toJson());
+            return;
+        }
+        StringBuilder layout = new StringBuilder();
+        for (StageSpec s : pc.stages()) {
+            layout.append(" [").append(s.layerFrom()).append(',').append(s.layerTo()).append(')');
+        }
+        out.println();
+        out.println("== run-pipeline summary ==");
+        out.printf(Locale.ROOT, "model     %s (%s)%n", modelPath.getFileName(), mc.describe());
+        out.printf(Locale.ROOT, "pipeline  %d stages:%s, %d micro-batches in flight, compute threads %s%n",
+                pc.stages().size(), layout, m, waits.get(0).name().toLowerCase(Locale.ROOT));
+        long failed = seqs.stream().filter(s -> s.error() != null).count();
+        out.printf(Locale.ROOT, "generated %d tokens for %d sequences%s in %.2f s: %.1f tokens/s; time to first token p50 %.1f ms%n",
+                o.result().generatedTokens(), seqs.size(), failed > 0 ? " (" + failed + " failed)" : "",
+                o.result().wallNanos() / 1e9, tps, ttftP50);
+        StringBuilder share = new StringBuilder("compute share");
+        for (int i = 0; i < o.computeShare().length; i++) {
+            share.append(String.format(Locale.ROOT, "  stage%d %.0f%%", i, 100 * o.computeShare()[i]));
+        }
+        out.println(share);
+        long stalls = 0;
+        for (long s : o.stalls()) {
+            stalls += s;
+        }
+        if (stalls > 0) {
+            out.printf(Locale.ROOT, "stalls    %d compute pick-ups took over 1 ms after a frame arrived (descheduled or GC)%n", stalls);
+        }
+        out.print(o.latency().table());
+    }
+
+    private static void deleteTree(Path dir) {
+        try (Stream<Path> s = Files.walk(dir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException ignored) {
+            // a temporary directory; the OS cleans up eventually
+        }
+    }
+
+    public static void main(String[] args) {
+        System.exit(Cli.run(new RunPipelineCommand(), args));
+    }
+}

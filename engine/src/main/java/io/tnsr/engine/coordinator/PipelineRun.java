@@ -1,0 +1,194 @@
+package io.tnsr.engine.coordinator;
+
+import io.tnsr.engine.generate.Generator;
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.metrics.LatencyMetric;
+import io.tnsr.engine.metrics.LatencySummary;
+import io.tnsr.engine.metrics.MetricsLog;
+import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.net.FrameIo;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.util.JsonParser;
+import io.tnsr.wire.HelloPayload;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * One run of a pipeline: start the stage processes, connect, generate, shut down, collect the metrics.
+ * Every wait is bounded: start-up by {@code startupTimeoutMillis}, each answer from the pipeline by
+ * {@code stallTimeoutMillis} (a watchdog closes the connections when a stage dies or stops answering, which
+ * ends the coordinator's blocking read), and the final exits by a few seconds before processes are killed.
+ */
+public final class PipelineRun {
+
+    /** How to run. {@code runDir} receives every metric log (and stays when it is the user's --histograms dir). */
+    public record Settings(Path model, PipelineConfig config, List<WaitMode> waits, List<Integer> cpus,
+                           Coordinator.Options coordinator, Path runDir, long startupTimeoutMillis,
+                           long stallTimeoutMillis, long connectTimeoutMillis) {
+    }
+
+    /** What happened. */
+    public record Outcome(Coordinator.Result result, LatencySummary latency, double[] computeShare, long[] stalls) {
+    }
+
+    private PipelineRun() {
+    }
+
+    public static Outcome run(Settings s, LlamaConfig model, Sampler sampler, List<SequenceState> seqs,
+                              Generator.Listener listener) {
+        PipelineConfig cfg = s.config();
+        int n = cfg.stages().size();
+        String last = "stage" + (n - 1);
+        MetricsLog log = new MetricsLog(s.runDir(), 1000, "coordinator-metrics");
+        Coordinator.Metrics metrics = new Coordinator.Metrics(
+                log.add(new LatencyMetric("hop-" + last + "-coordinator", "one-way hop: written by " + last + " to decoded by the coordinator")),
+                log.add(new LatencyMetric("coordinator-step", "micro-batch step round trip: frame sent to stage 0 until its logits are back")),
+                log.add(new LatencyMetric("ttft", "time to first token, per sequence, from the start of the run")),
+                log.add(new LatencyMetric("tpot", "time per output token after the first, per sequence")),
+                log.add(new LatencyMetric("request", "whole-request latency, per sequence, from the start of the run")));
+        AtomicReference<String> broken = new AtomicReference<>();
+        Coordinator.Result result;
+        try (ServerSocketChannel returns = ServerSocketChannel.open();
+             StageProcesses procs = new StageProcesses(cfg, s.model(), s.runDir(), s.waits(), s.cpus(), s.connectTimeoutMillis())) {
+            returns.bind(new InetSocketAddress(cfg.host(), 0));
+            int returnPort = ((InetSocketAddress) returns.getLocalAddress()).getPort();
+            CompletableFuture<SocketChannel> fromLastF = CompletableFuture.supplyAsync(() -> acceptLast(returns, n, model));
+            procs.start(returnPort, s.startupTimeoutMillis());
+            SocketChannel fromLast = fromLastF.get(s.startupTimeoutMillis(), TimeUnit.MILLISECONDS);
+            String first = procs.firstAddress();
+            int colon = first.lastIndexOf(':');
+            SocketChannel toFirst = FrameIo.connect(first.substring(0, colon), Integer.parseInt(first.substring(colon + 1)),
+                    s.connectTimeoutMillis());
+            Thread hello = closeAfter(toFirst, s.connectTimeoutMillis());
+            FrameIo.sendHello(toFirst, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, n,
+                    0, 0, model.dim(), cfg.maxTokensPerFrame()));
+            FrameIo.readHello(toFirst, cfg.maxFrameBytes());
+            hello.interrupt();
+            log.start();
+
+            Coordinator c = new Coordinator(toFirst, fromLast, model.vocabSize(), sampler, s.coordinator(), listener, metrics);
+            Thread watchdog = new Thread(() -> watch(procs, c, s.stallTimeoutMillis(), broken, toFirst, fromLast), "pipeline-watchdog");
+            watchdog.setDaemon(true);
+            watchdog.start();
+            try {
+                result = c.run(seqs);
+                c.shutdown();
+            } catch (PipelineException e) {
+                String why = broken.get();
+                throw why != null ? new PipelineException(why, e) : e;
+            } finally {
+                watchdog.interrupt();
+                toFirst.close();
+                fromLast.close();
+            }
+            if (!procs.awaitExit(10_000)) {
+                System.err.println("run-pipeline: some stages did not exit within 10 s of SHUTDOWN; stopping them");
+            }
+        } catch (IOException e) {
+            throw new PipelineException(e.getMessage(), e);
+        } catch (TimeoutException e) {
+            throw new PipelineException("the last stage did not connect back within " + s.startupTimeoutMillis() + " ms");
+        } catch (ExecutionException e) {
+            throw new PipelineException(e.getCause().getMessage(), e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new PipelineException("interrupted");
+        } finally {
+            log.close();
+        }
+        return new Outcome(result, LatencySummary.read(s.runDir()), computeShares(s.runDir(), n, result.wallNanos()),
+                stalls(LatencySummary.read(s.runDir()), n));
+    }
+
+    /** Accepts the last stage's connection and answers its HELLO. */
+    private static SocketChannel acceptLast(ServerSocketChannel returns, int n, LlamaConfig model) {
+        try {
+            SocketChannel ch = returns.accept();
+            FrameIo.tune(ch);
+            FrameIo.Hello h = FrameIo.readHello(ch, 1 << 20);
+            if (h.role() != HelloPayload.ROLE_STAGE || h.stageIndex() != n - 1 || h.layerTo() != model.layers()) {
+                ch.close();
+                throw new PipelineException("unexpected peer on the return port: " + h);
+            }
+            FrameIo.sendHello(ch, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, n, n,
+                    model.layers(), model.layers(), model.dim(), 0));
+            return ch;
+        } catch (IOException e) {
+            throw new PipelineException("the last stage's connection back failed: " + e.getMessage(), e);
+        }
+    }
+
+    private static Thread closeAfter(SocketChannel ch, long millis) {
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep(millis);
+                ch.close();
+            } catch (InterruptedException | IOException ignored) {
+                // answered in time
+            }
+        }, "hello-timeout");
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    /** Closes the connections (failing the coordinator's blocking I/O) when a stage dies or the pipeline stalls. */
+    private static void watch(StageProcesses procs, Coordinator c, long stallMillis, AtomicReference<String> broken,
+                              SocketChannel a, SocketChannel b) {
+        try {
+            while (!Thread.currentThread().isInterrupted()) {
+                Thread.sleep(100);
+                String dead = procs.deadStage();
+                long idle = System.nanoTime() - c.lastProgressNanos();
+                String why = dead != null ? dead
+                        : idle > TimeUnit.MILLISECONDS.toNanos(stallMillis)
+                        ? "no answer from the pipeline for " + stallMillis / 1000 + " s" : null;
+                if (why != null) {
+                    broken.set(why);
+                    a.close();
+                    b.close();
+                    return;
+                }
+            }
+        } catch (InterruptedException | IOException ignored) {
+            // run over
+        }
+    }
+
+    private static double[] computeShares(Path dir, int n, long wallNanos) {
+        double[] share = new double[n];
+        for (int i = 0; i < n; i++) {
+            Path f = dir.resolve("stage" + i + ".json");
+            try {
+                if (Files.exists(f) && wallNanos > 0) {
+                    Map<?, ?> m = (Map<?, ?>) JsonParser.parse(Files.readString(f));
+                    share[i] = ((Number) m.get("compute_nanos")).doubleValue() / wallNanos;
+                }
+            } catch (IOException | RuntimeException e) {
+                share[i] = Double.NaN;
+            }
+        }
+        return share;
+    }
+
+    private static long[] stalls(LatencySummary l, int n) {
+        long[] s = new long[n];
+        for (int i = 0; i < n; i++) {
+            s[i] = l.counters().getOrDefault("stage" + i + "-stalls", 0L);
+        }
+        return s;
+    }
+}

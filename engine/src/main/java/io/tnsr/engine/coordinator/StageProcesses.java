@@ -1,0 +1,277 @@
+package io.tnsr.engine.coordinator;
+
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.StageSpec;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.stage.StageMain;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Starts one JVM per stage ({@link StageMain}), wires them into a chain, and watches them.
+ *
+ * <p>Start-up, every step bounded by the start-up timeout: all stage processes start at once; each binds its
+ * port and says {@code LISTENING <port>}; each is then told its downstream (the next stage, or the
+ * coordinator's return port) on stdin; each connects, exchanges HELLOs, and says {@code READY}. A stage
+ * that says {@code FAILED <why>} or exits makes the whole start fail with its reason.
+ *
+ * <p>{@link #close()} ends every process still running: politely (SIGTERM) first, then by force. A JVM
+ * shutdown hook does the same if the tool itself is interrupted; each stage also exits on its own when its
+ * parent process disappears.
+ */
+public final class StageProcesses implements AutoCloseable {
+    /** A line a stage printed, or its exit. */
+    private record Event(int stage, String line) {
+    }
+
+    private final PipelineConfig config;
+    private final Path model;
+    private final Path metricsDir;
+    private final List<WaitMode> waits;
+    private final List<Integer> cpus;
+    private final long connectTimeoutMillis;
+    private final Process[] processes;
+    private final int[] ports;
+    private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
+    private final Thread hook = new Thread(this::destroyAll, "stage-reaper");
+    private volatile boolean stopping;
+
+    public StageProcesses(PipelineConfig config, Path model, Path metricsDir, List<WaitMode> waits, List<Integer> cpus,
+                          long connectTimeoutMillis) {
+        this.config = config;
+        this.model = model;
+        this.metricsDir = metricsDir;
+        this.waits = waits;
+        this.cpus = cpus;
+        this.connectTimeoutMillis = connectTimeoutMillis;
+        this.processes = new Process[config.stages().size()];
+        this.ports = new int[config.stages().size()];
+    }
+
+    /** Starts and wires every stage; the last one connects to host:returnPort. */
+    public void start(int returnPort, long timeoutMillis) {
+        Runtime.getRuntime().addShutdownHook(hook);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        List<StageSpec> stages = config.stages();
+        int n = stages.size();
+        for (int i = 0; i < n; i++) {
+            StageSpec s = stages.get(i);
+            if (s.external() != null) {
+                ports[i] = Integer.parseInt(s.external().substring(s.external().lastIndexOf(':') + 1));
+                continue;
+            }
+            List<String> cmd = command(i, s);
+            try {
+                Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                processes[i] = p;
+                final int index = i;
+                Thread reader = new Thread(() -> pump(index, p), "stage" + i + "-stdout");
+                reader.setDaemon(true);
+                reader.start();
+            } catch (IOException e) {
+                throw new PipelineException("cannot start stage " + i + ": " + e.getMessage(), e);
+            }
+        }
+        await("LISTENING", deadline, (i, rest) -> ports[i] = Integer.parseInt(rest.trim()));
+        for (int i = 0; i < n; i++) {
+            if (processes[i] == null) {
+                continue;
+            }
+            String target = i + 1 < n ? address(i + 1) : config.host() + ":" + returnPort;
+            try {
+                Writer w = new OutputStreamWriter(processes[i].getOutputStream(), StandardCharsets.UTF_8);
+                w.write("DOWNSTREAM " + target + "\n");
+                w.flush();
+            } catch (IOException e) {
+                throw new PipelineException("cannot talk to stage " + i + ": " + e.getMessage(), e);
+            }
+        }
+        await("READY", deadline, (i, rest) -> { });
+    }
+
+    private String address(int i) {
+        StageSpec s = config.stages().get(i);
+        return s.external() != null ? s.external() : config.host() + ":" + ports[i];
+    }
+
+    /** Host and port of the first stage, where the coordinator connects. */
+    public String firstAddress() {
+        return address(0);
+    }
+
+    private List<String> command(int i, StageSpec s) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (!a.startsWith("-agentlib") && !a.startsWith("-javaagent") && !a.startsWith("-Xrunjdwp")
+                    && !a.startsWith("-Xmx") && !a.startsWith("-XX:MaxDirectMemorySize")) {
+                cmd.add(a);
+            }
+        }
+        cmd.add("-Xmx768m");
+        cmd.add("-XX:MaxDirectMemorySize=4g");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("tnsr.classpath", System.getProperty("java.class.path")));
+        cmd.add(StageMain.class.getName());
+        cmd.addAll(List.of("--model", model.toString(),
+                "--layers", s.layerFrom() + ":" + s.layerTo(),
+                "--stage-index", String.valueOf(i),
+                "--stage-count", String.valueOf(config.stages().size()),
+                "--host", config.host(),
+                "--port", String.valueOf(s.port()),
+                "--ring-size", String.valueOf(config.ringSize()),
+                "--max-frame-bytes", String.valueOf(config.maxFrameBytes()),
+                "--max-tokens-per-frame", String.valueOf(config.maxTokensPerFrame()),
+                "--max-sequences-per-frame", String.valueOf(config.maxSequencesPerFrame()),
+                "--wait", waits.get(i).name().toLowerCase(Locale.ROOT),
+                "--cpu", String.valueOf(cpus.get(i)),
+                "--kv-cache-tokens", String.valueOf(config.kvCacheTokens()),
+                "--metrics-dir", metricsDir.toString(),
+                "--parent-pid", String.valueOf(ProcessHandle.current().pid()),
+                "--connect-timeout-ms", String.valueOf(connectTimeoutMillis)));
+        return cmd;
+    }
+
+    private void pump(int i, Process p) {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = r.readLine()) != null) {
+                events.add(new Event(i, line));
+            }
+        } catch (IOException ignored) {
+            // the process went away; its exit is reported below
+        }
+        try {
+            events.add(new Event(i, "EXITED " + p.waitFor()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private interface OnLine {
+        void accept(int stage, String rest);
+    }
+
+    /** Waits until every spawned stage printed {@code word}; a failure or exit of any is an error. */
+    private void await(String word, long deadline, OnLine onLine) {
+        boolean[] seen = new boolean[processes.length];
+        int missing = 0;
+        for (Process p : processes) {
+            missing += p == null ? 0 : 1;
+        }
+        while (missing > 0) {
+            long left = deadline - System.nanoTime();
+            Event e;
+            try {
+                e = left <= 0 ? null : events.poll(left, TimeUnit.NANOSECONDS);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new PipelineException("interrupted while starting the stages");
+            }
+            if (e == null) {
+                StringBuilder who = new StringBuilder();
+                for (int i = 0; i < seen.length; i++) {
+                    if (processes[i] != null && !seen[i]) {
+                        who.append(who.length() == 0 ? "" : ", ").append("stage ").append(i);
+                    }
+                }
+                throw new PipelineException("timed out waiting for " + who + " to be " + word.toLowerCase(Locale.ROOT));
+            }
+            if (e.line.startsWith("FAILED ")) {
+                throw new PipelineException("stage " + e.stage + " failed: " + e.line.substring(7));
+            }
+            if (e.line.startsWith("EXITED ")) {
+                throw new PipelineException("stage " + e.stage + " exited during start-up with status "
+                        + e.line.substring(7) + " (see its log above)");
+            }
+            if (e.line.startsWith(word) && !seen[e.stage]) {
+                seen[e.stage] = true;
+                missing--;
+                onLine.accept(e.stage, e.line.substring(word.length()));
+            }
+        }
+    }
+
+    /** Null while every stage runs; otherwise which one ended and how. */
+    public String deadStage() {
+        for (int i = 0; i < processes.length; i++) {
+            Process p = processes[i];
+            if (p != null && !p.isAlive() && !stopping) {
+                return "stage " + i + " (pid " + p.pid() + ") exited with status " + p.exitValue();
+            }
+        }
+        return null;
+    }
+
+    /** The process of stage i (null for an external stage). */
+    public Process process(int i) {
+        return processes[i];
+    }
+
+    /** After SHUTDOWN: waits for every stage to exit by itself, up to the timeout; true if they all did. */
+    public boolean awaitExit(long timeoutMillis) {
+        stopping = true;
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        for (Process p : processes) {
+            if (p == null) {
+                continue;
+            }
+            try {
+                long left = deadline - System.nanoTime();
+                if (left <= 0 || !p.waitFor(left, TimeUnit.NANOSECONDS)) {
+                    return false;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void destroyAll() {
+        stopping = true;
+        for (Process p : processes) {
+            if (p != null && p.isAlive()) {
+                p.destroy();
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+        for (Process p : processes) {
+            if (p == null) {
+                continue;
+            }
+            try {
+                long left = deadline - System.nanoTime();
+                if (left <= 0 || !p.waitFor(left, TimeUnit.NANOSECONDS)) {
+                    p.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        destroyAll();
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException ignored) {
+            // already shutting down
+        }
+    }
+}
