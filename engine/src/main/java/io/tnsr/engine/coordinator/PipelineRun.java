@@ -47,7 +47,15 @@ public final class PipelineRun {
     private PipelineRun() {
     }
 
+    /** Runs with one JVM per stage. */
     public static Outcome run(Settings s, LlamaConfig model, Sampler sampler, List<SequenceState> seqs,
+                              Generator.Listener listener) {
+        return run(new StageProcesses(s.config(), s.model(), s.runDir(), s.waits(), s.cpus(), s.connectTimeoutMillis()),
+                s, model, sampler, seqs, listener);
+    }
+
+    /** Runs with the given stages (processes, or threads for tests); closes them. */
+    public static Outcome run(Stages stages, Settings s, LlamaConfig model, Sampler sampler, List<SequenceState> seqs,
                               Generator.Listener listener) {
         PipelineConfig cfg = s.config();
         int n = cfg.stages().size();
@@ -62,7 +70,7 @@ public final class PipelineRun {
         AtomicReference<String> broken = new AtomicReference<>();
         Coordinator.Result result;
         try (ServerSocketChannel returns = ServerSocketChannel.open();
-             StageProcesses procs = new StageProcesses(cfg, s.model(), s.runDir(), s.waits(), s.cpus(), s.connectTimeoutMillis())) {
+             Stages procs = stages) {
             returns.bind(new InetSocketAddress(cfg.host(), 0));
             int returnPort = ((InetSocketAddress) returns.getLocalAddress()).getPort();
             CompletableFuture<SocketChannel> fromLastF = CompletableFuture.supplyAsync(() -> acceptLast(returns, n, model));
@@ -146,7 +154,7 @@ public final class PipelineRun {
     }
 
     /** Closes the connections (failing the coordinator's blocking I/O) when a stage dies or the pipeline stalls. */
-    private static void watch(StageProcesses procs, Coordinator c, long stallMillis, AtomicReference<String> broken,
+    private static void watch(Stages procs, Coordinator c, long stallMillis, AtomicReference<String> broken,
                               SocketChannel a, SocketChannel b) {
         try {
             while (!Thread.currentThread().isInterrupted()) {

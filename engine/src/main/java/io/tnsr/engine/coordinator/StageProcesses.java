@@ -32,7 +32,7 @@ import java.util.concurrent.TimeUnit;
  * shutdown hook does the same if the tool itself is interrupted; each stage also exits on its own when its
  * parent process disappears.
  */
-public final class StageProcesses implements AutoCloseable {
+public final class StageProcesses implements Stages {
     /** A line a stage printed, or its exit. */
     private record Event(int stage, String line) {
     }
@@ -61,7 +61,7 @@ public final class StageProcesses implements AutoCloseable {
         this.ports = new int[config.stages().size()];
     }
 
-    /** Starts and wires every stage; the last one connects to host:returnPort. */
+    @Override
     public void start(int returnPort, long timeoutMillis) {
         Runtime.getRuntime().addShutdownHook(hook);
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
@@ -107,7 +107,7 @@ public final class StageProcesses implements AutoCloseable {
         return s.external() != null ? s.external() : config.host() + ":" + ports[i];
     }
 
-    /** Host and port of the first stage, where the coordinator connects. */
+    @Override
     public String firstAddress() {
         return address(0);
     }
@@ -205,7 +205,7 @@ public final class StageProcesses implements AutoCloseable {
         }
     }
 
-    /** Null while every stage runs; otherwise which one ended and how. */
+    @Override
     public String deadStage() {
         for (int i = 0; i < processes.length; i++) {
             Process p = processes[i];
@@ -221,7 +221,7 @@ public final class StageProcesses implements AutoCloseable {
         return processes[i];
     }
 
-    /** After SHUTDOWN: waits for every stage to exit by itself, up to the timeout; true if they all did. */
+    @Override
     public boolean awaitExit(long timeoutMillis) {
         stopping = true;
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);

@@ -1,0 +1,103 @@
+package io.tnsr.engine.coordinator;
+
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.StageSpec;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.stage.StageOptions;
+import io.tnsr.engine.stage.StageRuntime;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Every stage of a pipeline as threads of this JVM, each with its own ring, its own sockets and its own layers:
+ * the same code paths as separate processes, minus the process boundary. For tests and debugging.
+ */
+public final class LocalStages implements Stages {
+    private final PipelineConfig config;
+    private final Path model;
+    private final Path metricsDir;
+    private final StageRuntime[] stages;
+    private final int[] ports;
+
+    public LocalStages(PipelineConfig config, Path model, Path metricsDir) {
+        this.config = config;
+        this.model = model;
+        this.metricsDir = metricsDir;
+        this.stages = new StageRuntime[config.stages().size()];
+        this.ports = new int[stages.length];
+    }
+
+    @Override
+    public void start(int returnPort, long timeoutMillis) {
+        int n = stages.length;
+        try {
+            for (int i = 0; i < n; i++) {
+                StageSpec s = config.stages().get(i);
+                WaitMode w = config.waitMode() == WaitMode.SPIN ? WaitMode.BACKOFF : config.waitMode();
+                stages[i] = new StageRuntime(new StageOptions(model, i, n, s.layerFrom(), s.layerTo(), config.host(),
+                        s.port(), config.ringSize(), config.maxFrameBytes(), config.maxTokensPerFrame(),
+                        config.maxSequencesPerFrame(), w, -1, config.kvCacheTokens(), metricsDir));
+                ports[i] = stages[i].listen();
+            }
+            // The last stage first: each one's HELLO is answered by the next, which must already be running.
+            for (int i = n - 1; i >= 0; i--) {
+                stages[i].connectDownstream(config.host(), i + 1 < n ? ports[i + 1] : returnPort, timeoutMillis);
+                stages[i].start();
+            }
+        } catch (IOException | RuntimeException e) {
+            close();
+            throw new PipelineException("cannot start the in-process stages: " + e.getMessage(), e);
+        }
+    }
+
+    /** The runtime of stage i (for tests that poke at it). */
+    public StageRuntime stage(int i) {
+        return stages[i];
+    }
+
+    /** The port stage i listens on. */
+    public int port(int i) {
+        return ports[i];
+    }
+
+    @Override
+    public String firstAddress() {
+        return config.host() + ":" + ports[0];
+    }
+
+    @Override
+    public String deadStage() {
+        for (int i = 0; i < stages.length; i++) {
+            if (stages[i] != null && stages[i].state() == StageRuntime.State.FAILED) {
+                return "stage " + i + " failed: " + stages[i].failure();
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public boolean awaitExit(long timeoutMillis) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        try {
+            for (StageRuntime s : stages) {
+                if (s != null && !s.awaitStop(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    return false;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+        return true;
+    }
+
+    @Override
+    public void close() {
+        for (StageRuntime s : stages) {
+            if (s != null) {
+                s.close();
+            }
+        }
+    }
+}

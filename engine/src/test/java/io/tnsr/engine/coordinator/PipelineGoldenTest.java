@@ -1,0 +1,88 @@
+package io.tnsr.engine.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.metrics.LatencySummary;
+import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.Golden;
+import io.tnsr.engine.testing.SharedData;
+import io.tnsr.engine.testing.TestModels;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** A pipeline of any number of stages gives the same tokens as one process, and as the reference. */
+class PipelineGoldenTest {
+
+    @ParameterizedTest(name = "{0} stages")
+    @ValueSource(ints = {1, 2, 3, 5})
+    void reproducesEveryGoldenCase(int stages) {
+        PipelineHarness h = new PipelineHarness(SharedData.path("models/stories260K.gguf"), stages);
+        for (Golden.Case c : Golden.greedyCases()) {
+            List<SequenceState> seqs = h.runLocal(List.of(c.prompt()), c.maxNewTokens(), SamplingConfig.GREEDY);
+            SequenceState s = seqs.get(0);
+            assertArrayEquals(c.promptTokens(), s.promptTokens());
+            assertArrayEquals(c.generatedTokens(), s.generatedTokens(), stages + " stages: \"" + c.prompt() + "\"");
+            assertEquals(c.stoppedBy(), s.stoppedBy().json());
+        }
+        LatencySummary l = LatencySummary.read(h.runDir);
+        for (int i = 1; i < stages; i++) {
+            assertTrue(l.histograms().get("hop-stage" + (i - 1) + "-stage" + i).getTotalCount() > 0, "hop into stage " + i);
+        }
+    }
+
+    @ParameterizedTest(name = "{0} stages")
+    @ValueSource(ints = {2, 4})
+    void syntheticModelsGiveTheSameTokensAsOneProcessWhileSequencesJoinAndLeave(int stages) {
+        PipelineHarness h = new PipelineHarness(TestModels.get(ModelSpec.tiny()), stages);
+        h.microBatches = 3;
+        h.batchSize = 2;
+        List<String> prompts = new ArrayList<>();
+        for (int i = 0; i < 9; i++) {
+            prompts.add("the " + "quick ".repeat(i) + "fox " + i);
+        }
+        SamplingConfig sc = new SamplingConfig(0.9f, 20, 0.9f, 1234);
+        List<SequenceState> single = h.runSingle(prompts, 24, sc);
+        List<SequenceState> piped = h.runLocal(prompts, 24, sc);
+        for (int i = 0; i < prompts.size(); i++) {
+            assertNull(piped.get(i).error());
+            assertArrayEquals(single.get(i).generatedTokens(), piped.get(i).generatedTokens(), "sequence " + i);
+            assertEquals(single.get(i).stoppedBy(), piped.get(i).stoppedBy());
+        }
+    }
+
+    @ParameterizedTest(name = "{0} stages")
+    @ValueSource(ints = {1, 3})
+    void sequencesFinishingAtDifferentTimesLeaveAndOthersJoin(int stages) {
+        PipelineHarness h = new PipelineHarness(SharedData.path("models/stories260K.gguf"), stages);
+        h.microBatches = 2;
+        h.batchSize = 2;
+        List<Golden.Case> cases = Golden.greedyCases();
+        List<String> prompts = new ArrayList<>();
+        for (int rep = 0; rep < 3; rep++) {
+            for (Golden.Case c : cases) {
+                prompts.add(c.prompt());
+            }
+        }
+        List<SequenceState> seqs = h.runLocal(prompts, 300, SamplingConfig.GREEDY);
+        for (int i = 0; i < seqs.size(); i++) {
+            Golden.Case c = cases.get(i % cases.size());
+            int[] got = seqs.get(i).generatedTokens();
+            int n = Math.min(c.generatedTokens().length, got.length);
+            assertArrayEquals(java.util.Arrays.copyOf(c.generatedTokens(), n), java.util.Arrays.copyOf(got, n), "sequence " + i);
+            if (c.stoppedBy().equals("bos")) {
+                assertEquals("bos", seqs.get(i).stoppedBy().json());
+                assertEquals(c.generatedTokens().length, got.length);
+            } else {
+                assertEquals(300, got.length);
+            }
+        }
+        assertEquals(seqs.size(), h.events.stream().filter(e -> e.startsWith("finished")).count());
+    }
+}
