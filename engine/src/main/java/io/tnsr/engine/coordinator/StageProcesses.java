@@ -140,6 +140,7 @@ public final class StageProcesses implements Stages {
                 "--cpu", String.valueOf(cpus.get(i)),
                 "--kv-cache-tokens", String.valueOf(config.kvCacheTokens()),
                 "--metrics-dir", metricsDir.toString(),
+                "--socket-buffer-bytes", String.valueOf(config.socketBufferBytes()),
                 "--parent-pid", String.valueOf(ProcessHandle.current().pid()),
                 "--connect-timeout-ms", String.valueOf(connectTimeoutMillis)));
         return cmd;

@@ -50,6 +50,18 @@ public final class FrameIo {
         return true;
     }
 
+    /**
+     * Writes, with one gathering write where the kernel takes it all, the first {@code len0} bytes of
+     * {@code bufs[0]} then the first {@code len1} bytes of {@code bufs[1]}.
+     */
+    public static void writeFully(SocketChannel ch, ByteBuffer[] bufs, int len0, int len1) throws IOException {
+        bufs[0].limit(len0).position(0);
+        bufs[1].limit(len1).position(0);
+        while (bufs[0].hasRemaining() || bufs[1].hasRemaining()) {
+            ch.write(bufs);
+        }
+    }
+
     /** Writes dst[off, off+len) completely. */
     public static void writeFully(SocketChannel ch, ByteBuffer src, int off, int len) throws IOException {
         src.limit(off + len).position(off);
@@ -66,12 +78,20 @@ public final class FrameIo {
 
     /** Connects to host:port, retrying refused connections (the peer may still be starting) until the deadline. */
     public static SocketChannel connect(String host, int port, long timeoutMillis) throws IOException {
+        return connect(host, port, timeoutMillis, 0);
+    }
+
+    /** {@link #connect(String, int, long)} with SO_SNDBUF set first when {@code sendBufferBytes} > 0. */
+    public static SocketChannel connect(String host, int port, long timeoutMillis, int sendBufferBytes) throws IOException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
         IOException last;
         do {
             try {
                 SocketChannel ch = SocketChannel.open();
                 try {
+                    if (sendBufferBytes > 0) {
+                        ch.setOption(StandardSocketOptions.SO_SNDBUF, sendBufferBytes);
+                    }
                     ch.socket().connect(new InetSocketAddress(host, port), (int) Math.max(1, timeoutMillis));
                     tune(ch);
                     return ch;

@@ -21,9 +21,11 @@ import java.util.Set;
  * @param maxSequencesPerFrame most sequences one frame carries; sizes the logits a last stage returns
  * @param waitMode             how compute threads wait for frames
  * @param kvCacheTokens        KV cache capacity of each stage, in positions over all its live sequences (0 = auto)
+ * @param socketBufferBytes    socket buffer size between stages (0 = the OS's default)
  */
 public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
-                             int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens) {
+                             int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens,
+                             int socketBufferBytes) {
 
     public static final int DEFAULT_RING_SIZE = 16;
     public static final int DEFAULT_MAX_FRAME_BYTES = 64 << 20;
@@ -80,19 +82,20 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
 
     public static PipelineConfig defaults(int layers, int stageCount, WaitMode wait) {
         return new PipelineConfig("127.0.0.1", evenSplit(layers, stageCount), DEFAULT_RING_SIZE, DEFAULT_MAX_FRAME_BYTES,
-                DEFAULT_MAX_TOKENS_PER_FRAME, DEFAULT_MAX_SEQUENCES_PER_FRAME, wait, 0);
+                DEFAULT_MAX_TOKENS_PER_FRAME, DEFAULT_MAX_SEQUENCES_PER_FRAME, wait, 0, 0);
     }
 
     public PipelineConfig withWaitMode(WaitMode w) {
-        return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, w, kvCacheTokens);
+        return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, w, kvCacheTokens, socketBufferBytes);
     }
 
     public PipelineConfig withStages(List<StageSpec> s) {
-        return new PipelineConfig(host, s, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens);
+        return new PipelineConfig(host, s, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens, socketBufferBytes);
     }
 
     private static final Set<String> KEYS = Set.of("host", "stages", "ring_size", "max_frame_bytes",
-            "max_tokens_per_frame", "max_sequences_per_frame", "wait_strategy", "kv_cache_tokens", "comment");
+            "max_tokens_per_frame", "max_sequences_per_frame", "wait_strategy", "kv_cache_tokens", "socket_buffer_bytes",
+            "comment");
     private static final Set<String> STAGE_KEYS = Set.of("layers", "port", "cpus", "external", "comment");
 
     /**
@@ -161,7 +164,8 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 intOr(m, "max_tokens_per_frame", DEFAULT_MAX_TOKENS_PER_FRAME),
                 intOr(m, "max_sequences_per_frame", DEFAULT_MAX_SEQUENCES_PER_FRAME),
                 m.get("wait_strategy") == null ? WaitMode.BLOCK : WaitMode.parse((String) m.get("wait_strategy")),
-                m.get("kv_cache_tokens") == null ? 0 : ((Number) m.get("kv_cache_tokens")).longValue());
+                m.get("kv_cache_tokens") == null ? 0 : ((Number) m.get("kv_cache_tokens")).longValue(),
+                intOr(m, "socket_buffer_bytes", 0));
         c.checkCovers(modelLayers);
         return c;
     }

@@ -222,18 +222,16 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     }
 
     private void encodeResult(MessageType outType, long step, int mb, int rows, int width) {
-        int start = out.length;
         int payloadBytes = rows * width * 4;
-        FrameEncoder.encodeHeader(out.buffer, start, outType, step, mb, FrameHeader.FLAG_TRACE, batch.sequences(), 2,
+        FrameEncoder.encodeHeader(out.data, 0, outType, step, mb, FrameHeader.FLAG_TRACE, batch.sequences(), 2,
                 rows, width, 0, 0, payloadBytes);
-        int payloadIndex = (start + FrameHeader.HEADER_LENGTH) / 4;
-        out.floats.put(payloadIndex, range.isLast() ? logits : x, 0, rows * width);
+        out.dataFloats.put(FrameHeader.HEADER_LENGTH / 4, range.isLast() ? logits : x, 0, rows * width);
         for (int i = 0; i < batch.sequences(); i++) {
-            FrameEncoder.putSequenceEntry(out.buffer, start, i, batch.seqId(i), batch.position(i), batch.tokenCount(i),
+            FrameEncoder.putSequenceEntry(out.data, 0, i, batch.seqId(i), batch.position(i), batch.tokenCount(i),
                     batch.wantLogits(i) ? SequenceTable.WANT_LOGITS : 0);
         }
-        out.dataFrameOffset = start;
-        out.length = start + (int) FrameHeader.frameLength(payloadBytes, batch.sequences(), FrameHeader.FLAG_TRACE);
+        out.dataTraced = true;
+        out.dataLength = (int) FrameHeader.frameLength(payloadBytes, batch.sequences(), FrameHeader.FLAG_TRACE);
     }
 
     private static String shape(UnsafeBuffer b) {

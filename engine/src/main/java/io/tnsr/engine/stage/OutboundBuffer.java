@@ -9,45 +9,59 @@ import java.nio.FloatBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
- * The frames a stage will write downstream for the event being handled: zero or more ERROR frames (sequences
- * that failed here), then at most one data frame (activations or logits) or one forwarded control frame.
+ * The frames a stage will write downstream for the event being handled, in two regions written in this
+ * order: ERROR frames (sequences that failed here; the coordinator must see them before the data frame that
+ * no longer carries those sequences), then at most one data frame (activations or logits) or one forwarded
+ * control frame. The data frame starts at offset 0 of its own buffer so its float payload is aligned for
+ * bulk copies.
  *
- * <p>Hazard: one buffer per stage, written by {@link ComputeHandler} and read by {@link OutboundSender}.
+ * <p>Hazard: one instance per stage, written by {@link ComputeHandler} and read by {@link OutboundSender}.
  * That is safe because both run, one after the other, on the same consumer thread for each event
  * (Disruptor's {@code AggregateEventHandler}); handlers on separate threads would need one per slot.
  */
 final class OutboundBuffer {
-    final ByteBuffer bytes;       // [capacity] direct, little-endian
-    final UnsafeBuffer buffer;
-    final FloatBuffer floats;
-    int length;                   // bytes queued
-    int dataFrameOffset = -1;     // offset of the frame carrying a trace stamp, or -1
+    final ByteBuffer errorBytes;  // [errorCapacity] ERROR frames back to back
+    final UnsafeBuffer errors;
+    int errorLength;
+    final ByteBuffer dataBytes;   // [dataCapacity] one data or control frame at offset 0
+    final UnsafeBuffer data;
+    final FloatBuffer dataFloats; // dataBytes as floats
+    int dataLength;
+    boolean dataTraced;           // the data frame carries a trace stamp to fill at send time
+    final ByteBuffer[] gather;    // {errorBytes, dataBytes} for one gathering write
 
-    OutboundBuffer(int capacity) {
-        bytes = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
-        buffer = new UnsafeBuffer(bytes);
-        floats = bytes.duplicate().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+    OutboundBuffer(int dataCapacity, int errorCapacity) {
+        errorBytes = ByteBuffer.allocateDirect(errorCapacity).order(ByteOrder.LITTLE_ENDIAN);
+        errors = new UnsafeBuffer(errorBytes);
+        dataBytes = ByteBuffer.allocateDirect(dataCapacity).order(ByteOrder.LITTLE_ENDIAN);
+        data = new UnsafeBuffer(dataBytes);
+        dataFloats = dataBytes.duplicate().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+        gather = new ByteBuffer[] {errorBytes, dataBytes};
     }
 
     void reset() {
-        length = 0;
-        dataFrameOffset = -1;
+        errorLength = 0;
+        dataLength = 0;
+        dataTraced = false;
     }
 
-    int capacity() {
-        return bytes.capacity();
+    boolean isEmpty() {
+        return errorLength == 0 && dataLength == 0;
     }
 
-    /** Queues an ERROR frame (error path: the message is encoded from a String). */
+    /** Queues an ERROR frame (error path: the message is encoded from a String; cut to fit if need be). */
     void error(long stepId, int microBatchId, ErrorCode code, int seqId, String message) {
-        int room = capacity() - length - FrameHeader.HEADER_LENGTH - 8;
-        String m = message.length() > room / 4 ? message.substring(0, Math.max(0, room / 4)) : message;
-        length += FrameEncoder.encodeError(buffer, length, stepId, microBatchId, code, seqId, m);
+        int room = errorBytes.capacity() - errorLength - FrameHeader.HEADER_LENGTH - 8;
+        if (room < 16) {
+            return; // more failures in one frame than the region holds: the first ones are reported
+        }
+        String m = message.length() * 3 > room ? message.substring(0, room / 3) : message;
+        errorLength += FrameEncoder.encodeError(errors, errorLength, stepId, microBatchId, code, seqId, m);
     }
 
     /** Queues a copy of a frame received (a control frame passed on down the pipeline). */
     void forward(UnsafeBuffer src, int offset, int frameLength) {
-        buffer.putBytes(length, src, offset, frameLength);
-        length += frameLength;
+        data.putBytes(0, src, offset, frameLength);
+        dataLength = frameLength;
     }
 }

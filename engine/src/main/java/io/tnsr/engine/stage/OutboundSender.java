@@ -38,14 +38,14 @@ final class OutboundSender implements EventHandler<FrameSlot> {
 
     @Override
     public void onEvent(FrameSlot slot, long sequence, boolean endOfBatch) {
-        if (out.length == 0) {
+        if (out.isEmpty()) {
             return;
         }
         try {
-            if (out.dataFrameOffset >= 0) {
-                FrameEncoder.stampTrace(out.buffer, out.dataFrameOffset, System.nanoTime());
+            if (out.dataTraced) {
+                FrameEncoder.stampTrace(out.data, 0, System.nanoTime());
             }
-            FrameIo.writeFully(downstream, out.bytes, 0, out.length);
+            FrameIo.writeFully(downstream, out.gather, out.errorLength, out.dataLength);
             residence.record(System.nanoTime() - slot.receivedNanos);
         } catch (IOException e) {
             listener.downstreamFailed(e);

@@ -70,6 +70,9 @@ public final class StageMain implements Callable<Integer> {
     @Option(names = "--metrics-dir", description = "Directory for latency histogram logs.")
     Path metricsDir;
 
+    @Option(names = "--socket-buffer-bytes", defaultValue = "0", description = "SO_RCVBUF/SO_SNDBUF of the stage's sockets (0 = OS default).")
+    int socketBufferBytes;
+
     @Option(names = "--parent-pid", defaultValue = "-1", description = "Exit when this process ends.")
     long parentPid;
 
@@ -84,7 +87,7 @@ public final class StageMain implements Callable<Integer> {
         }
         StageOptions o = new StageOptions(model, stageIndex, stageCount, Integer.parseInt(fromTo[0].trim()),
                 Integer.parseInt(fromTo[1].trim()), host, port, ringSize, maxFrameBytes, maxTokensPerFrame,
-                maxSequencesPerFrame, WaitMode.parse(wait), cpu, kvCacheTokens, metricsDir);
+                maxSequencesPerFrame, WaitMode.parse(wait), cpu, kvCacheTokens, metricsDir, socketBufferBytes);
         if (parentPid > 0) {
             ProcessHandle.of(parentPid).ifPresentOrElse(
                     p -> p.onExit().thenRun(() -> {

@@ -21,10 +21,13 @@ import java.nio.file.Path;
  * @param cpu                  CPU to pin the compute thread to when spinning (-1 = none)
  * @param kvCacheTokens        KV cache capacity in positions (0 = auto)
  * @param metricsDir           where latency histograms are logged (null = not logged)
+ * @param socketBufferBytes    SO_RCVBUF of the upstream socket and SO_SNDBUF of the downstream one (0 = the OS's
+ *                             default, which grows on demand); bounds the bytes in flight between stages
  */
 public record StageOptions(Path model, int stageIndex, int stageCount, int layerFrom, int layerTo, String host, int port,
                            int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
-                           WaitMode waitMode, int cpu, long kvCacheTokens, Path metricsDir) {
+                           WaitMode waitMode, int cpu, long kvCacheTokens, Path metricsDir,
+                           int socketBufferBytes) {
 
     public StageOptions {
         if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {

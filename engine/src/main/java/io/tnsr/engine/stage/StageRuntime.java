@@ -108,6 +108,9 @@ public final class StageRuntime implements AutoCloseable {
     /** Binds the upstream port; returns the port actually bound. */
     public int listen() throws IOException {
         server = ServerSocketChannel.open();
+        if (o.socketBufferBytes() > 0) {
+            server.setOption(java.net.StandardSocketOptions.SO_RCVBUF, o.socketBufferBytes());
+        }
         try {
             server.bind(new InetSocketAddress(o.host(), o.port()));
         } catch (IOException e) {
@@ -120,7 +123,7 @@ public final class StageRuntime implements AutoCloseable {
 
     /** Connects to the next stage (or the coordinator's return port) and exchanges HELLOs, within the timeout. */
     public void connectDownstream(String host, int port, long timeoutMillis) throws IOException {
-        downstream = FrameIo.connect(host, port, timeoutMillis);
+        downstream = FrameIo.connect(host, port, timeoutMillis, o.socketBufferBytes());
         Thread watchdog = closeAfter(downstream, timeoutMillis, "HELLO from downstream");
         try {
             FrameIo.sendHello(downstream, ownHello());
@@ -182,8 +185,7 @@ public final class StageRuntime implements AutoCloseable {
         int slotBytes = FrameHeader.HEADER_LENGTH + o.maxTokensPerFrame() * c.dim() * Float.BYTES
                 + FrameHeader.MAX_SEQUENCE_COUNT * FrameHeader.SEQUENCE_ENTRY_LENGTH + FrameHeader.TRACE_LENGTH;
         int resultBytes = range.isLast() ? FrameHeader.HEADER_LENGTH + o.maxSequencesPerFrame() * c.vocabSize() * Float.BYTES : slotBytes;
-        OutboundBuffer out = new OutboundBuffer(Math.max(slotBytes, resultBytes)
-                + FrameHeader.MAX_SEQUENCE_COUNT * (FrameHeader.SEQUENCE_ENTRY_LENGTH + 1024));
+        OutboundBuffer out = new OutboundBuffer(Math.max(slotBytes, resultBytes), o.maxSequencesPerFrame() * 1024 + 4096);
 
         String upstreamName = o.stageIndex() == 0 ? "coordinator" : "stage" + (o.stageIndex() - 1);
         metricsLog = new MetricsLog(o.metricsDir() != null ? o.metricsDir() : tempDir(), 1000, name + "-metrics");

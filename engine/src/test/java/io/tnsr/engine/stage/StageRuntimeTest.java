@@ -1,0 +1,249 @@
+package io.tnsr.engine.stage;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tnsr.engine.net.FrameIo;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.TestModels;
+import io.tnsr.wire.ErrorCode;
+import io.tnsr.wire.ErrorPayload;
+import io.tnsr.wire.FrameEncoder;
+import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.FrameValidator;
+import io.tnsr.wire.HelloPayload;
+import io.tnsr.wire.MessageType;
+import io.tnsr.wire.SequenceTable;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * One real stage (all layers of a small synthetic model) between sockets the test owns: the test is its
+ * upstream (the coordinator's role) and its downstream.
+ */
+@Timeout(60)
+class StageRuntimeTest {
+    private StageRuntime stage;
+    private ServerSocketChannel downstreamServer;
+    private SocketChannel downstream;
+    private int port;
+    private final ByteBuffer in = ByteBuffer.allocateDirect(4 << 20).order(ByteOrder.LITTLE_ENDIAN);
+    private final UnsafeBuffer inBuf = new UnsafeBuffer(in);
+    private final ByteBuffer out = ByteBuffer.allocateDirect(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
+    private final UnsafeBuffer outBuf = new UnsafeBuffer(out);
+
+    @BeforeEach
+    void start() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        Path metrics = Files.createTempDirectory("stage-test");
+        stage = new StageRuntime(new StageOptions(model, 0, 1, 0, 4, "127.0.0.1", 0, 8, 1 << 20, 32, 8,
+                WaitMode.BLOCK, -1, 4096, metrics, 32 * 1024));
+        port = stage.listen();
+        downstreamServer = ServerSocketChannel.open();
+        downstreamServer.setOption(java.net.StandardSocketOptions.SO_RCVBUF, 32 * 1024);
+        downstreamServer.bind(new InetSocketAddress("127.0.0.1", 0));
+        int dport = ((InetSocketAddress) downstreamServer.getLocalAddress()).getPort();
+        CompletableFuture<SocketChannel> accepted = CompletableFuture.supplyAsync(() -> {
+            try {
+                SocketChannel ch = downstreamServer.accept();
+                FrameIo.readHello(ch, 1 << 20);
+                FrameIo.sendHello(ch, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 1, 1, 4, 4, 64, 0));
+                return ch;
+            } catch (IOException e) {
+                throw new RuntimeException(e);
+            }
+        });
+        stage.connectDownstream("127.0.0.1", dport, 10_000);
+        downstream = accepted.get(10, TimeUnit.SECONDS);
+        stage.start();
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        stage.close();
+        downstream.close();
+        downstreamServer.close();
+    }
+
+    private SocketChannel connectAsCoordinator() throws IOException {
+        SocketChannel ch = FrameIo.connect("127.0.0.1", port, 5000, 16 * 1024);
+        FrameIo.sendHello(ch, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, 1, 0, 0, 64, 32));
+        FrameIo.readHello(ch, 1 << 20);
+        return ch;
+    }
+
+    /** A TOKENS frame for one sequence at a position. */
+    private int tokensFrame(long step, int seq, int pos, int... ids) {
+        int len = FrameEncoder.encodeTokens(outBuf, 0, step, 0, ids, 0, ids.length, 1, 0);
+        FrameEncoder.putSequenceEntry(outBuf, 0, 0, seq, pos, ids.length, SequenceTable.WANT_LOGITS);
+        return len;
+    }
+
+    /** Reads one frame from {@code ch} into {@code in}; returns its type. */
+    private MessageType read(SocketChannel ch) throws Exception {
+        assertTrue(FrameIo.readFully(ch, in, 0, FrameHeader.HEADER_LENGTH), "a frame, not the end of the stream");
+        int len = FrameValidator.validateHeader(inBuf, 0, 0, 0, in.capacity());
+        FrameIo.readFully(ch, in, FrameHeader.HEADER_LENGTH, len - FrameHeader.HEADER_LENGTH);
+        return MessageType.fromCode(FrameHeader.messageTypeCode(inBuf, 0));
+    }
+
+    @Test
+    void tokensInLogitsOutWithTheSameStepAndSequenceTable() throws Exception {
+        try (SocketChannel up = connectAsCoordinator()) {
+            int len = tokensFrame(42, 7, 0, 1, 300, 301);
+            FrameIo.writeFully(up, out, 0, len);
+            assertEquals(MessageType.LOGITS, read(downstream));
+            assertEquals(42, FrameHeader.stepId(inBuf, 0));
+            assertEquals(1, FrameHeader.dim(inBuf, 0, 0));
+            assertEquals(512, FrameHeader.dim(inBuf, 0, 1));
+            assertEquals(7, SequenceTable.seqId(inBuf, 0, 0));
+            assertEquals(3, SequenceTable.nTokens(inBuf, 0, 0));
+        }
+    }
+
+    @Test
+    void aMalformedFrameIsAnsweredWithAnErrorTheConnectionClosedAndTheStageKeepsServing() throws Exception {
+        try (SocketChannel bad = connectAsCoordinator()) {
+            ByteBuffer garbage = ByteBuffer.wrap("this is not a TNSR frame at all, but 56+ bytes of text!!".getBytes());
+            while (garbage.hasRemaining()) {
+                bad.write(garbage);
+            }
+            assertEquals(MessageType.ERROR, read(bad));
+            assertEquals(ErrorCode.MALFORMED_FRAME, ErrorCode.fromCode(ErrorPayload.errorCodeValue(inBuf, 0)));
+            assertTrue(ErrorPayload.message(inBuf, 0).contains("magic"), ErrorPayload.message(inBuf, 0));
+            in.clear();
+            assertEquals(-1, bad.read(in), "the stage closed the connection");
+        }
+        try (SocketChannel noHello = FrameIo.connect("127.0.0.1", port, 5000)) {
+            int len = tokensFrame(1, 1, 0, 5);
+            FrameIo.writeFully(noHello, out, 0, len);
+            assertEquals(MessageType.ERROR, read(noHello));
+            assertTrue(ErrorPayload.message(inBuf, 0).contains("HELLO"), ErrorPayload.message(inBuf, 0));
+        }
+        try (SocketChannel good = connectAsCoordinator()) {
+            FrameIo.writeFully(good, out, 0, tokensFrame(2, 3, 0, 1, 9));
+            assertEquals(MessageType.LOGITS, read(downstream));
+            assertEquals(2, FrameHeader.stepId(inBuf, 0));
+        }
+        assertEquals(StageRuntime.State.RUNNING, stage.state());
+    }
+
+    @Test
+    void aSequenceTheStageCannotRunGetsAnErrorAndTheOthersGoOn() throws Exception {
+        try (SocketChannel up = connectAsCoordinator()) {
+            int[] ids = {1, 5, 6, 7};
+            int len = FrameEncoder.encodeTokens(outBuf, 0, 9, 1, ids, 0, 4, 2, 0);
+            FrameEncoder.putSequenceEntry(outBuf, 0, 0, 11, 5, 2, SequenceTable.WANT_LOGITS); // unknown: starts at 5
+            FrameEncoder.putSequenceEntry(outBuf, 0, 1, 12, 0, 2, SequenceTable.WANT_LOGITS);
+            FrameIo.writeFully(up, out, 0, len);
+            assertEquals(MessageType.ERROR, read(downstream));
+            assertEquals(11, ErrorPayload.seqId(inBuf, 0));
+            assertEquals(ErrorCode.UNKNOWN_SEQUENCE, ErrorCode.fromCode(ErrorPayload.errorCodeValue(inBuf, 0)));
+            assertEquals(MessageType.LOGITS, read(downstream));
+            assertEquals(1, FrameHeader.sequenceCount(inBuf, 0));
+            assertEquals(12, SequenceTable.seqId(inBuf, 0, 0));
+        }
+    }
+
+    @Test
+    void aSlowDownstreamPushesBackAndNothingIsLost() throws Exception {
+        int frames = 3000; // far more than the 8-slot ring and the (32 KiB) socket buffers hold
+        AtomicInteger sent = new AtomicInteger();
+        try (SocketChannel up = connectAsCoordinator()) {
+            CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
+                ByteBuffer b = ByteBuffer.allocateDirect(1024).order(ByteOrder.LITTLE_ENDIAN);
+                UnsafeBuffer u = new UnsafeBuffer(b);
+                try {
+                    for (int i = 0; i < frames; i++) {
+                        int len = FrameEncoder.encodeTokens(u, 0, i + 1, 0, new int[] {1}, 0, 1, 1, 0);
+                        FrameEncoder.putSequenceEntry(u, 0, 0, 1000 + i, 0, 1, SequenceTable.WANT_LOGITS);
+                        FrameIo.writeFully(up, b, 0, len);
+                        len = FrameEncoder.encodeEndSequence(u, 0, 0, 0, new int[] {1000 + i}, 0, 1);
+                        FrameIo.writeFully(up, b, 0, len);
+                        sent.incrementAndGet();
+                    }
+                } catch (IOException e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            Thread.sleep(1500); // downstream not reading at all: the stage must stop, and so must the writer
+            int early = sent.get();
+            assertTrue(early < frames, "the writer was pushed back, it sent " + early + " of " + frames);
+            for (int i = 0; i < frames; i++) {
+                assertEquals(MessageType.LOGITS, read(downstream));
+                assertEquals(i + 1, FrameHeader.stepId(inBuf, 0), "frames arrive complete and in order");
+                assertEquals(MessageType.END_SEQUENCE, read(downstream));
+                if (i % 500 == 0) {
+                    Thread.sleep(50); // and stays slow: the writer keeps being held back, never dropped
+                }
+            }
+            writer.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void theSteadyStateAllocatesNothingPerFrame() throws Exception {
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        try (SocketChannel up = connectAsCoordinator()) {
+            int seqs = 4;
+            long step = 0;
+            long before = 0;
+            int measured = 0;
+            long[] ids = null;
+            int rounds = 14; // the first rounds warm the JIT up; the last two are measured
+            for (int round = 0; round < rounds; round++) {
+                if (round == rounds - 2) {
+                    ids = stageThreadIds();
+                    before = allocated(mx, ids);
+                }
+                for (int pos = 0; pos < 200; pos++) {
+                    for (int s = 0; s < seqs; s++) {
+                        FrameIo.writeFully(up, out, 0, tokensFrame(++step, round * seqs + s, pos, 50 + pos % 100));
+                        assertEquals(MessageType.LOGITS, read(downstream));
+                        measured += round >= rounds - 2 ? 1 : 0;
+                    }
+                }
+                int[] ended = new int[seqs];
+                for (int s = 0; s < seqs; s++) {
+                    ended[s] = round * seqs + s;
+                }
+                FrameIo.writeFully(up, out, 0, FrameEncoder.encodeEndSequence(outBuf, 0, ++step, 0, ended, 0, seqs));
+                assertEquals(MessageType.END_SEQUENCE, read(downstream));
+            }
+            long perFrame = (allocated(mx, ids) - before) / measured;
+            System.out.println("stage threads allocated " + perFrame + " bytes per frame in steady state (" + measured + " frames)");
+            assertTrue(perFrame < 8, "stage threads allocate " + perFrame + " bytes per frame");
+        }
+    }
+
+    private static long[] stageThreadIds() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals("stage0-inbound") || t.getName().equals("stage0-compute"))
+                .mapToLong(Thread::getId).toArray();
+    }
+
+    private static long allocated(com.sun.management.ThreadMXBean mx, long[] ids) {
+        assertEquals(2, ids.length, "inbound and compute threads found");
+        long sum = 0;
+        for (long id : ids) {
+            sum += mx.getThreadAllocatedBytes(id);
+        }
+        return sum;
+    }
+}
