@@ -45,6 +45,7 @@ public final class StageProcesses implements Stages {
     private final long connectTimeoutMillis;
     private final Process[] processes;
     private final int[] ports;
+    private final long[] exitNanos;   // when each process was seen to end (0 = running)
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final Thread hook = new Thread(this::destroyAll, "stage-reaper");
     private volatile boolean stopping;
@@ -59,6 +60,7 @@ public final class StageProcesses implements Stages {
         this.connectTimeoutMillis = connectTimeoutMillis;
         this.processes = new Process[config.stages().size()];
         this.ports = new int[config.stages().size()];
+        this.exitNanos = new long[config.stages().size()];
     }
 
     @Override
@@ -156,7 +158,11 @@ public final class StageProcesses implements Stages {
             // the process went away; its exit is reported below
         }
         try {
-            events.add(new Event(i, "EXITED " + p.waitFor()));
+            int status = p.waitFor();
+            synchronized (exitNanos) {
+                exitNanos[i] = System.nanoTime();
+            }
+            events.add(new Event(i, "EXITED " + status));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -206,15 +212,33 @@ public final class StageProcesses implements Stages {
         }
     }
 
+    /** Null while every stage runs; otherwise every stage that ended, the first one first. */
     @Override
     public String deadStage() {
+        if (stopping) {
+            return null;
+        }
+        List<Integer> dead = new ArrayList<>();
         for (int i = 0; i < processes.length; i++) {
-            Process p = processes[i];
-            if (p != null && !p.isAlive() && !stopping) {
-                return "stage " + i + " (pid " + p.pid() + ") exited with status " + p.exitValue();
+            if (processes[i] != null && !processes[i].isAlive()) {
+                dead.add(i);
             }
         }
-        return null;
+        if (dead.isEmpty()) {
+            return null;
+        }
+        synchronized (exitNanos) {
+            dead.sort((a, b) -> Long.compare(exitNanos[a] == 0 ? Long.MAX_VALUE : exitNanos[a],
+                    exitNanos[b] == 0 ? Long.MAX_VALUE : exitNanos[b]));
+        }
+        StringBuilder sb = new StringBuilder();
+        for (int i : dead) {
+            Process p = processes[i];
+            int status = p.exitValue();
+            sb.append(sb.length() == 0 ? "" : "; then ").append("stage ").append(i).append(" (pid ").append(p.pid())
+                    .append(status > 128 ? ") was killed by signal " + (status - 128) : ") exited with status " + status);
+        }
+        return sb.toString();
     }
 
     /** The process of stage i (null for an external stage). */

@@ -1,0 +1,148 @@
+package io.tnsr.engine.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tnsr.engine.cli.Cli;
+import io.tnsr.engine.cli.RunPipelineCommand;
+import io.tnsr.engine.generate.Generator;
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.StageSpec;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.Golden;
+import io.tnsr.engine.testing.SharedData;
+import io.tnsr.engine.testing.TestJson;
+import io.tnsr.engine.testing.TestModels;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Real stage processes (one JVM each), as run-pipeline starts them. */
+@Timeout(180)
+class ProcessPipelineTest {
+
+    static Object[] runCli(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int status = Cli.run(new RunPipelineCommand(), args);
+            return new Object[] {status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    @Test
+    void runPipelineWithTwoStageProcessesTellsTheGoldenStoryAsJson() throws Exception {
+        Golden.Case c = Golden.greedyCases().get(2);
+        Path hist = Files.createTempDirectory("hist");
+        Object[] r = runCli("--stages", "2", "--model", SharedData.path("models/stories260K.gguf").toString(),
+                "--prompt", c.prompt(), "--temperature", "0", "--max-tokens", String.valueOf(c.maxNewTokens()), "--json",
+                "--histograms", hist.toString());
+        assertEquals(0, r[0], (String) r[2]);
+        Map<?, ?> json = (Map<?, ?>) TestJson.parse(((String) r[1]).strip());
+        assertEquals(2L, json.get("stages"));
+        Map<?, ?> seq = (Map<?, ?>) ((List<?>) json.get("sequences")).get(0);
+        assertArrayEquals(c.generatedTokens(), TestJson.ints(seq.get("generated_tokens")));
+        assertEquals(c.stoppedBy(), seq.get("stopped_by"));
+        assertEquals(c.text(), c.prompt() + seq.get("text"));
+        Map<?, ?> latency = (Map<?, ?>) json.get("latency");
+        for (String hop : List.of("hop-coordinator-stage0", "hop-stage0-stage1", "hop-stage1-coordinator")) {
+            Map<?, ?> h = (Map<?, ?>) latency.get(hop);
+            assertNotNull(h, hop + " in " + latency.keySet());
+            assertTrue(((Number) h.get("count")).longValue() >= c.generatedTokens().length, hop);
+        }
+        assertTrue(Files.exists(hist.resolve("hop-stage0-stage1.hlog")));
+        assertEquals(2, ((List<?>) json.get("stage_compute_share")).size());
+    }
+
+    private static PipelineRun.Settings settings(PipelineConfig pc, Path model, Path dir, long connectMs) {
+        int n = pc.stages().size();
+        return new PipelineRun.Settings(model, pc, Collections.nCopies(n, WaitMode.BLOCK), Collections.nCopies(n, -1),
+                new Coordinator.Options(2, 0, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
+                dir, 60_000, 20_000, connectMs);
+    }
+
+    @Test
+    void aStageKilledMidRunEndsTheRunWithAClearErrorAndNoProcessLeft() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        PipelineHarness h = new PipelineHarness(model, 3);
+        Path dir = Files.createTempDirectory("killed");
+        PipelineRun.Settings s = settings(h.pipeline, model, dir, 10_000);
+        StageProcesses procs = new StageProcesses(h.pipeline, model, dir, s.waits(), s.cpus(), 10_000);
+        Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
+        List<SequenceState> seqs = h.sequences(List.of("one", "two", "three"), 200, sampler);
+        AtomicInteger tokens = new AtomicInteger();
+        long t0 = System.nanoTime();
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineRun.run(procs, s, h.cfg, sampler, seqs,
+                (seq, t) -> {
+                    if (tokens.incrementAndGet() == 20) {
+                        procs.process(1).destroyForcibly();
+                    }
+                }));
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        assertTrue(e.getMessage().contains("stage 1"), e.getMessage());
+        assertTrue(seconds < 30, "ended in " + seconds + " s");
+        for (int i = 0; i < 3; i++) {
+            Process p = procs.process(i);
+            assertFalse(p.isAlive(), "stage " + i + " still running");
+        }
+    }
+
+    @Test
+    void anUnreachableStageIsAClearErrorWithinTheConnectTimeout() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        int freePort;
+        try (ServerSocket ss = new ServerSocket(0)) {
+            freePort = ss.getLocalPort();
+        }
+        PipelineConfig pc = PipelineConfig.defaults(4, 2, WaitMode.BLOCK)
+                .withStages(List.of(new StageSpec(0, 2, 0, List.of(), null), new StageSpec(2, 4, 0, List.of(), "127.0.0.1:" + freePort)));
+        PipelineHarness h = new PipelineHarness(model, 2);
+        Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
+        long t0 = System.nanoTime();
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineRun.run(
+                settings(pc, model, Files.createTempDirectory("unreach"), 2_000), h.cfg, sampler,
+                h.sequences(List.of("x"), 5, sampler), (Generator.Listener) (seq, t) -> { }));
+        assertTrue(e.getMessage().contains("cannot connect to 127.0.0.1:" + freePort), e.getMessage());
+        assertTrue((System.nanoTime() - t0) / 1e9 < 30);
+    }
+
+    @Test
+    void aPortAlreadyInUseIsAClearError() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        try (ServerSocket taken = new ServerSocket()) {
+            taken.bind(new InetSocketAddress("127.0.0.1", 0));
+            int port = taken.getLocalPort();
+            Path config = Files.createTempFile("pipeline", ".json");
+            Files.writeString(config, "{\"stages\": [{\"layers\": [0, 2]}, {\"layers\": [2, 4], \"port\": " + port + "}]}");
+            Object[] r = runCli("--config", config.toString(), "--model", model.toString(), "--prompt", "x", "--max-tokens", "3");
+            assertEquals(3, r[0]);
+            String err = (String) r[2];
+            assertTrue(err.contains("stage 1 failed: cannot listen on 127.0.0.1:" + port), err);
+        }
+    }
+}
