@@ -35,6 +35,9 @@ public final class GenerationOptions {
     @Option(names = "--seed", paramLabel = "S", description = "Seed for sampling (default: random, printed in --json output).")
     Long seed;
 
+    @Option(names = "--ignore-eos", description = "Keep generating through EOS/BOS until --max-tokens (for benchmarks).")
+    boolean ignoreEos;
+
     @Option(names = "--json", description = "Print one JSON object on one line at the end (and no streamed text on stdout).")
     boolean json;
 
@@ -87,8 +90,8 @@ public final class GenerationOptions {
     public List<SequenceState> sequences(List<String> texts, Tokenizer tok, int contextLength, Sampler sampler) {
         List<SequenceState> seqs = new ArrayList<>();
         for (String p : texts) {
-            seqs.add(new SequenceState(seqs.size(), p, tok.encode(p, true), maxTokens, contextLength, tok.bos(),
-                    tok::isEndOfGeneration, sampler));
+            seqs.add(new SequenceState(seqs.size(), p, tok.encode(p, true), maxTokens, contextLength,
+                    ignoreEos ? -1 : tok.bos(), ignoreEos ? t -> false : tok::isEndOfGeneration, sampler));
         }
         return seqs;
     }

@@ -101,7 +101,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
         TextOutput text = new TextOutput(out, tok, seqs, gen.json());
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, waits, cpus,
                 new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
-                runDir, startupTimeout * 1000L, stallTimeout * 1000L, connectTimeout * 1000L);
+                runDir, startupTimeout * 1000L, stallTimeout * 1000L, connectTimeout * 1000L, 0);
         PipelineRun.Outcome outcome;
         try {
             outcome = PipelineRun.run(settings, mc, sampler, seqs, text);
@@ -194,6 +194,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
                     .put("seed", gen.seed())
                     .put("generated_tokens_total", o.result().generatedTokens())
                     .put("wall_seconds", o.result().wallNanos() / 1e9)
+                    .put("decode_tokens_per_second", o.result().decodeTokensPerSecond())
                     .put("time_to_first_token_ms_p50", ttftP50)
                     .put("stage_compute_share", shares)
                     .put("stalls", stalls)
@@ -211,9 +212,9 @@ public final class RunPipelineCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "pipeline  %d stages:%s, %d micro-batches in flight, compute threads %s%n",
                 pc.stages().size(), layout, m, waits.get(0).name().toLowerCase(Locale.ROOT));
         long failed = seqs.stream().filter(s -> s.error() != null).count();
-        out.printf(Locale.ROOT, "generated %d tokens for %d sequences%s in %.2f s: %.1f tokens/s; time to first token p50 %.1f ms%n",
+        out.printf(Locale.ROOT, "generated %d tokens for %d sequences%s in %.2f s: %.1f tokens/s (decode %.1f tokens/s); time to first token p50 %.1f ms%n",
                 o.result().generatedTokens(), seqs.size(), failed > 0 ? " (" + failed + " failed)" : "",
-                o.result().wallNanos() / 1e9, tps, ttftP50);
+                o.result().wallNanos() / 1e9, tps, o.result().decodeTokensPerSecond(), ttftP50);
         StringBuilder share = new StringBuilder("compute share");
         for (int i = 0; i < o.computeShare().length; i++) {
             share.append(String.format(Locale.ROOT, "  stage%d %.0f%%", i, 100 * o.computeShare()[i]));

@@ -60,10 +60,17 @@ public final class Coordinator {
                           LatencyMetric request) {
     }
 
-    /** What a run did. */
-    public record Result(long generatedTokens, long wallNanos, long steps) {
+    /**
+     * What a run did. Decode figures count the tokens chosen after a sequence's first one (each from a
+     * one-token step), from the moment the first {@code decodeWarmupTokens} of them were chosen to the end.
+     */
+    public record Result(long generatedTokens, long wallNanos, long steps, long decodeTokens, long decodeNanos) {
         public double tokensPerSecond() {
             return wallNanos == 0 ? 0 : generatedTokens * 1e9 / wallNanos;
+        }
+
+        public double decodeTokensPerSecond() {
+            return decodeNanos == 0 ? 0 : decodeTokens * 1e9 / decodeNanos;
         }
     }
 
@@ -100,6 +107,10 @@ public final class Coordinator {
     private long streamOffset;
     private long frameIndex;
     private volatile long lastProgressNanos = System.nanoTime();
+    private int decodeWarmupTokens;
+    private long decodeTokensSeen;   // decode tokens chosen so far, warm-up included
+    private long decodeStartNanos;   // when the warm-up ended
+    private long firstDecodeNanos;   // when the first decode step was sent
 
     public Coordinator(SocketChannel toFirst, SocketChannel fromLast, int vocab, Sampler sampler, Options o,
                        Generator.Listener listener, Metrics metrics) {
@@ -122,6 +133,11 @@ public final class Coordinator {
         row = new float[vocab];
         tokens = new int[o.maxTokensPerFrame()];
         endIds = new int[4096];
+    }
+
+    /** Decode tokens to leave out of the decode rate (JIT warm-up of the stages); 0 by default. */
+    public void setDecodeWarmupTokens(int tokens) {
+        this.decodeWarmupTokens = tokens;
     }
 
     /** When a frame last arrived (for the watchdog's "no answer" bound). */
@@ -201,7 +217,12 @@ public final class Coordinator {
         } catch (IOException e) {
             throw new PipelineException("pipeline connection failed: " + e.getMessage(), e);
         }
-        return new Result(generated, System.nanoTime() - start, steps);
+        long end = System.nanoTime();
+        if (decodeWarmupTokens == 0) {
+            decodeStartNanos = firstDecodeNanos;
+        }
+        long decodeStart = decodeStartNanos == 0 ? end : decodeStartNanos;
+        return new Result(generated, end - start, steps, Math.max(0, decodeTokensSeen - decodeWarmupTokens), end - decodeStart);
     }
 
     private static boolean inFlight(MicroBatch[] batches) {
@@ -260,6 +281,14 @@ public final class Coordinator {
             if (s.generatedCount() > before) {
                 kept++;
                 listener.onToken(s, token);
+                if (before > 0) {
+                    if (decodeTokensSeen++ == 0) {
+                        firstDecodeNanos = b.sentNanos; // the frame that carried the first decode step
+                    }
+                    if (decodeTokensSeen == decodeWarmupTokens) {
+                        decodeStartNanos = now;
+                    }
+                }
             }
             if (before == 0) { // the first token chosen for this sequence, kept or not
                 metrics.ttft().record(s.timeToFirstTokenNanos());

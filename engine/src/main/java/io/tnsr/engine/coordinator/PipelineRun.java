@@ -34,10 +34,13 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class PipelineRun {
 
-    /** How to run. {@code runDir} receives every metric log (and stays when it is the user's --histograms dir). */
+    /**
+     * How to run. {@code runDir} receives every metric log (and stays when it is the user's --histograms dir);
+     * {@code decodeWarmupTokens} decode tokens are left out of the decode rate (benchmarks: the stages' JIT warm-up).
+     */
     public record Settings(Path model, PipelineConfig config, List<WaitMode> waits, List<Integer> cpus,
                            Coordinator.Options coordinator, Path runDir, long startupTimeoutMillis,
-                           long stallTimeoutMillis, long connectTimeoutMillis) {
+                           long stallTimeoutMillis, long connectTimeoutMillis, int decodeWarmupTokens) {
     }
 
     /** What happened. */
@@ -92,6 +95,7 @@ public final class PipelineRun {
             watchdog.setDaemon(true);
             watchdog.start();
             try {
+                c.setDecodeWarmupTokens(s.decodeWarmupTokens());
                 result = c.run(seqs);
                 c.shutdown();
             } catch (PipelineException e) {

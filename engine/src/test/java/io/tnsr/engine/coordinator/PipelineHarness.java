@@ -56,7 +56,7 @@ final class PipelineHarness {
         int n = pipeline.stages().size();
         return new PipelineRun.Settings(model, pipeline, Collections.nCopies(n, WaitMode.BLOCK), Collections.nCopies(n, -1),
                 new Coordinator.Options(microBatches, batchSize, pipeline.maxTokensPerFrame(), pipeline.maxSequencesPerFrame(),
-                        pipeline.maxFrameBytes()), runDir, 30_000, 30_000, 10_000);
+                        pipeline.maxFrameBytes()), runDir, 30_000, 30_000, 10_000, 0);
     }
 
     Generator.Listener listener() {

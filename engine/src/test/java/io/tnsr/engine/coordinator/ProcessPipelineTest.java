@@ -83,7 +83,7 @@ class ProcessPipelineTest {
         int n = pc.stages().size();
         return new PipelineRun.Settings(model, pc, Collections.nCopies(n, WaitMode.BLOCK), Collections.nCopies(n, -1),
                 new Coordinator.Options(2, 0, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
-                dir, 60_000, 20_000, connectMs);
+                dir, 60_000, 20_000, connectMs, 0);
     }
 
     @Test

@@ -1,0 +1,150 @@
+package io.tnsr.perf.pipeline;
+
+import io.tnsr.engine.coordinator.Coordinator;
+import io.tnsr.engine.coordinator.PipelineRun;
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.StageSpec;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.synth.ModelCache;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.tokenizer.Tokenizer;
+import io.tnsr.engine.tokenizer.Tokenizers;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code tools/pipeline-bench}: aggregate decode tokens/s of real pipelines (one JVM per stage, TCP on
+ * loopback) on a synthetic model, for the layouts that show whether pipelining pays, and spinning against
+ * blocking side by side. Each row: the median of the repeats (min..max), measured after the stages' JIT warm-up
+ * (the first 16 decode steps of every sequence are left out), and its ratio to the first row's median.
+ */
+@Command(name = "pipeline-bench", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Decode tokens/s of real stage pipelines on a synthetic model (generated once into .build/models).")
+public final class PipelineBench implements Callable<Integer> {
+
+    @Option(names = "--preset", defaultValue = "stories110M", description = "Model shape (default: ${DEFAULT-VALUE}).")
+    String preset;
+
+    @Option(names = "--type", defaultValue = "f32", description = "Weight type (default: ${DEFAULT-VALUE}).")
+    String type;
+
+    @Option(names = "--tokens", defaultValue = "64", description = "Tokens generated per sequence (default: ${DEFAULT-VALUE}).")
+    int tokens;
+
+    @Option(names = "--repeats", defaultValue = "3", description = "Runs per scenario (default: ${DEFAULT-VALUE}).")
+    int repeats;
+
+    @Option(names = "--scenarios", defaultValue = "pipelining", split = ",",
+            description = "pipelining (1 stage x1, 1 stage 1x8, 2 stages 2x8 and 4x8), spin (4 stages 4x8, blocking vs --spin), or both.")
+    List<String> scenarios;
+
+    /** One measured layout. */
+    record Scenario(String name, int stages, int microBatches, int batch, boolean spin) {
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        ModelSpec spec = ModelSpec.preset(preset).withType(io.tnsr.engine.gguf.GgmlType.valueOf(type.toUpperCase(Locale.ROOT)));
+        Path model = ModelCache.get(spec);
+        LlamaConfig cfg;
+        Tokenizer tok;
+        try (GgufFile f = GgufFile.open(model)) {
+            cfg = LlamaConfig.fromGguf(f);
+            tok = Tokenizers.fromGguf(f);
+        }
+        List<Scenario> list = new ArrayList<>();
+        if (scenarios.contains("pipelining")) {
+            list.add(new Scenario("1 stage, 1 sequence", 1, 1, 1, false));
+            list.add(new Scenario("1 stage, 1 micro-batch of 8", 1, 1, 8, false));
+            list.add(new Scenario("2 stages, 2 micro-batches of 8", 2, 2, 8, false));
+            list.add(new Scenario("2 stages, 4 micro-batches of 8", 2, 4, 8, false));
+        }
+        if (scenarios.contains("spin")) {
+            list.add(new Scenario("4 stages, 4 micro-batches of 8", 4, 4, 8, false));
+            list.add(new Scenario("4 stages, 4 micro-batches of 8, --spin", 4, 4, 8, true));
+        }
+        System.out.printf(Locale.ROOT, "pipeline-bench: %s, %d tokens per sequence, %d repeats (median, min..max), %d CPUs, JDK %s%n",
+                spec.describe(), tokens, repeats, Runtime.getRuntime().availableProcessors(), Runtime.version());
+        System.out.printf(Locale.ROOT, "%-42s %-18s %14s %20s %8s%n", "scenario", "layers", "decode tok/s", "spread", "ratio");
+        double base = 0;
+        for (Scenario sc : list) {
+            double[] rates = new double[repeats];
+            String layout = "";
+            for (int r = 0; r < repeats; r++) {
+                PipelineConfig pc = PipelineConfig.defaults(cfg.layers(), sc.stages(), WaitMode.BLOCK);
+                if (sc.stages() == 2 && cfg.layers() == 12) {
+                    // The last stage also runs the classifier: 7 + 5 balances the work (config/stories110M-two-stages.json).
+                    pc = pc.withStages(List.of(new StageSpec(0, 7, 0, List.of(), null), new StageSpec(7, 12, 0, List.of(), null)));
+                }
+                layout = layoutOf(pc);
+                rates[r] = run(model, cfg, tok, pc, sc);
+            }
+            double[] s = rates.clone();
+            Arrays.sort(s);
+            double median = s[s.length / 2];
+            if (base == 0) {
+                base = median;
+            }
+            System.out.printf(Locale.ROOT, "%-42s %-18s %14.1f %20s %7.2fx%n", sc.name(), layout, median,
+                    String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), median / base);
+        }
+        return 0;
+    }
+
+    private static String layoutOf(PipelineConfig pc) {
+        StringBuilder sb = new StringBuilder();
+        for (StageSpec s : pc.stages()) {
+            sb.append(sb.length() == 0 ? "" : " ").append(s.layerCount());
+        }
+        return sb.toString();
+    }
+
+    private double run(Path model, LlamaConfig cfg, Tokenizer tok, PipelineConfig pc, Scenario sc) throws Exception {
+        int n = pc.stages().size();
+        int cores = Runtime.getRuntime().availableProcessors();
+        boolean granted = sc.spin() && n <= cores - 1;
+        List<WaitMode> waits = new ArrayList<>();
+        List<Integer> cpus = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            waits.add(!sc.spin() ? WaitMode.BLOCK : granted ? WaitMode.SPIN : WaitMode.BACKOFF);
+            cpus.add(granted ? (i + 1) % cores : -1);
+        }
+        int seqCount = sc.microBatches() * sc.batch();
+        Sampler sampler = new Sampler(SamplingConfig.GREEDY, cfg.vocabSize());
+        List<SequenceState> seqs = new ArrayList<>();
+        for (int i = 0; i < seqCount; i++) {
+            seqs.add(new SequenceState(i, "Once upon a time", tok.encode("Once upon a time " + i, true), tokens,
+                    cfg.contextLength(), -1, t -> false, sampler));
+        }
+        Path dir = Files.createTempDirectory("pipeline-bench");
+        try {
+            PipelineRun.Settings s = new PipelineRun.Settings(model, pc, waits, cpus,
+                    new Coordinator.Options(sc.microBatches(), sc.batch(), pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(),
+                            pc.maxFrameBytes()), dir, 120_000, 120_000, 20_000, seqCount * 16);
+            PipelineRun.Outcome o = PipelineRun.run(s, cfg, sampler, seqs, (seq, t) -> { });
+            return o.result().decodeTokensPerSecond();
+        } finally {
+            try (var files = Files.walk(dir)) {
+                files.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new PipelineBench()).execute(args));
+    }
+}
