@@ -51,6 +51,11 @@ public final class RunPipelineCommand implements Callable<Integer> {
     @Mixin
     GenerationOptions gen;
 
+    @Option(names = "--split", defaultValue = "even", paramLabel = "even|balanced",
+            description = {"How --stages N splits the layers: even (5 over 4: 2,1,1,1; the default) or balanced",
+                    "(counts the classifier the last stage also runs, by its weights)."})
+    String split;
+
     @Option(names = "--micro-batches", paramLabel = "M", description = "Micro-batches in flight (default: one per stage, at most one per sequence).")
     Integer microBatches;
 
@@ -84,11 +89,23 @@ public final class RunPipelineCommand implements Callable<Integer> {
         }
         LlamaConfig mc;
         Tokenizer tok;
+        double classifierLayers;
         try (GgufFile file = GgufFile.open(modelPath)) {
             mc = LlamaConfig.fromGguf(file);
             tok = Tokenizers.fromGguf(file);
+            classifierLayers = PipelineConfig.classifierWeightInLayers(file);
         }
         PipelineConfig pc = pipelineConfig(mc.layers());
+        switch (split) {
+            case "even" -> { }
+            case "balanced" -> {
+                if (config != null) {
+                    throw new IllegalArgumentException("--split balanced applies to --stages N, not to a --config file's stages");
+                }
+                pc = pc.withStages(PipelineConfig.balancedSplit(mc.layers(), pc.stages().size(), classifierLayers));
+            }
+            default -> throw new IllegalArgumentException("--split must be even or balanced, not '" + split + "'");
+        }
         int n = pc.stages().size();
         List<WaitMode> waits = new ArrayList<>();
         List<Integer> cpus = new ArrayList<>();

@@ -26,10 +26,18 @@ class PipelineConfigTest {
     }
 
     @Test
+    void balancedSplitGivesTheLastStageFewerLayersForItsClassifier() {
+        assertEquals(List.of(8, 4), PipelineConfig.balancedSplit(12, 2, 3.5).stream().map(StageSpec::layerCount).toList());
+        assertEquals(List.of(2, 1, 1, 1), PipelineConfig.balancedSplit(5, 4, 0).stream().map(StageSpec::layerCount).toList());
+        assertEquals(List.of(4, 4, 3, 1), PipelineConfig.balancedSplit(12, 4, 3.5).stream().map(StageSpec::layerCount).toList());
+        assertEquals(List.of(12), PipelineConfig.balancedSplit(12, 1, 3.5).stream().map(StageSpec::layerCount).toList());
+    }
+
+    @Test
     void everyExampleConfigurationLoads() throws IOException {
         Path dir = Paths.get(System.getenv().getOrDefault("TNSR_REPO_ROOT", "..")).resolve("config");
         assertEquals(4, PipelineConfig.load(dir.resolve("four-stages.json"), 5).stages().size());
-        assertEquals(7, PipelineConfig.load(dir.resolve("stories110M-two-stages.json"), 12).stages().get(1).layerFrom());
+        assertEquals(8, PipelineConfig.load(dir.resolve("stories110M-two-stages.json"), 12).stages().get(1).layerFrom());
         assertEquals(WaitMode.SPIN, PipelineConfig.load(dir.resolve("spin-pinned.json"), 5).waitMode());
         PipelineConfig b = PipelineConfig.load(dir.resolve("bounded-memory.json"), 5);
         assertEquals(65536, b.socketBufferBytes());

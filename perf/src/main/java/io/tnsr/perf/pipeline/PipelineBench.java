@@ -62,9 +62,11 @@ public final class PipelineBench implements Callable<Integer> {
         Path model = ModelCache.get(spec);
         LlamaConfig cfg;
         Tokenizer tok;
+        double classifierLayers;
         try (GgufFile f = GgufFile.open(model)) {
             cfg = LlamaConfig.fromGguf(f);
             tok = Tokenizers.fromGguf(f);
+            classifierLayers = PipelineConfig.classifierWeightInLayers(f);
         }
         List<Scenario> list = new ArrayList<>();
         if (scenarios.contains("pipelining")) {
@@ -85,11 +87,9 @@ public final class PipelineBench implements Callable<Integer> {
             double[] rates = new double[repeats];
             String layout = "";
             for (int r = 0; r < repeats; r++) {
-                PipelineConfig pc = PipelineConfig.defaults(cfg.layers(), sc.stages(), WaitMode.BLOCK);
-                if (sc.stages() == 2 && cfg.layers() == 12) {
-                    // The last stage also runs the classifier: 7 + 5 balances the work (config/stories110M-two-stages.json).
-                    pc = pc.withStages(List.of(new StageSpec(0, 7, 0, List.of(), null), new StageSpec(7, 12, 0, List.of(), null)));
-                }
+                // The last stage also runs the classifier: balance the work (8 + 4 for the stories110M shape).
+                PipelineConfig pc = PipelineConfig.defaults(cfg.layers(), sc.stages(), WaitMode.BLOCK)
+                        .withStages(PipelineConfig.balancedSplit(cfg.layers(), sc.stages(), classifierLayers));
                 layout = layoutOf(pc);
                 rates[r] = run(model, cfg, tok, pc, sc);
             }
