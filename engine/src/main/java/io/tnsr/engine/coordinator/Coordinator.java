@@ -99,6 +99,7 @@ public final class Coordinator {
     private final FloatBuffer recvFloats;
     private final float[] row;            // [vocab] one row of logits
     private final int[] tokens;           // [maxTokensPerFrame]
+    private final int[] entryScratch = new int[FrameHeader.MAX_SEQUENCE_COUNT * 4]; // [entries][seq, pos, n, flags]
     private final int[] endIds;           // [max sequences] ids to END
     private int endCount;
     private final Int2ObjectHashMap<SequenceState> byId = new Int2ObjectHashMap<>();
@@ -372,8 +373,6 @@ public final class Coordinator {
         FrameEncoder.stampTrace(send, 0, b.sentNanos);
         FrameIo.writeFully(toFirst, sendBytes, 0, len);
     }
-
-    private final int[] entryScratch = new int[FrameHeader.MAX_SEQUENCE_COUNT * 4];
 
     /** Reads one whole frame from the last stage into recv. */
     private void readFrame() throws IOException {

@@ -83,7 +83,7 @@ public final class PipelineRun {
             int colon = first.lastIndexOf(':');
             SocketChannel toFirst = FrameIo.connect(first.substring(0, colon), Integer.parseInt(first.substring(colon + 1)),
                     s.connectTimeoutMillis());
-            Thread hello = closeAfter(toFirst, s.connectTimeoutMillis());
+            Thread hello = FrameIo.closeAfter(toFirst, s.connectTimeoutMillis(), "HELLO from stage 0");
             FrameIo.sendHello(toFirst, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, n,
                     0, 0, model.dim(), cfg.maxTokensPerFrame()));
             FrameIo.readHello(toFirst, cfg.maxFrameBytes());
@@ -141,20 +141,6 @@ public final class PipelineRun {
         } catch (IOException e) {
             throw new PipelineException("the last stage's connection back failed: " + e.getMessage(), e);
         }
-    }
-
-    private static Thread closeAfter(SocketChannel ch, long millis) {
-        Thread t = new Thread(() -> {
-            try {
-                Thread.sleep(millis);
-                ch.close();
-            } catch (InterruptedException | IOException ignored) {
-                // answered in time
-            }
-        }, "hello-timeout");
-        t.setDaemon(true);
-        t.start();
-        return t;
     }
 
     /** Closes the connections (failing the coordinator's blocking I/O) when a stage dies or the pipeline stalls. */

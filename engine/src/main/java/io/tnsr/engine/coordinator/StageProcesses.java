@@ -47,7 +47,10 @@ public final class StageProcesses implements Stages {
     private final int[] ports;
     private final long[] exitNanos;   // when each process was seen to end (0 = running)
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
-    private final Thread hook = new Thread(this::destroyAll, "stage-reaper");
+    private final Thread hook = new Thread(() -> {
+        System.err.println("run-pipeline: interrupted; stopping the stage processes");
+        destroyAll();
+    }, "stage-reaper");
     private volatile boolean stopping;
 
     public StageProcesses(PipelineConfig config, Path model, Path metricsDir, List<WaitMode> waits, List<Integer> cpus,

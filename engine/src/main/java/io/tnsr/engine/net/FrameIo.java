@@ -113,6 +113,24 @@ public final class FrameIo {
                 + last.getMessage(), last);
     }
 
+    /**
+     * Bounds a blocking read or write on {@code ch}: a daemon thread closes the channel unless interrupted
+     * within the timeout, which makes the blocked call throw. Interrupt the returned thread when done in time.
+     */
+    public static Thread closeAfter(SocketChannel ch, long timeoutMillis, String what) {
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep(timeoutMillis);
+                ch.close();
+            } catch (InterruptedException | IOException ignored) {
+                // done in time, or already closed
+            }
+        }, "timeout:" + what);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
     /** The fields of a HELLO. */
     public record Hello(int protocolVersion, int role, int stageIndex, int stageCount, int layerFrom, int layerTo,
                         int hiddenDim, int maxTokensPerFrame) {

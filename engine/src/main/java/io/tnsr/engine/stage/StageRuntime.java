@@ -124,7 +124,7 @@ public final class StageRuntime implements AutoCloseable {
     /** Connects to the next stage (or the coordinator's return port) and exchanges HELLOs, within the timeout. */
     public void connectDownstream(String host, int port, long timeoutMillis) throws IOException {
         downstream = FrameIo.connect(host, port, timeoutMillis, o.socketBufferBytes());
-        Thread watchdog = closeAfter(downstream, timeoutMillis, "HELLO from downstream");
+        Thread watchdog = FrameIo.closeAfter(downstream, timeoutMillis, "HELLO from downstream");
         try {
             FrameIo.sendHello(downstream, ownHello());
             FrameIo.Hello reply = FrameIo.readHello(downstream, o.maxFrameBytes());
@@ -138,21 +138,6 @@ public final class StageRuntime implements AutoCloseable {
             watchdog.interrupt();
         }
         state.set(State.CONNECTED);
-    }
-
-    /** A thread that closes {@code ch} unless interrupted within the timeout: bounds a blocking read. */
-    static Thread closeAfter(SocketChannel ch, long timeoutMillis, String what) {
-        Thread t = new Thread(() -> {
-            try {
-                Thread.sleep(timeoutMillis);
-                ch.close();
-            } catch (InterruptedException | IOException ignored) {
-                // done in time, or already closed
-            }
-        }, "timeout:" + what);
-        t.setDaemon(true);
-        t.start();
-        return t;
     }
 
     private FrameIo.Hello ownHello() {

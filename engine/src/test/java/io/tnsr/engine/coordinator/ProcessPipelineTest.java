@@ -113,6 +113,37 @@ class ProcessPipelineTest {
     }
 
     @Test
+    void interruptingTheToolEndsEveryStageProcess() throws Exception {
+        ModelSpec t = ModelSpec.tiny();
+        Path model = TestModels.get(new ModelSpec(t.name(), t.dim(), t.layers(), t.heads(), t.kvHeads(), t.ffnDim(),
+                t.vocabSize(), 8192, t.tied(), t.type(), t.seed(), false));
+        List<String> cmd = new java.util.ArrayList<>(List.of(
+                java.nio.file.Paths.get(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .filter(a -> !a.startsWith("-javaagent") && !a.startsWith("-agentlib")).toList());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), RunPipelineCommand.class.getName(),
+                "--stages", "3", "--model", model.toString(), "--prompt", "go", "--max-tokens", "8000", "--ignore-eos"));
+        Process tool = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (tool.descendants().count() < 3 && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            List<ProcessHandle> stages = tool.descendants().toList();
+            assertEquals(3, stages.size(), "three stage processes running");
+            Thread.sleep(1000);
+            tool.destroy(); // SIGTERM, as Ctrl-C or a supervisor would
+            assertTrue(tool.waitFor(20, java.util.concurrent.TimeUnit.SECONDS), "the tool ends");
+            for (ProcessHandle p : stages) {
+                p.onExit().get(10, java.util.concurrent.TimeUnit.SECONDS);
+                assertFalse(p.isAlive(), "stage process " + p.pid() + " ended with the tool");
+            }
+        } finally {
+            tool.destroyForcibly();
+        }
+    }
+
+    @Test
     void anUnreachableStageIsAClearErrorWithinTheConnectTimeout() throws Exception {
         Path model = TestModels.get(ModelSpec.tiny());
         int freePort;
