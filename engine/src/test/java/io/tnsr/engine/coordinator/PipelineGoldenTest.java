@@ -38,6 +38,23 @@ class PipelineGoldenTest {
     }
 
     @ParameterizedTest(name = "{0} stages")
+    @ValueSource(ints = {2, 3})
+    void promptsLongerThanAFramePrefillInChunksAlongsideOthersDecoding(int stages) {
+        PipelineHarness h = new PipelineHarness(SharedData.path("models/stories260K.gguf"), stages);
+        io.tnsr.engine.pipeline.PipelineConfig p = h.pipeline;
+        h.pipeline = new io.tnsr.engine.pipeline.PipelineConfig(p.host(), p.stages(), p.ringSize(), p.maxFrameBytes(), 4,
+                p.maxSequencesPerFrame(), p.waitMode(), p.kvCacheTokens(), p.socketBufferBytes());
+        h.microBatches = 1;
+        List<Golden.Case> cases = Golden.greedyCases();
+        List<String> prompts = cases.stream().map(Golden.Case::prompt).toList();
+        List<SequenceState> seqs = h.runLocal(prompts, 60, SamplingConfig.GREEDY);
+        for (int i = 0; i < cases.size(); i++) {
+            int[] want = java.util.Arrays.copyOf(cases.get(i).generatedTokens(), 60);
+            assertArrayEquals(want, seqs.get(i).generatedTokens(), "sequence " + i + " with 4-token frames");
+        }
+    }
+
+    @ParameterizedTest(name = "{0} stages")
     @ValueSource(ints = {2, 4})
     void syntheticModelsGiveTheSameTokensAsOneProcessWhileSequencesJoinAndLeave(int stages) {
         PipelineHarness h = new PipelineHarness(TestModels.get(ModelSpec.tiny()), stages);
