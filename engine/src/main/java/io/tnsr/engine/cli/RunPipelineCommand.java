@@ -60,12 +60,12 @@ public final class RunPipelineCommand implements Callable<Integer> {
     @Option(names = "--config", paramLabel = "FILE", description = "Pipeline configuration (JSON; see config/README.md).")
     Path config;
 
-    @Option(names = "--histograms", paramLabel = "DIR", description = {"Keep the latency of the run in DIR: per metric an HdrHistogram",
-            "interval log (.hlog) and percentile distribution (.hgrm, microseconds), and summary.json. See tools/latency-report."})
+    @Option(names = "--histograms", paramLabel = "DIR", description = "Keep the latency of the run in DIR: per metric an HdrHistogram interval log (.hlog) and "
+            + "percentile distribution (.hgrm, microseconds), and summary.json. See tools/latency-report.")
     Path histograms;
 
-    @Option(names = "--rate", paramLabel = "R", description = {"Open loop: admit sequence k at start + k/R (R sequences per second)",
-            "instead of when a micro-batch has room; ttft and request latency count from that intended time."})
+    @Option(names = "--rate", paramLabel = "R", description = "Open loop: admit sequence k at start + k/R (R sequences per second) instead of when a "
+            + "micro-batch has room; ttft and request latency count from that intended time.")
     Double rate;
 
     @Option(names = "--requests", paramLabel = "N", description = "Run N sequences, cycling through the prompts (default: one per prompt).")

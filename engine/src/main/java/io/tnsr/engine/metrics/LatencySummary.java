@@ -12,7 +12,6 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -495,10 +494,5 @@ public final class LatencySummary {
         }
         double r = b / a;
         return String.format(Locale.ROOT, r < 10 ? "%.2f" : r < 100 ? "%.1f" : "%.0f", r);
-    }
-
-    /** The metrics, in report order (an unmodifiable view). */
-    public List<String> metrics() {
-        return Collections.unmodifiableList(new ArrayList<>(histograms.keySet()));
     }
 }

@@ -6,9 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.tnsr.engine.metrics.Correction;
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.metrics.MetricsLog;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
+import io.tnsr.engine.testing.CliRun;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -53,19 +51,8 @@ class LatencyReportCommandTest {
     }
 
     static String[] report(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            int status = Cli.run(new LatencyReportCommand(), args);
-            return new String[] {String.valueOf(status), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
+        Object[] r = CliRun.run(new LatencyReportCommand(), args);
+        return new String[] {String.valueOf(r[0]), (String) r[1], (String) r[2]};
     }
 
     static Document parseSvg(Path f) throws Exception {

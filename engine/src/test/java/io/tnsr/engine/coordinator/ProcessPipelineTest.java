@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tnsr.engine.cli.Cli;
 import io.tnsr.engine.cli.RunPipelineCommand;
 import io.tnsr.engine.generate.Generator;
 import io.tnsr.engine.generate.SequenceState;
@@ -17,15 +16,13 @@ import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.sampling.SamplingConfig;
 import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.CliRun;
 import io.tnsr.engine.testing.Golden;
 import io.tnsr.engine.testing.SharedData;
 import io.tnsr.engine.testing.TestJson;
 import io.tnsr.engine.testing.TestModels;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Collections;
@@ -40,19 +37,7 @@ import org.junit.jupiter.api.Timeout;
 class ProcessPipelineTest {
 
     static Object[] runCli(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            int status = Cli.run(new RunPipelineCommand(), args);
-            return new Object[] {status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
+        return CliRun.run(new RunPipelineCommand(), args);
     }
 
     @Test

@@ -1,0 +1,29 @@
+package io.tnsr.engine.testing;
+
+import io.tnsr.engine.cli.Cli;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+
+/** Runs a command-line tool in-process, the way its launcher would, capturing what it prints. */
+public final class CliRun {
+    private CliRun() {
+    }
+
+    /** {exit status (Integer), stdout, stderr} of {@code Cli.run(command, args)}; System.out/err are restored. */
+    public static Object[] run(Object command, String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int status = Cli.run(command, args);
+            return new Object[] {status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+}
