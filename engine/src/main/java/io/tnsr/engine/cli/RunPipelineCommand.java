@@ -65,8 +65,16 @@ public final class RunPipelineCommand implements Callable<Integer> {
     @Option(names = "--config", paramLabel = "FILE", description = "Pipeline configuration (JSON; see config/README.md).")
     Path config;
 
-    @Option(names = "--histograms", paramLabel = "DIR", description = "Keep every latency histogram log (.hlog) and summary in DIR.")
+    @Option(names = "--histograms", paramLabel = "DIR", description = "Keep the latency of the run in DIR: per metric an HdrHistogram interval log (.hlog) and "
+            + "percentile distribution (.hgrm, microseconds), and summary.json. See tools/latency-report.")
     Path histograms;
+
+    @Option(names = "--rate", paramLabel = "R", description = "Open loop: admit sequence k at start + k/R (R sequences per second) instead of when a "
+            + "micro-batch has room; ttft and request latency count from that intended time.")
+    Double rate;
+
+    @Option(names = "--requests", paramLabel = "N", description = "Run N sequences, cycling through the prompts (default: one per prompt).")
+    Integer requests;
 
     @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
     int startupTimeout;
@@ -112,12 +120,13 @@ public final class RunPipelineCommand implements Callable<Integer> {
         spinPolicy(pc, n, waits, cpus);
 
         Sampler sampler = new Sampler(gen.sampling(), mc.vocabSize());
-        List<SequenceState> seqs = gen.sequences(gen.prompts("Once upon a time"), tok, mc.contextLength(), sampler);
+        List<SequenceState> seqs = gen.sequences(cycle(gen.prompts("Once upon a time"), requests), tok, mc.contextLength(), sampler);
         int m = microBatches != null ? microBatches : Math.max(1, Math.min(n, seqs.size()));
         Path runDir = histograms != null ? Files.createDirectories(histograms) : Files.createTempDirectory("tnsr-run");
         TextOutput text = new TextOutput(out, tok, seqs, gen.json());
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, waits, cpus,
-                new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
+                new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes(),
+                        rate == null ? 0 : rate),
                 runDir, startupTimeout * 1000L, stallTimeout * 1000L, connectTimeout * 1000L, 0);
         PipelineRun.Outcome outcome;
         try {
@@ -132,6 +141,21 @@ public final class RunPipelineCommand implements Callable<Integer> {
         }
         report(out, modelPath, mc, pc, waits, m, seqs, text, outcome);
         return seqs.stream().anyMatch(s -> s.error() != null) ? 1 : 0;
+    }
+
+    /** The prompts repeated in turn up to n of them (all of them once when n is null). */
+    private static List<String> cycle(List<String> prompts, Integer n) {
+        if (n == null) {
+            return prompts;
+        }
+        if (n < 1) {
+            throw new IllegalArgumentException("--requests must be >= 1, got " + n);
+        }
+        List<String> all = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            all.add(prompts.get(i % prompts.size()));
+        }
+        return all;
     }
 
     private PipelineConfig pipelineConfig(int layers) throws IOException {
@@ -242,9 +266,14 @@ public final class RunPipelineCommand implements Callable<Integer> {
             stalls += s;
         }
         if (stalls > 0) {
-            out.printf(Locale.ROOT, "stalls    %d compute pick-ups took over 1 ms after a frame arrived (descheduled or GC)%n", stalls);
+            out.printf(Locale.ROOT, "stalls    %d compute pick-ups took over %d us after a frame arrived (descheduled or GC)%n",
+                    stalls, pc.stallThresholdMicros());
         }
-        out.print(o.latency().table());
+        out.print(o.latency().table(true));
+        if (histograms != null) {
+            out.printf(Locale.ROOT, "latency   %s: <metric>.hlog, <metric>.hgrm (us), summary.json; chart: tools/latency-report %s%n",
+                    histograms, histograms);
+        }
     }
 
     private static void deleteTree(Path dir) {

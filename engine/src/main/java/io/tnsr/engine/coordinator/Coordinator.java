@@ -21,6 +21,7 @@ import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -36,6 +37,16 @@ import org.agrona.concurrent.UnsafeBuffer;
  *
  * <p>One thread; every wait is bounded by the caller's watchdog, which closes the channels (and so fails the
  * blocking read or write here) when a stage dies or stops answering.
+ *
+ * <p><b>Closed loop</b> (the default): every sequence is submitted at the start of the run and joins a micro-batch
+ * as soon as one has room. <b>Open loop</b> ({@link Options#ratePerSecond()} > 0): sequence k is due at
+ * {@code start + k / rate} and joins no earlier, whatever the pipeline's state; if the pipeline is behind, it
+ * joins later, and its time to first token and request latency are still measured from when it was due (so the
+ * wait is counted: no coordinated omission). Admission happens on every frame that comes back (a micro-batch
+ * that is not in flight can take due sequences), and, when nothing is in flight, by sleeping until the next
+ * sequence is due. Hazard: while frames are in flight the thread blocks in a read, so a sequence that falls due
+ * then joins when the next frame returns (at most one step round trip later); that delay is part of its
+ * measured latency, as it would be for a real client.
  */
 public final class Coordinator {
 
@@ -45,13 +56,28 @@ public final class Coordinator {
      * @param maxTokensPerFrame    most token rows per frame (the stages' slot size)
      * @param maxSequencesPerFrame most sequences per frame
      * @param maxFrameBytes        largest frame accepted back
+     * @param ratePerSecond        open loop: sequences admitted per second, sequence k at start + k / rate
+     *                             (0 = closed loop: every sequence submitted at the start)
      */
     public record Options(int microBatches, int sequencesPerBatch, int maxTokensPerFrame, int maxSequencesPerFrame,
-                          int maxFrameBytes) {
+                          int maxFrameBytes, double ratePerSecond) {
         public Options {
             if (microBatches < 1) {
                 throw new IllegalArgumentException("--micro-batches must be >= 1, got " + microBatches);
             }
+            if (!(ratePerSecond >= 0) || Double.isInfinite(ratePerSecond)) {
+                throw new IllegalArgumentException("--rate must be a positive number of sequences per second, got " + ratePerSecond);
+            }
+        }
+
+        /** Closed loop. */
+        public Options(int microBatches, int sequencesPerBatch, int maxTokensPerFrame, int maxSequencesPerFrame,
+                       int maxFrameBytes) {
+            this(microBatches, sequencesPerBatch, maxTokensPerFrame, maxSequencesPerFrame, maxFrameBytes, 0);
+        }
+
+        public boolean openLoop() {
+            return ratePerSecond > 0;
         }
     }
 
@@ -150,8 +176,9 @@ public final class Coordinator {
     public Result run(List<SequenceState> sequences) {
         long start = System.nanoTime();
         ArrayDeque<SequenceState> waiting = new ArrayDeque<>();
-        for (SequenceState s : sequences) {
-            s.started(start);
+        for (int k = 0; k < sequences.size(); k++) {
+            SequenceState s = sequences.get(k);
+            s.started(o.openLoop() ? start + (long) (k * 1e9 / o.ratePerSecond()) : start);
             if (s.finished()) {
                 listener.onFinished(s);
             } else {
@@ -167,7 +194,7 @@ public final class Coordinator {
             batches[i] = new MicroBatch(i);
         }
         // Round-robin, so the first M sequences start at once in M different micro-batches.
-        for (int k = 0; !waiting.isEmpty() && k < m * perBatch; k++) {
+        for (int k = 0; due(waiting) && k < m * perBatch; k++) {
             join(batches[k % m], waiting.pollFirst());
         }
         long generated = 0;
@@ -176,7 +203,13 @@ public final class Coordinator {
             for (MicroBatch b : batches) {
                 sendStep(b);
             }
-            while (inFlight(batches)) {
+            while (inFlight(batches) || !waiting.isEmpty()) {
+                if (!inFlight(batches)) {
+                    // Open loop, pipeline idle: no frame will come back to end a read, so sleep until the next is due.
+                    awaitAdmission(waiting.peekFirst().intendedStartNanos());
+                    admit(batches, 0, waiting, perBatch);
+                    continue;
+                }
                 readFrame();
                 MessageType type = MessageType.fromCode(FrameHeader.messageTypeCode(recv, 0));
                 long step = FrameHeader.stepId(recv, 0);
@@ -190,7 +223,7 @@ public final class Coordinator {
                         }
                         generated += sampleAll(b);
                         steps++;
-                        completeStep(b, waiting, perBatch);
+                        completeStep(b);
                     }
                     case ERROR -> {
                         int seqId = ErrorPayload.seqId(recv, 0);
@@ -204,7 +237,7 @@ public final class Coordinator {
                             for (SequenceState s : new ArrayList<>(b.members)) {
                                 fail(s, msg);
                             }
-                            completeStep(b, waiting, perBatch);
+                            completeStep(b);
                         } else {
                             throw new PipelineException("the pipeline reported: " + msg);
                         }
@@ -214,6 +247,7 @@ public final class Coordinator {
                     }
                     default -> throw new PipelineException("unexpected " + type + " frame from the last stage");
                 }
+                admit(batches, b == null ? 0 : b.id, waiting, perBatch);
             }
         } catch (IOException e) {
             throw new PipelineException("pipeline connection failed: " + e.getMessage(), e);
@@ -235,7 +269,54 @@ public final class Coordinator {
         return false;
     }
 
+    /** Whether the first waiting sequence is due (always, in a closed loop). */
+    private static boolean due(ArrayDeque<SequenceState> waiting) {
+        return !waiting.isEmpty() && waiting.peekFirst().intendedStartNanos() - System.nanoTime() <= 0;
+    }
+
+    /** Sleeps until {@code dueNanos}; the pipeline is idle by schedule, not stalled, so the watchdog is kept quiet. */
+    private void awaitAdmission(long dueNanos) {
+        long left;
+        while ((left = dueNanos - System.nanoTime()) > 0) {
+            lastProgressNanos = System.nanoTime();
+            LockSupport.parkNanos(Math.min(left, 50_000_000L));
+            if (Thread.interrupted()) {
+                throw new PipelineException("interrupted while waiting to admit the next sequence");
+            }
+        }
+        lastProgressNanos = System.nanoTime();
+    }
+
+    /**
+     * Joins the due waiting sequences (all of them in a closed loop) to the micro-batches not in flight, each to the
+     * one with the fewest members (scanning from {@code first}) up to perBatch, then sends the next frame of every
+     * micro-batch not in flight. In a closed loop only the micro-batch that just came back can take sequences.
+     */
+    private void admit(MicroBatch[] batches, int first, ArrayDeque<SequenceState> waiting, int perBatch) throws IOException {
+        int m = batches.length;
+        while (due(waiting)) {
+            MicroBatch best = null;
+            for (int i = 0; i < m; i++) {
+                MicroBatch c = batches[(first + i) % m];
+                if (c.inFlightStep < 0 && c.members.size() < perBatch && (best == null || c.members.size() < best.members.size())) {
+                    best = c;
+                }
+            }
+            if (best == null) {
+                break;
+            }
+            join(best, waiting.pollFirst());
+        }
+        for (int i = 0; i < m; i++) {
+            MicroBatch c = batches[(first + i) % m];
+            if (c.inFlightStep < 0) {
+                sendStep(c);
+            }
+        }
+    }
+
     private void join(MicroBatch b, SequenceState s) {
+        s.admitted(System.nanoTime());
         b.members.add(s);
         batchOf.put(s.index(), b);
     }
@@ -306,15 +387,11 @@ public final class Coordinator {
         return kept;
     }
 
-    /** The step of b is done: END finished sequences, refill b from the waiting ones, send its next step. */
-    private void completeStep(MicroBatch b, ArrayDeque<SequenceState> waiting, int perBatch) throws IOException {
+    /** The step of b is done: END finished sequences ({@link #admit} then refills b and sends its next step). */
+    private void completeStep(MicroBatch b) throws IOException {
         metrics.stepRoundTrip().record(System.nanoTime() - b.sentNanos);
         b.inFlightStep = -1;
         sendEnds();
-        while (b.members.size() < perBatch && !waiting.isEmpty()) {
-            join(b, waiting.pollFirst());
-        }
-        sendStep(b);
     }
 
     private void sendEnds() throws IOException {

@@ -37,7 +37,8 @@ public final class LocalStages implements Stages {
                 WaitMode w = config.waitMode() == WaitMode.SPIN ? WaitMode.BACKOFF : config.waitMode();
                 stages[i] = new StageRuntime(new StageOptions(model, i, n, s.layerFrom(), s.layerTo(), config.host(),
                         s.port(), config.ringSize(), config.maxFrameBytes(), config.maxTokensPerFrame(),
-                        config.maxSequencesPerFrame(), w, -1, config.kvCacheTokens(), metricsDir, config.socketBufferBytes()));
+                        config.maxSequencesPerFrame(), w, -1, config.kvCacheTokens(), metricsDir, config.socketBufferBytes(),
+                        config.stallThresholdMicros()));
                 ports[i] = stages[i].listen();
             }
             // The last stage first: each one's HELLO is answered by the next, which must already be running.

@@ -2,6 +2,7 @@ package io.tnsr.engine.coordinator;
 
 import io.tnsr.engine.generate.Generator;
 import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.metrics.Correction;
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.metrics.LatencySummary;
 import io.tnsr.engine.metrics.MetricsLog;
@@ -10,15 +11,23 @@ import io.tnsr.engine.net.FrameIo;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.util.Json;
 import io.tnsr.engine.util.JsonParser;
 import io.tnsr.wire.HelloPayload;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -28,6 +37,11 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * One run of a pipeline: start the stage processes, connect, generate, shut down, collect the metrics.
+ *
+ * <p>Metrics: every process writes its interval logs into {@code runDir}; this class adds the run facts
+ * ({@code run.json}: loop mode, rate, hosts, stall threshold) at the start and, once every process has closed
+ * its logs, reads them back once ({@link LatencySummary}) and exports {@code <metric>.hgrm} and
+ * {@code summary.json} from that same reading.
  * Every wait is bounded: start-up by {@code startupTimeoutMillis}, each answer from the pipeline by
  * {@code stallTimeoutMillis} (a watchdog closes the connections when a stage dies or stops answering, which
  * ends the coordinator's blocking read), and the final exits by a few seconds before processes are killed.
@@ -63,13 +77,21 @@ public final class PipelineRun {
         PipelineConfig cfg = s.config();
         int n = cfg.stages().size();
         String last = "stage" + (n - 1);
+        writeRunFacts(s, seqs.size());
+        Correction fromStart = s.coordinator().openLoop()
+                ? Correction.fromIntendedStart(String.format(Locale.ROOT, "each sequence's scheduled arrival (open loop at %s/s: start + k/rate)",
+                        java.math.BigDecimal.valueOf(s.coordinator().ratePerSecond()).stripTrailingZeros().toPlainString()))
+                : Correction.fromIntendedStart("the run start (closed loop: every sequence submitted at once, so waiting for a micro-batch counts)");
         MetricsLog log = new MetricsLog(s.runDir(), 1000, "coordinator-metrics");
         Coordinator.Metrics metrics = new Coordinator.Metrics(
                 log.add(new LatencyMetric("hop-" + last + "-coordinator", "one-way hop: written by " + last + " to decoded by the coordinator")),
                 log.add(new LatencyMetric("coordinator-step", "micro-batch step round trip: frame sent to stage 0 until its logits are back")),
-                log.add(new LatencyMetric("ttft", "time to first token, per sequence, from the start of the run")),
-                log.add(new LatencyMetric("tpot", "time per output token after the first, per sequence")),
-                log.add(new LatencyMetric("request", "whole-request latency, per sequence, from the start of the run")));
+                log.add(new LatencyMetric("ttft", "time to first token, per sequence, from its intended start", fromStart)),
+                log.add(new LatencyMetric("tpot", "time per output token after the first, per sequence",
+                        Correction.uncorrected("per sequence (request - ttft) / (tokens - 1): its pace once running, whenever it was admitted"))),
+                log.add(new LatencyMetric("request", "whole-request latency, per sequence, from its intended start", fromStart)));
+        LatencyMetric admission = log.add(new LatencyMetric("admission-delay",
+                "per sequence, intended start to joining a micro-batch (how far behind the pipeline was)", fromStart));
         AtomicReference<String> broken = new AtomicReference<>();
         Coordinator.Result result;
         try (ServerSocketChannel returns = ServerSocketChannel.open();
@@ -97,6 +119,11 @@ public final class PipelineRun {
             try {
                 c.setDecodeWarmupTokens(s.decodeWarmupTokens());
                 result = c.run(seqs);
+                for (SequenceState q : seqs) {   // this thread ran the coordinator: still the metrics' one writer
+                    if (q.admittedNanos() != 0) {
+                        admission.record(q.admittedNanos() - q.intendedStartNanos());
+                    }
+                }
                 c.shutdown();
             } catch (PipelineException e) {
                 String why = broken.get();
@@ -121,8 +148,65 @@ public final class PipelineRun {
         } finally {
             log.close();
         }
-        return new Outcome(result, LatencySummary.read(s.runDir()), computeShares(s.runDir(), n, result.wallNanos()),
-                stalls(LatencySummary.read(s.runDir()), n));
+        LatencySummary latency = LatencySummary.read(s.runDir());
+        latency.export(s.runDir());
+        return new Outcome(result, latency, computeShares(s.runDir(), n, result.wallNanos()), stalls(latency, n));
+    }
+
+    /** {@code run.json}: what the latency summary and report need to know about this run besides the logs. */
+    private static void writeRunFacts(Settings s, int sequences) {
+        PipelineConfig cfg = s.config();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("stages", cfg.stages().size());
+        m.put("mode", s.coordinator().openLoop() ? "open-loop" : "closed-loop");
+        if (s.coordinator().openLoop()) {
+            m.put("rate_per_second", s.coordinator().ratePerSecond());
+        }
+        m.put("sequences", sequences);
+        m.put("micro_batches", s.coordinator().microBatches());
+        m.put("stall_threshold_us", cfg.stallThresholdMicros());
+        List<String> crossHost = crossHostHops(cfg);
+        m.put("same_host", crossHost.isEmpty());
+        m.put("cross_host_hops", crossHost);
+        m.put("started", Instant.now().toString());
+        try {
+            Files.createDirectories(s.runDir());
+            Files.writeString(s.runDir().resolve(LatencySummary.RUN_FILE), Json.write(m) + "\n");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write to " + s.runDir(), e);
+        }
+    }
+
+    /**
+     * The hops whose two ends may be on different hosts: those into and out of an external stage whose address is
+     * not this host's. Their one-way figures subtract two hosts' clocks (see {@link LatencySummary#CROSS_HOST_CLOCK}).
+     */
+    static List<String> crossHostHops(PipelineConfig cfg) {
+        int n = cfg.stages().size();
+        List<String> hops = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            String ext = cfg.stages().get(i).external();
+            if (ext == null || isLocal(ext.substring(0, Math.max(0, ext.lastIndexOf(':'))))) {
+                continue;
+            }
+            String up = i == 0 ? "coordinator" : "stage" + (i - 1);
+            String down = i == n - 1 ? "coordinator" : "stage" + (i + 1);
+            for (String h : List.of("hop-" + up + "-stage" + i, "hop-stage" + i + "-" + down)) {
+                if (!hops.contains(h)) {
+                    hops.add(h);
+                }
+            }
+        }
+        return hops;
+    }
+
+    private static boolean isLocal(String host) {
+        try {
+            InetAddress a = InetAddress.getByName(host.startsWith("[") ? host.substring(1, host.length() - 1) : host);
+            return a.isLoopbackAddress() || a.isAnyLocalAddress() || NetworkInterface.getByInetAddress(a) != null;
+        } catch (IOException e) {
+            return false;   // cannot tell: assume another host, so nobody trusts a one-way figure by mistake
+        }
     }
 
     /** Accepts the last stage's connection and answers its HELLO. */

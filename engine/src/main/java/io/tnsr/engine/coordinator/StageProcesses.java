@@ -146,6 +146,7 @@ public final class StageProcesses implements Stages {
                 "--kv-cache-tokens", String.valueOf(config.kvCacheTokens()),
                 "--metrics-dir", metricsDir.toString(),
                 "--socket-buffer-bytes", String.valueOf(config.socketBufferBytes()),
+                "--stall-threshold-us", String.valueOf(config.stallThresholdMicros()),
                 "--parent-pid", String.valueOf(ProcessHandle.current().pid()),
                 "--connect-timeout-ms", String.valueOf(connectTimeoutMillis)));
         return cmd;

@@ -25,7 +25,8 @@ public final class SequenceState {
     private int prefilled;        // prompt tokens already sent
     private StopReason stoppedBy;
     private String error;
-    private long startNanos;
+    private long startNanos;      // intended start: every latency of this sequence is measured from here
+    private long admittedNanos;   // when it actually joined a micro-batch (coordinator only)
     private long firstTokenNanos;
     private long endNanos;
 
@@ -122,8 +123,29 @@ public final class SequenceState {
         return Arrays.copyOf(generated, generatedCount);
     }
 
+    /**
+     * Sets the sequence's intended start, from which its time to first token and whole-request latency are
+     * measured: the run's start in a closed loop (every sequence submitted at once), or its scheduled arrival
+     * in an open loop ({@code run-pipeline --rate}), so that waiting for a busy pipeline counts against it
+     * (no coordinated omission).
+     */
     public void started(long nanos) {
         startNanos = nanos;
+    }
+
+    /** The intended start ({@link #started}). */
+    public long intendedStartNanos() {
+        return startNanos;
+    }
+
+    /** Records when the sequence actually joined a micro-batch (its first frame went out then or soon after). */
+    public void admitted(long nanos) {
+        admittedNanos = nanos;
+    }
+
+    /** When it joined a micro-batch (0 if it never did). */
+    public long admittedNanos() {
+        return admittedNanos;
     }
 
     /**

@@ -18,7 +18,19 @@ import org.HdrHistogram.HistogramLogWriter;
  * {@code HistogramLogProcessor}), one interval per period, from a background thread, so the threads that
  * record never wait for I/O. {@link #close()} writes the last interval.
  *
- * <p>Counters (events such as stalls) go to {@code DIR/<name>.count} at close.
+ * <p>Each log starts with comment lines the HdrHistogram tools skip and {@link LatencySummary} reads back:
+ * <pre>
+ * #[metric: hop-stage0-stage1]
+ * #[description: one-way hop: written by stage0 to decoded by stage1]
+ * #[unit: nanoseconds]
+ * #[coordinated omission: uncorrected: per-frame time recorded as it happened; ...]
+ * </pre>
+ *
+ * <p>Counters (events such as stalls) go to {@code DIR/<name>.count} at close: the count on the first line,
+ * {@code # description} on the second.
+ *
+ * <p>Every process of a run (each stage, the coordinator) has its own MetricsLog writing into the same run
+ * directory; metric names are unique across the run (they name the stage or hop), so files never collide.
  */
 public final class MetricsLog implements AutoCloseable {
     private final Path dir;
@@ -26,6 +38,7 @@ public final class MetricsLog implements AutoCloseable {
     private final List<HistogramLogWriter> writers = new ArrayList<>();
     private final List<PrintStream> streams = new ArrayList<>();
     private final List<String> counterNames = new ArrayList<>();
+    private final List<String> counterDescriptions = new ArrayList<>();
     private final List<AtomicLong> counters = new ArrayList<>();
     private final Thread thread;
     private final long periodMillis;
@@ -45,10 +58,11 @@ public final class MetricsLog implements AutoCloseable {
         return m;
     }
 
-    /** Registers an event counter, written at close. */
-    public synchronized AtomicLong counter(String name) {
+    /** Registers an event counter, written at close (with its one-line description). */
+    public synchronized AtomicLong counter(String name, String description) {
         AtomicLong c = new AtomicLong();
         counterNames.add(name);
+        counterDescriptions.add(description);
         counters.add(c);
         return c;
     }
@@ -59,7 +73,10 @@ public final class MetricsLog implements AutoCloseable {
             for (LatencyMetric m : metrics) {
                 PrintStream out = new PrintStream(new FileOutputStream(dir.resolve(m.name() + ".hlog").toFile()), false, "UTF-8");
                 HistogramLogWriter w = new HistogramLogWriter(out);
-                w.outputComment("[" + m.name() + ": " + m.description() + ", nanoseconds]");
+                w.outputComment("[" + LatencySummary.HEADER_METRIC + m.name() + "]");
+                w.outputComment("[" + LatencySummary.HEADER_DESCRIPTION + m.description() + "]");
+                w.outputComment("[" + LatencySummary.HEADER_UNIT + "nanoseconds]");
+                w.outputComment("[" + LatencySummary.HEADER_CORRECTION + m.correction().describe() + "]");
                 w.outputLogFormatVersion();
                 w.outputStartTime(startMillis);
                 w.setBaseTime(startMillis);
@@ -110,7 +127,8 @@ public final class MetricsLog implements AutoCloseable {
             }
             for (int i = 0; i < counters.size(); i++) {
                 try {
-                    Files.writeString(dir.resolve(counterNames.get(i) + ".count"), counters.get(i).get() + "\n");
+                    Files.writeString(dir.resolve(counterNames.get(i) + ".count"),
+                            counters.get(i).get() + "\n# " + counterDescriptions.get(i) + "\n");
                 } catch (IOException e) {
                     System.err.println("cannot write counter " + counterNames.get(i) + ": " + e.getMessage());
                 }

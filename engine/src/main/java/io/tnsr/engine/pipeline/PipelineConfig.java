@@ -22,15 +22,18 @@ import java.util.Set;
  * @param waitMode             how compute threads wait for frames
  * @param kvCacheTokens        KV cache capacity of each stage, in positions over all its live sequences (0 = auto)
  * @param socketBufferBytes    socket buffer size between stages (0 = the OS's default)
+ * @param stallThresholdMicros a frame that reaches an idle compute thread but is picked up later than this is
+ *                             counted as a stall ({@code stage<i>-stalls}); key {@code stall_threshold_us}
  */
 public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
                              int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens,
-                             int socketBufferBytes) {
+                             int socketBufferBytes, long stallThresholdMicros) {
 
     public static final int DEFAULT_RING_SIZE = 16;
     public static final int DEFAULT_MAX_FRAME_BYTES = 64 << 20;
     public static final int DEFAULT_MAX_TOKENS_PER_FRAME = 256;
     public static final int DEFAULT_MAX_SEQUENCES_PER_FRAME = 32;
+    public static final long DEFAULT_STALL_THRESHOLD_MICROS = 1000;
 
     public PipelineConfig {
         stages = List.copyOf(stages);
@@ -43,6 +46,9 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         if (maxTokensPerFrame < 1 || maxSequencesPerFrame < 1 || maxSequencesPerFrame > 255) {
             throw new IllegalArgumentException("max_tokens_per_frame must be >= 1 and max_sequences_per_frame in 1..255");
         }
+        if (stallThresholdMicros < 1) {
+            throw new IllegalArgumentException("stall_threshold_us must be >= 1, got " + stallThresholdMicros);
+        }
         for (int i = 1; i < stages.size(); i++) {
             if (stages.get(i).layerFrom() != stages.get(i - 1).layerTo()) {
                 throw new IllegalArgumentException("stage " + i + " starts at layer " + stages.get(i).layerFrom()
@@ -53,6 +59,13 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         if (stages.get(0).layerFrom() != 0) {
             throw new IllegalArgumentException("the first stage must start at layer 0, not " + stages.get(0).layerFrom());
         }
+    }
+
+    /** With the default stall threshold (1000 us). */
+    public PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
+                          int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens, int socketBufferBytes) {
+        this(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens,
+                socketBufferBytes, DEFAULT_STALL_THRESHOLD_MICROS);
     }
 
     /** Checks the split against the model's layer count. */
@@ -135,16 +148,18 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
     }
 
     public PipelineConfig withWaitMode(WaitMode w) {
-        return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, w, kvCacheTokens, socketBufferBytes);
+        return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, w, kvCacheTokens,
+                socketBufferBytes, stallThresholdMicros);
     }
 
     public PipelineConfig withStages(List<StageSpec> s) {
-        return new PipelineConfig(host, s, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens, socketBufferBytes);
+        return new PipelineConfig(host, s, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens,
+                socketBufferBytes, stallThresholdMicros);
     }
 
     private static final Set<String> KEYS = Set.of("host", "stages", "ring_size", "max_frame_bytes",
             "max_tokens_per_frame", "max_sequences_per_frame", "wait_strategy", "kv_cache_tokens", "socket_buffer_bytes",
-            "comment");
+            "stall_threshold_us", "comment");
     private static final Set<String> STAGE_KEYS = Set.of("layers", "port", "cpus", "external", "comment");
 
     /**
@@ -214,7 +229,8 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 intOr(m, "max_sequences_per_frame", DEFAULT_MAX_SEQUENCES_PER_FRAME),
                 m.get("wait_strategy") == null ? WaitMode.BLOCK : WaitMode.parse((String) m.get("wait_strategy")),
                 m.get("kv_cache_tokens") == null ? 0 : ((Number) m.get("kv_cache_tokens")).longValue(),
-                intOr(m, "socket_buffer_bytes", 0));
+                intOr(m, "socket_buffer_bytes", 0),
+                m.get("stall_threshold_us") == null ? DEFAULT_STALL_THRESHOLD_MICROS : ((Number) m.get("stall_threshold_us")).longValue());
         c.checkCovers(modelLayers);
         return c;
     }

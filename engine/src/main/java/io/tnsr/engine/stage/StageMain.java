@@ -73,6 +73,10 @@ public final class StageMain implements Callable<Integer> {
     @Option(names = "--socket-buffer-bytes", defaultValue = "0", description = "SO_RCVBUF/SO_SNDBUF of the stage's sockets (0 = OS default).")
     int socketBufferBytes;
 
+    @Option(names = "--stall-threshold-us", defaultValue = "" + PipelineConfig.DEFAULT_STALL_THRESHOLD_MICROS, paramLabel = "US",
+            description = "Count a stall when a frame reaching the idle compute thread waits longer than this (default: ${DEFAULT-VALUE}).")
+    long stallThresholdMicros;
+
     @Option(names = "--parent-pid", defaultValue = "-1", description = "Exit when this process ends.")
     long parentPid;
 
@@ -87,7 +91,8 @@ public final class StageMain implements Callable<Integer> {
         }
         StageOptions o = new StageOptions(model, stageIndex, stageCount, Integer.parseInt(fromTo[0].trim()),
                 Integer.parseInt(fromTo[1].trim()), host, port, ringSize, maxFrameBytes, maxTokensPerFrame,
-                maxSequencesPerFrame, WaitMode.parse(wait), cpu, kvCacheTokens, metricsDir, socketBufferBytes);
+                maxSequencesPerFrame, WaitMode.parse(wait), cpu, kvCacheTokens, metricsDir, socketBufferBytes,
+                stallThresholdMicros);
         if (parentPid > 0) {
             ProcessHandle.of(parentPid).ifPresentOrElse(
                     p -> p.onExit().thenRun(() -> {

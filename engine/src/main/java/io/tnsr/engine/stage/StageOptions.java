@@ -1,5 +1,6 @@
 package io.tnsr.engine.stage;
 
+import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.WaitMode;
 import java.nio.file.Path;
 
@@ -23,11 +24,13 @@ import java.nio.file.Path;
  * @param metricsDir           where latency histograms are logged (null = not logged)
  * @param socketBufferBytes    SO_RCVBUF of the upstream socket and SO_SNDBUF of the downstream one (0 = the OS's
  *                             default, which grows on demand); bounds the bytes in flight between stages
+ * @param stallThresholdMicros a frame that reaches the idle compute thread but is picked up later than this counts
+ *                             as a stall ({@code stage<i>-stalls})
  */
 public record StageOptions(Path model, int stageIndex, int stageCount, int layerFrom, int layerTo, String host, int port,
                            int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
                            WaitMode waitMode, int cpu, long kvCacheTokens, Path metricsDir,
-                           int socketBufferBytes) {
+                           int socketBufferBytes, long stallThresholdMicros) {
 
     public StageOptions {
         if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {
@@ -36,6 +39,18 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
         if (stageIndex < 0 || stageIndex >= stageCount) {
             throw new IllegalArgumentException("stage index " + stageIndex + " is outside 0.." + (stageCount - 1));
         }
+        if (stallThresholdMicros < 1) {
+            throw new IllegalArgumentException("the stall threshold must be >= 1 us, got " + stallThresholdMicros);
+        }
+    }
+
+    /** With the default stall threshold ({@link PipelineConfig#DEFAULT_STALL_THRESHOLD_MICROS}). */
+    public StageOptions(Path model, int stageIndex, int stageCount, int layerFrom, int layerTo, String host, int port,
+                        int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
+                        WaitMode waitMode, int cpu, long kvCacheTokens, Path metricsDir, int socketBufferBytes) {
+        this(model, stageIndex, stageCount, layerFrom, layerTo, host, port, ringSize, maxFrameBytes, maxTokensPerFrame,
+                maxSequencesPerFrame, waitMode, cpu, kvCacheTokens, metricsDir, socketBufferBytes,
+                PipelineConfig.DEFAULT_STALL_THRESHOLD_MICROS);
     }
 
     /** This stage's name in logs and metric file names: "stage0". */

@@ -180,7 +180,8 @@ public final class StageRuntime implements AutoCloseable {
         LatencyMetric computeTime = metricsLog.add(new LatencyMetric(name + "-compute", "layers run per frame (micro-batch step)"));
         LatencyMetric perToken = metricsLog.add(new LatencyMetric(name + "-compute-per-token", "layers run per frame / tokens in it"));
         LatencyMetric residence = metricsLog.add(new LatencyMetric(name + "-residence", "decoded to written downstream"));
-        AtomicLong stalls = metricsLog.counter(name + "-stalls");
+        AtomicLong stalls = metricsLog.counter(name + "-stalls", "frames picked up > " + o.stallThresholdMicros()
+                + " us after reaching the idle compute thread (descheduled, GC, page fault)");
 
         OutboundSender sender = new OutboundSender(out, downstream, residence, new OutboundSender.Listener() {
             @Override
@@ -194,7 +195,7 @@ public final class StageRuntime implements AutoCloseable {
             }
         });
         compute = new ComputeHandler(range, name, out, sender, queueWait, computeTime, perToken, stalls,
-                TimeUnit.MILLISECONDS.toNanos(1));
+                TimeUnit.MICROSECONDS.toNanos(o.stallThresholdMicros()));
         RingBuffer<FrameSlot> ring = RingBuffer.createSingleProducer(() -> new FrameSlot(slotBytes), o.ringSize(), waitStrategy());
         @SuppressWarnings("unchecked")
         AggregateEventHandler<FrameSlot> handlers = new AggregateEventHandler<>(compute, sender);
@@ -299,6 +300,7 @@ public final class StageRuntime implements AutoCloseable {
         m.put("uptime_nanos", System.nanoTime() - startNanos);
         m.put("wait", o.waitMode().name().toLowerCase(Locale.ROOT));
         m.put("cpu", o.cpu());
+        m.put("stall_threshold_us", o.stallThresholdMicros());
         try {
             Files.writeString(o.metricsDir().resolve(name + ".json"), io.tnsr.engine.util.Json.write(m) + "\n");
         } catch (IOException e) {

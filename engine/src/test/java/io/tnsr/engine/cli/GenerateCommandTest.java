@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tnsr.engine.testing.CliRunner;
+import io.tnsr.engine.testing.CliRun;
 import io.tnsr.engine.testing.Golden;
 import io.tnsr.engine.testing.SharedData;
 import io.tnsr.engine.testing.TestJson;
@@ -17,8 +17,7 @@ class GenerateCommandTest {
 
     /** Runs the command in-process; returns {exit status, stdout, stderr}. */
     static Object[] run(String... args) {
-        CliRunner.Result r = CliRunner.run(new GenerateCommand(), args);
-        return new Object[] {r.status(), r.out(), r.err()};
+        return CliRun.run(new GenerateCommand(), args);
     }
 
     @Test

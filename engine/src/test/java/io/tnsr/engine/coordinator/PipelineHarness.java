@@ -26,7 +26,9 @@ final class PipelineHarness {
     PipelineConfig pipeline;
     int microBatches = 2;
     int batchSize = 0;
+    double rate = 0;              // sequences per second: open loop; 0 = closed loop
     Path runDir;
+    PipelineRun.Outcome outcome;  // of the last runLocal
     final List<String> events = Collections.synchronizedList(new ArrayList<>());
 
     PipelineHarness(Path model, int stages) {
@@ -56,7 +58,7 @@ final class PipelineHarness {
         int n = pipeline.stages().size();
         return new PipelineRun.Settings(model, pipeline, Collections.nCopies(n, WaitMode.BLOCK), Collections.nCopies(n, -1),
                 new Coordinator.Options(microBatches, batchSize, pipeline.maxTokensPerFrame(), pipeline.maxSequencesPerFrame(),
-                        pipeline.maxFrameBytes()), runDir, 30_000, 30_000, 10_000, 0);
+                        pipeline.maxFrameBytes(), rate), runDir, 30_000, 30_000, 10_000, 0);
     }
 
     Generator.Listener listener() {
@@ -77,7 +79,7 @@ final class PipelineHarness {
     List<SequenceState> runLocal(List<String> prompts, int maxTokens, SamplingConfig sc) {
         Sampler sampler = new Sampler(sc, cfg.vocabSize());
         List<SequenceState> seqs = sequences(prompts, maxTokens, sampler);
-        PipelineRun.run(new LocalStages(pipeline, model, runDir), settings(), cfg, sampler, seqs, listener());
+        outcome = PipelineRun.run(new LocalStages(pipeline, model, runDir), settings(), cfg, sampler, seqs, listener());
         return seqs;
     }
 

@@ -16,7 +16,7 @@ import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.sampling.SamplingConfig;
 import io.tnsr.engine.synth.ModelSpec;
-import io.tnsr.engine.testing.CliRunner;
+import io.tnsr.engine.testing.CliRun;
 import io.tnsr.engine.testing.Golden;
 import io.tnsr.engine.testing.SharedData;
 import io.tnsr.engine.testing.TestJson;
@@ -37,8 +37,7 @@ import org.junit.jupiter.api.Timeout;
 class ProcessPipelineTest {
 
     static Object[] runCli(String... args) {
-        CliRunner.Result r = CliRunner.run(new RunPipelineCommand(), args);
-        return new Object[] {r.status(), r.out(), r.err()};
+        return CliRun.run(new RunPipelineCommand(), args);
     }
 
     @Test

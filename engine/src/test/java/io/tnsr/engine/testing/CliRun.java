@@ -5,16 +5,13 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 
-/** Runs a command in-process as its launcher would, capturing what it prints. */
-public final class CliRunner {
-    private CliRunner() {
+/** Runs a command-line tool in-process, the way its launcher would, capturing what it prints. */
+public final class CliRun {
+    private CliRun() {
     }
 
-    /** What a command did. */
-    public record Result(int status, String out, String err) {
-    }
-
-    public static Result run(Object command, String... args) {
+    /** {exit status (Integer), stdout, stderr} of {@code Cli.run(command, args)}; System.out/err are restored. */
+    public static Object[] run(Object command, String... args) {
         PrintStream oldOut = System.out;
         PrintStream oldErr = System.err;
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -23,7 +20,7 @@ public final class CliRunner {
             System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
             System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
             int status = Cli.run(command, args);
-            return new Result(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+            return new Object[] {status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
         } finally {
             System.setOut(oldOut);
             System.setErr(oldErr);
