@@ -21,12 +21,15 @@ public abstract class WeightMatrix {
     protected final int rows;
     protected final int cols;
     protected final ByteBuffer data;
+    /** [TILE_ROWS][cols] scratch for {@link #matmul} of several tokens; one compute thread uses a matrix. */
+    private final float[] tile;
 
     protected WeightMatrix(String name, int rows, int cols, ByteBuffer data) {
         this.name = name;
         this.rows = rows;
         this.cols = cols;
         this.data = data;
+        this.tile = new float[TileKernels.TILE_ROWS * cols];
     }
 
     public final String name() {
@@ -46,11 +49,47 @@ public abstract class WeightMatrix {
     /**
      * out[t * rows + r] (from {@code outOff}) = sum over c of W[r][c] * x[t * cols + c] (from {@code xOff}),
      * for t in [0, n). {@code x} and {@code out} must not overlap.
+     *
+     * <p>One token: {@link #matvec}, the type's own kernel, which widens weights in registers straight from
+     * the mapped file. More tokens: {@link TileKernels#TILE_ROWS} rows at a time are decoded into a small tile
+     * ({@link #decodeRow}, the same register arithmetic, stored) and multiplied with all n tokens from L1.
+     * Both sum each (row, token) in the order {@link TileKernels} documents, so they agree bit for bit.
      */
-    public abstract void matmul(float[] x, int xOff, int n, float[] out, int outOff);
+    public final void matmul(float[] x, int xOff, int n, float[] out, int outOff) {
+        if (n == 1) {
+            matvec(x, xOff, out, outOff);
+            return;
+        }
+        for (int r0 = 0; r0 < rows; r0 += TileKernels.TILE_ROWS) {
+            int nr = Math.min(TileKernels.TILE_ROWS, rows - r0);
+            for (int i = 0; i < nr; i++) {
+                decodeRow(r0 + i, tile, i * cols);
+            }
+            TileKernels.rows(tile, nr, cols, x, xOff, n, out, outOff + r0, rows);
+        }
+    }
+
+    /** out[outOff + r] = W[r] . x[xOff..xOff+cols), every row: decode of one token. */
+    protected abstract void matvec(float[] x, int xOff, float[] out, int outOff);
+
+    /**
+     * Writes row {@code row} as floats into dst[off..off+cols), computing each value exactly as the type's
+     * {@link #matvec} does in registers (so a tile and a register hold the same bits).
+     */
+    protected abstract void decodeRow(int row, float[] dst, int off);
+
+    /** {@link #matvec} of rows [from, rows) one at a time through the tile: the rows left over by a 4-row kernel. */
+    protected final void matvecRowsFrom(int from, float[] x, int xOff, float[] out, int outOff) {
+        for (int r = from; r < rows; r++) {
+            decodeRow(r, tile, 0);
+            out[outOff + r] = TileKernels.k1x1(tile, 0, cols, x, xOff);
+        }
+    }
 
     /** Writes row {@code row} as floats into out[off..off+cols): an embedding lookup. */
-    public abstract void readRow(int row, float[] out, int off);
+    public final void readRow(int row, float[] out, int off) {
+        decodeRow(row, out, off);
+    }
 
     /**
      * Loads tensor {@code name} of {@code file} as a {@code rows x cols} matrix, checking its shape and type.
@@ -68,9 +107,25 @@ public abstract class WeightMatrix {
         return switch (t.type()) {
             case F32 -> new F32Matrix(name, rows, cols, data);
             case F16 -> new F16Matrix(name, rows, cols, data);
+            case Q8_0 -> new Q8_0Matrix(name, rows, checkBlocks(file, t, cols), data);
+            case Q4_0 -> new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), data);
+            case Q4_K -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), data);
+            case Q6_K -> new Q6KMatrix(name, rows, checkBlocks(file, t, cols), data);
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
-                    + ", which this engine does not support (supported: F32, F16)");
+                    + ", which this engine does not support (supported: " + SUPPORTED + ")");
         };
+    }
+
+    /** The weight types {@link #load} accepts. */
+    public static final String SUPPORTED = "F32, F16, Q8_0, Q4_0, Q4_K, Q6_K";
+
+    /** A quantized row must be whole blocks: {@code cols} when it is, else a clear error. */
+    private static int checkBlocks(GgufFile file, GgufTensorInfo t, int cols) {
+        if (cols % t.type().blockSize() != 0) {
+            throw new GgufException(file.path(), "tensor '" + t.name() + "' of type " + t.type() + " has rows of "
+                    + cols + " elements, not a multiple of its block size " + t.type().blockSize());
+        }
+        return cols;
     }
 
     /** Loads a 1-D F32/F16 tensor of length {@code n} (a norm weight) into a float array. */
