@@ -22,6 +22,38 @@ class QuantizedWeightsTest {
     private static final Map<GgmlType, Double> BOUND = Map.of(
             GgmlType.F16, 0.001, GgmlType.Q8_0, 0.008, GgmlType.Q6_K, 0.027, GgmlType.Q4_K, 0.11, GgmlType.Q4_0, 0.13);
 
+    /** The synthetic writer's quantizers give the bytes llama-quantize wrote, from the same F32 weights. */
+    @ParameterizedTest
+    @ValueSource(strings = {"q256-q8_0.gguf", "q256-q4_0.gguf"})
+    void syntheticQuantizersReproduceLlamaQuantize(String file) {
+        try (GgufFile q = GgufFile.open(SharedData.path("models/quantized/" + file));
+             GgufFile f = GgufFile.open(SharedData.path("models/quantized/q256.gguf"))) {
+            int checked = 0;
+            for (GgufTensorInfo t : q.tensors().values()) {
+                if (t.type() != GgmlType.Q8_0 && t.type() != GgmlType.Q4_0) {
+                    continue;
+                }
+                java.nio.ByteBuffer src = f.map(t.name()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                java.nio.ByteBuffer want = q.map(t.name());
+                java.nio.ByteBuffer got = java.nio.ByteBuffer.allocate(want.remaining()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                float[] block = new float[32];
+                for (int i = 0; i < t.elementCount(); i += 32) {
+                    for (int j = 0; j < 32; j++) {
+                        block[j] = src.getFloat((i + j) * 4);
+                    }
+                    if (t.type() == GgmlType.Q8_0) {
+                        io.tnsr.engine.synth.Quantize.q8_0(block, 0, got);
+                    } else {
+                        io.tnsr.engine.synth.Quantize.q4_0(block, 0, got);
+                    }
+                }
+                assertTrue(got.flip().equals(want), file + ": " + t.name() + " differs from llama-quantize's bytes");
+                checked++;
+            }
+            assertTrue(checked > 0, "no Q8_0/Q4_0 tensor in " + file);
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"q256-q8_0.gguf", "q256-q4_0.gguf", "q256-q4_k_m.gguf", "q256-q6_k.gguf"})
     void decodedWeightsMatchTheF32Original(String file) {
