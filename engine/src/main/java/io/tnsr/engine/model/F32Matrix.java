@@ -11,7 +11,7 @@ import jdk.incubator.vector.FloatVector;
 
 /**
  * F32 weights: 4 bytes per element, row r at byte r * cols * 4. Decode is bound by memory bandwidth (every
- * byte read once per token): {@link #matvec} streams 4 rows at once so 4 independent FMA chains hide latency.
+ * byte read once per token): {@link #matvec} streams one row at a time, the fastest access pattern measured.
  */
 final class F32Matrix extends WeightMatrix {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
@@ -25,31 +25,32 @@ final class F32Matrix extends WeightMatrix {
         return GgmlType.F32;
     }
 
-    private FloatVector load(int row, int c) {
-        return FloatVector.fromByteBuffer(F, data, (row * cols + c) * 4, LE);
+    private static FloatVector load(ByteBuffer data, int byteOffset) {
+        return FloatVector.fromByteBuffer(F, data, byteOffset, LE);
     }
 
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
-        int r = 0;
-        for (; r + 4 <= rows; r += 4) {
-            FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
+        ByteBuffer data = this.data; // a local: C2 then keeps the buffer's fields in registers
+        int bound = cols - cols % (2 * L);
+        for (int r = 0; r < rows; r++) {
+            FloatVector a = FloatVector.zero(F);
+            FloatVector b = a;
+            int rb = r * cols * 4;
             int c = 0;
-            for (int bound = F.loopBound(cols); c < bound; c += L) {
-                FloatVector xv = FloatVector.fromArray(F, x, xo + c);
-                a0 = load(r, c).fma(xv, a0);
-                a1 = load(r + 1, c).fma(xv, a1);
-                a2 = load(r + 2, c).fma(xv, a2);
-                a3 = load(r + 3, c).fma(xv, a3);
+            for (; c < bound; c += 2 * L) {
+                a = load(data, rb + c * 4).fma(FloatVector.fromArray(F, x, xo + c), a);
+                b = load(data, rb + c * 4 + 4 * L).fma(FloatVector.fromArray(F, x, xo + c + L), b);
             }
-            out[oo + r] = tail(sum(a0), r, x, xo, c);
-            out[oo + r + 1] = tail(sum(a1), r + 1, x, xo, c);
-            out[oo + r + 2] = tail(sum(a2), r + 2, x, xo, c);
-            out[oo + r + 3] = tail(sum(a3), r + 3, x, xo, c);
+            if (c + L <= cols) {
+                a = load(data, rb + c * 4).fma(FloatVector.fromArray(F, x, xo + c), a);
+                c += L;
+            }
+            out[oo + r] = tail(sum(a, b), r, x, xo, c);
         }
-        matvecRowsFrom(r, x, xo, out, oo);
     }
 
+    /** s + the products of columns [c, cols) of a row and x, in column order. */
     private float tail(float s, int row, float[] x, int xo, int c) {
         for (int base = row * cols * 4; c < cols; c++) {
             s += data.getFloat(base + c * 4) * x[xo + c];
@@ -59,9 +60,10 @@ final class F32Matrix extends WeightMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
+        ByteBuffer data = this.data;
         int c = 0;
-        for (int bound = F.loopBound(cols); c < bound; c += L) {
-            load(row, c).intoArray(dst, off + c);
+        for (int bound = F.loopBound(cols), rb = row * cols * 4; c < bound; c += L) {
+            load(data, rb + c * 4).intoArray(dst, off + c);
         }
         for (int base = row * cols * 4; c < cols; c++) {
             dst[off + c] = data.getFloat(base + c * 4);

@@ -22,7 +22,7 @@ final class Q6KMatrix extends WeightMatrix {
     private final int blocks; // per row
 
     Q6KMatrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, data);
+        super(name, rows, cols, data, GgmlType.Q6_K);
         this.blocks = cols / QK;
     }
 
@@ -32,59 +32,50 @@ final class Q6KMatrix extends WeightMatrix {
     }
 
     /** Elements [e, e + L) of the super-block at {@code bb}, times their group's scale d * scales[e / 16]. */
-    private FloatVector chunk(int bb, int e, FloatVector scale) {
+    private static FloatVector chunk(byte[] qs, int bb, int e, FloatVector scale) {
         int h = e >> 7;
         int q = (e >> 5) & 3;
         int l = e & 31;
-        IntVector lo = Blocks.ints(data, bb + h * 64 + (q & 1) * 32 + l).lanewise(VectorOperators.LSHR, (q >> 1) * 4).and(0xF);
-        IntVector hi = Blocks.ints(data, bb + 128 + h * 32 + l).lanewise(VectorOperators.LSHR, 2 * q).and(3)
+        IntVector lo = Blocks.ints(qs, bb + h * 64 + (q & 1) * 32 + l).lanewise(VectorOperators.LSHR, (q >> 1) * 4).and(0xF);
+        IntVector hi = Blocks.ints(qs, bb + 128 + h * 32 + l).lanewise(VectorOperators.LSHR, 2 * q).and(3)
                 .lanewise(VectorOperators.LSHL, 4);
         return ((FloatVector) lo.or(hi).sub(32).convert(VectorOperators.I2F, 0)).mul(scale);
     }
 
     /** d * scales[g] of 16-element group g. */
-    private FloatVector scale(int bb, float d, int g) {
-        return FloatVector.broadcast(F, d * data.get(bb + 192 + g));
+    private static FloatVector scale(byte[] qs, int bb, float d, int g) {
+        return FloatVector.broadcast(F, d * qs[bb + 192 + g]);
     }
 
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
-        int r = 0;
-        int rs = blocks * BYTES; // bytes per row
-        for (; r + 4 <= rows; r += 4) {
-            FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
-            for (int b = 0; b < blocks; b++) {
-                int b0 = r * rs + b * BYTES, b1 = b0 + rs, b2 = b1 + rs, b3 = b2 + rs;
-                float d0 = Blocks.half(data, b0 + 208), d1 = Blocks.half(data, b1 + 208);
-                float d2 = Blocks.half(data, b2 + 208), d3 = Blocks.half(data, b3 + 208);
-                for (int g = 0; g < 16; g++) {
-                    FloatVector s0 = scale(b0, d0, g), s1 = scale(b1, d1, g), s2 = scale(b2, d2, g), s3 = scale(b3, d3, g);
-                    for (int e = g * 16; e < g * 16 + 16; e += L) {
-                        FloatVector xv = FloatVector.fromArray(F, x, xo + b * QK + e);
-                        a0 = chunk(b0, e, s0).fma(xv, a0);
-                        a1 = chunk(b1, e, s1).fma(xv, a1);
-                        a2 = chunk(b2, e, s2).fma(xv, a2);
-                        a3 = chunk(b3, e, s3).fma(xv, a3);
-                    }
+        byte[] qs = rowBytes;
+        for (int r = 0; r < rows; r++) {
+            copyRow(r, qs);
+            FloatVector a = FloatVector.zero(F);
+            FloatVector b = a;
+            for (int k = 0, bb = 0; k < blocks; k++, bb += BYTES) {
+                float d = Blocks.half(qs, bb + 208);
+                for (int e = 0, xk = xo + k * QK; e < QK; e += 2 * L) { // e: even chunk, e + L: odd
+                    a = chunk(qs, bb, e, scale(qs, bb, d, e >> 4)).fma(FloatVector.fromArray(F, x, xk + e), a);
+                    b = chunk(qs, bb, e + L, scale(qs, bb, d, (e + L) >> 4)).fma(FloatVector.fromArray(F, x, xk + e + L), b);
                 }
             }
-            out[oo + r] = sum(a0);
-            out[oo + r + 1] = sum(a1);
-            out[oo + r + 2] = sum(a2);
-            out[oo + r + 3] = sum(a3);
+            out[oo + r] = sum(a, b);
         }
-        matvecRowsFrom(r, x, xo, out, oo);
     }
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
+        byte[] qs = rowBytes;
+        copyRow(row, qs);
         for (int b = 0; b < blocks; b++) {
-            int bb = (row * blocks + b) * BYTES;
-            float d = Blocks.half(data, bb + 208);
+            int bb = b * BYTES;
+            float d = Blocks.half(qs, bb + 208);
             for (int g = 0; g < 16; g++) {
-                FloatVector sc = scale(bb, d, g);
+                FloatVector sc = scale(qs, bb, d, g);
                 for (int e = g * 16; e < g * 16 + 16; e += L) {
-                    chunk(bb, e, sc).intoArray(dst, off + b * QK + e);
+                    chunk(qs, bb, e, sc).intoArray(dst, off + b * QK + e);
                 }
             }
         }

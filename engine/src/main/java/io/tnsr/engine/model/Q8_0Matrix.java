@@ -10,7 +10,8 @@ import jdk.incubator.vector.FloatVector;
 
 /**
  * Q8_0 weights (ggml block_q8_0): blocks of 32 elements, 34 bytes each, {@code [d: f16][qs: 32 x int8]};
- * element i = qs[i] * d. Row r holds blocks [r * cols / 32, (r + 1) * cols / 32).
+ * element i = qs[i] * d. Row r holds blocks [r * cols / 32, (r + 1) * cols / 32), decoded from a copy
+ * ({@link #rowBytes}).
  */
 final class Q8_0Matrix extends WeightMatrix {
     private static final int QK = 32;
@@ -18,7 +19,7 @@ final class Q8_0Matrix extends WeightMatrix {
     private final int blocks; // per row
 
     Q8_0Matrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, data);
+        super(name, rows, cols, data, GgmlType.Q8_0);
         this.blocks = cols / QK;
     }
 
@@ -28,47 +29,41 @@ final class Q8_0Matrix extends WeightMatrix {
     }
 
     /** Elements [j, j + L) of the block at byte {@code bb}, times its scale {@code d}. */
-    private FloatVector chunk(int bb, int j, FloatVector d) {
-        return Blocks.signedBytes(data, bb + 2 + j).mul(d);
+    private static FloatVector chunk(byte[] qs, int bb, int j, FloatVector d) {
+        return Blocks.signedBytes(qs, bb + 2 + j).mul(d);
     }
 
-    private FloatVector scale(int bb) {
-        return FloatVector.broadcast(F, Blocks.half(data, bb));
+    private static FloatVector scale(byte[] qs, int bb) {
+        return FloatVector.broadcast(F, Blocks.half(qs, bb));
     }
 
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
-        int r = 0;
-        for (; r + 4 <= rows; r += 4) {
-            FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
-            int rb = r * blocks * BYTES; // block 0 of row r; the next rows follow at blocks * BYTES
-            int rs = blocks * BYTES;
-            for (int b = 0; b < blocks; b++) {
-                int bb = rb + b * BYTES;
-                FloatVector d0 = scale(bb), d1 = scale(bb + rs), d2 = scale(bb + 2 * rs), d3 = scale(bb + 3 * rs);
-                for (int j = 0; j < QK; j += L) {
-                    FloatVector xv = FloatVector.fromArray(F, x, xo + b * QK + j);
-                    a0 = chunk(bb, j, d0).fma(xv, a0);
-                    a1 = chunk(bb + rs, j, d1).fma(xv, a1);
-                    a2 = chunk(bb + 2 * rs, j, d2).fma(xv, a2);
-                    a3 = chunk(bb + 3 * rs, j, d3).fma(xv, a3);
+        byte[] qs = rowBytes;
+        for (int r = 0; r < rows; r++) {
+            copyRow(r, qs);
+            FloatVector a = FloatVector.zero(F);
+            FloatVector b = a;
+            for (int k = 0, bb = 0; k < blocks; k++, bb += BYTES) {
+                FloatVector d = scale(qs, bb);
+                for (int j = 0, xk = xo + k * QK; j < QK; j += 2 * L) { // chunk j: even (a), j + L: odd (b)
+                    a = chunk(qs, bb, j, d).fma(FloatVector.fromArray(F, x, xk + j), a);
+                    b = chunk(qs, bb, j + L, d).fma(FloatVector.fromArray(F, x, xk + j + L), b);
                 }
             }
-            out[oo + r] = sum(a0);
-            out[oo + r + 1] = sum(a1);
-            out[oo + r + 2] = sum(a2);
-            out[oo + r + 3] = sum(a3);
+            out[oo + r] = sum(a, b);
         }
-        matvecRowsFrom(r, x, xo, out, oo);
     }
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
+        byte[] qs = rowBytes;
+        copyRow(row, qs);
         for (int b = 0; b < blocks; b++) {
-            int bb = (row * blocks + b) * BYTES;
-            FloatVector d = scale(bb);
+            int bb = b * BYTES;
+            FloatVector d = scale(qs, bb);
             for (int j = 0; j < QK; j += L) {
-                chunk(bb, j, d).intoArray(dst, off + b * QK + j);
+                chunk(qs, bb, j, d).intoArray(dst, off + b * QK + j);
             }
         }
     }

@@ -11,13 +11,18 @@ import jdk.incubator.vector.VectorSpecies;
  * micro-batch decodes each weight once per matmul and then reuses it for every token from L1.
  *
  * <p>The summation order of one (row, token) product is the contract of the whole engine (see
- * {@link WeightMatrix}): one accumulator vector of {@code L} lanes, {@code acc = w * x + acc} over the
- * column chunks [0, L), [L, 2L)... in order, then {@link #sum(FloatVector)}, then the scalar tail
- * {@code s += w * x} for the columns past the last whole chunk. The one-token kernels of each type
- * (which read weights straight from the mapped file) follow the same order, so the results of a row do
- * not depend on which kernel, or which grouping of tokens, produced them.
+ * {@link WeightMatrix}): two accumulator vectors of {@code L} lanes, the even column chunks [0, L), [2L, 3L)...
+ * summed in order into the first ({@code acc = w * x + acc}) and the odd ones into the second, then
+ * {@link #sum(FloatVector, FloatVector)}, then the scalar tail {@code s += w * x} for the columns past the last
+ * whole chunk. Two chains, because one FMA chain per row caps a one-token kernel at L elements per FMA
+ * latency. The one-token kernels of each type (which read weights straight from the mapped file, one row at
+ * a time: interleaving several rows' streams was measured 3x slower than one sequential stream here) follow
+ * the same order, so the results of a row do not depend on which kernel, or which grouping of tokens,
+ * produced them.
  *
- * <p>Register budget (AVX-512: 32 registers): 4 x 4 accumulators + 4 weight vectors + 1 token vector.
+ * <p>Register budget (AVX-512: 32 registers): 4 rows x 2 tokens x 2 chains = 16 accumulators, 4 weight
+ * vectors, 2 token vectors. A 4 x 3 kernel (24 accumulators) was measured 6x slower: C2 (JDK 17) spills or
+ * boxes the vectors. On L1-resident data the 4 x 2 kernel runs at about 60% of the FMA probe's peak.
  */
 final class TileKernels {
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
@@ -28,9 +33,9 @@ final class TileKernels {
     private TileKernels() {
     }
 
-    /** The horizontal sum of a row's accumulator: the one reduction every kernel uses. */
-    static float sum(FloatVector acc) {
-        return acc.reduceLanes(VectorOperators.ADD);
+    /** The sum of a row's two accumulators: the one reduction every kernel uses. */
+    static float sum(FloatVector even, FloatVector odd) {
+        return even.add(odd).reduceLanes(VectorOperators.ADD);
     }
 
     /**
@@ -42,11 +47,11 @@ final class TileKernels {
     static void rows(float[] w, int tileRows, int cols, float[] x, int xo, int n, float[] out, int oo, int outStride) {
         if (tileRows == TILE_ROWS) {
             int t = 0;
-            for (; t + 4 <= n; t += 4) {
-                k4x4(w, cols, x, xo + t * cols, out, oo + t * outStride, outStride);
+            for (; t + 2 <= n; t += 2) {
+                k4x2(w, cols, x, xo + t * cols, out, oo + t * outStride, outStride);
             }
-            for (; t < n; t++) {
-                k4x1(w, cols, x, xo + t * cols, out, oo + t * outStride);
+            if (t < n) {
+                k4x2(w, cols, x, xo + t * cols, out, oo + t * outStride, -1);
             }
             return;
         }
@@ -60,62 +65,69 @@ final class TileKernels {
     /** One tile row (from {@code wo}) . one token. */
     static float k1x1(float[] w, int wo, int cols, float[] x, int xo) {
         FloatVector a = FloatVector.zero(F);
+        FloatVector b = a;
         int c = 0;
-        for (int bound = F.loopBound(cols); c < bound; c += L) {
+        for (int bound = cols - cols % (2 * L); c < bound; c += 2 * L) {
             a = FloatVector.fromArray(F, w, wo + c).fma(FloatVector.fromArray(F, x, xo + c), a);
+            b = FloatVector.fromArray(F, w, wo + c + L).fma(FloatVector.fromArray(F, x, xo + c + L), b);
         }
-        float s = sum(a);
-        for (; c < cols; c++) {
-            s += w[wo + c] * x[xo + c];
+        if (c + L <= cols) {
+            a = FloatVector.fromArray(F, w, wo + c).fma(FloatVector.fromArray(F, x, xo + c), a);
+            c += L;
         }
-        return s;
+        return tail(sum(a, b), w, wo, x, xo, c, cols);
     }
 
-    /** 4 tile rows . one token: out[oo + r]. */
-    private static void k4x1(float[] w, int cols, float[] x, int xo, float[] out, int oo) {
-        FloatVector a0 = FloatVector.zero(F);
-        FloatVector a1 = a0;
-        FloatVector a2 = a0;
-        FloatVector a3 = a0;
+    /**
+     * 4 tile rows . 2 tokens: out[oo + t * outStride + r]; {@code outStride < 0}: one token only (the second is
+     * computed on the first's data and dropped). Each weight and token vector is loaded once per chunk.
+     */
+    private static void k4x2(float[] w, int cols, float[] x, int xo, float[] out, int oo, int outStride) {
+        int xo1 = outStride < 0 ? xo : xo + cols;
+        FloatVector a00 = FloatVector.zero(F), a01 = a00, a10 = a00, a11 = a00; // a<row><token>: even chunks
+        FloatVector a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+        FloatVector b00 = a00, b01 = a00, b10 = a00, b11 = a00;                 // b<row><token>: odd chunks
+        FloatVector b20 = a00, b21 = a00, b30 = a00, b31 = a00;
         int c = 0;
-        for (int bound = F.loopBound(cols); c < bound; c += L) {
-            FloatVector xv = FloatVector.fromArray(F, x, xo + c);
-            a0 = FloatVector.fromArray(F, w, c).fma(xv, a0);
-            a1 = FloatVector.fromArray(F, w, cols + c).fma(xv, a1);
-            a2 = FloatVector.fromArray(F, w, 2 * cols + c).fma(xv, a2);
-            a3 = FloatVector.fromArray(F, w, 3 * cols + c).fma(xv, a3);
-        }
-        out[oo] = tail(sum(a0), w, 0, x, xo, c, cols);
-        out[oo + 1] = tail(sum(a1), w, cols, x, xo, c, cols);
-        out[oo + 2] = tail(sum(a2), w, 2 * cols, x, xo, c, cols);
-        out[oo + 3] = tail(sum(a3), w, 3 * cols, x, xo, c, cols);
-    }
-
-    /** 4 tile rows . 4 tokens: out[oo + t * outStride + r]. Each weight and token vector loaded once per chunk. */
-    private static void k4x4(float[] w, int cols, float[] x, int xo, float[] out, int oo, int outStride) {
-        FloatVector a00 = FloatVector.zero(F), a01 = a00, a02 = a00, a03 = a00; // a<row><token>
-        FloatVector a10 = a00, a11 = a00, a12 = a00, a13 = a00;
-        FloatVector a20 = a00, a21 = a00, a22 = a00, a23 = a00;
-        FloatVector a30 = a00, a31 = a00, a32 = a00, a33 = a00;
-        int c = 0;
-        for (int bound = F.loopBound(cols); c < bound; c += L) {
+        for (int bound = cols - cols % (2 * L); c < bound; c += 2 * L) {
+            FloatVector x0 = FloatVector.fromArray(F, x, xo + c);
+            FloatVector x1 = FloatVector.fromArray(F, x, xo1 + c);
             FloatVector w0 = FloatVector.fromArray(F, w, c);
+            a00 = w0.fma(x0, a00); a01 = w0.fma(x1, a01);
             FloatVector w1 = FloatVector.fromArray(F, w, cols + c);
+            a10 = w1.fma(x0, a10); a11 = w1.fma(x1, a11);
             FloatVector w2 = FloatVector.fromArray(F, w, 2 * cols + c);
+            a20 = w2.fma(x0, a20); a21 = w2.fma(x1, a21);
             FloatVector w3 = FloatVector.fromArray(F, w, 3 * cols + c);
-            FloatVector xv = FloatVector.fromArray(F, x, xo + c);
-            a00 = w0.fma(xv, a00); a10 = w1.fma(xv, a10); a20 = w2.fma(xv, a20); a30 = w3.fma(xv, a30);
-            xv = FloatVector.fromArray(F, x, xo + cols + c);
-            a01 = w0.fma(xv, a01); a11 = w1.fma(xv, a11); a21 = w2.fma(xv, a21); a31 = w3.fma(xv, a31);
-            xv = FloatVector.fromArray(F, x, xo + 2 * cols + c);
-            a02 = w0.fma(xv, a02); a12 = w1.fma(xv, a12); a22 = w2.fma(xv, a22); a32 = w3.fma(xv, a32);
-            xv = FloatVector.fromArray(F, x, xo + 3 * cols + c);
-            a03 = w0.fma(xv, a03); a13 = w1.fma(xv, a13); a23 = w2.fma(xv, a23); a33 = w3.fma(xv, a33);
+            a30 = w3.fma(x0, a30); a31 = w3.fma(x1, a31);
+            x0 = FloatVector.fromArray(F, x, xo + c + L);
+            x1 = FloatVector.fromArray(F, x, xo1 + c + L);
+            w0 = FloatVector.fromArray(F, w, c + L);
+            b00 = w0.fma(x0, b00); b01 = w0.fma(x1, b01);
+            w1 = FloatVector.fromArray(F, w, cols + c + L);
+            b10 = w1.fma(x0, b10); b11 = w1.fma(x1, b11);
+            w2 = FloatVector.fromArray(F, w, 2 * cols + c + L);
+            b20 = w2.fma(x0, b20); b21 = w2.fma(x1, b21);
+            w3 = FloatVector.fromArray(F, w, 3 * cols + c + L);
+            b30 = w3.fma(x0, b30); b31 = w3.fma(x1, b31);
         }
-        store4(out, oo, sum(a00), sum(a10), sum(a20), sum(a30), w, x, xo, c, cols);
-        store4(out, oo + outStride, sum(a01), sum(a11), sum(a21), sum(a31), w, x, xo + cols, c, cols);
-        store4(out, oo + 2 * outStride, sum(a02), sum(a12), sum(a22), sum(a32), w, x, xo + 2 * cols, c, cols);
-        store4(out, oo + 3 * outStride, sum(a03), sum(a13), sum(a23), sum(a33), w, x, xo + 3 * cols, c, cols);
+        if (c + L <= cols) {
+            FloatVector x0 = FloatVector.fromArray(F, x, xo + c);
+            FloatVector x1 = FloatVector.fromArray(F, x, xo1 + c);
+            FloatVector w0 = FloatVector.fromArray(F, w, c);
+            a00 = w0.fma(x0, a00); a01 = w0.fma(x1, a01);
+            FloatVector w1 = FloatVector.fromArray(F, w, cols + c);
+            a10 = w1.fma(x0, a10); a11 = w1.fma(x1, a11);
+            FloatVector w2 = FloatVector.fromArray(F, w, 2 * cols + c);
+            a20 = w2.fma(x0, a20); a21 = w2.fma(x1, a21);
+            FloatVector w3 = FloatVector.fromArray(F, w, 3 * cols + c);
+            a30 = w3.fma(x0, a30); a31 = w3.fma(x1, a31);
+            c += L;
+        }
+        store4(out, oo, sum(a00, b00), sum(a10, b10), sum(a20, b20), sum(a30, b30), w, x, xo, c, cols);
+        if (outStride >= 0) {
+            store4(out, oo + outStride, sum(a01, b01), sum(a11, b11), sum(a21, b21), sum(a31, b31), w, x, xo1, c, cols);
+        }
     }
 
     /** Finishes 4 rows of one token with their scalar tails and stores them at out[oo..oo+4). */

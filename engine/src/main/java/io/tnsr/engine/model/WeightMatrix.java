@@ -24,12 +24,26 @@ public abstract class WeightMatrix {
     /** [TILE_ROWS][cols] scratch for {@link #matmul} of several tokens; one compute thread uses a matrix. */
     private final float[] tile;
 
+    /** [bytes per row]: the row being decoded, for the quantized types (see {@link Blocks}); else empty. */
+    protected final byte[] rowBytes;
+
     protected WeightMatrix(String name, int rows, int cols, ByteBuffer data) {
+        this(name, rows, cols, data, null);
+    }
+
+    /** A matrix of ggml blocks of {@code blockType}, which decodes a row from a copy in {@link #rowBytes}. */
+    protected WeightMatrix(String name, int rows, int cols, ByteBuffer data, GgmlType blockType) {
         this.name = name;
         this.rows = rows;
         this.cols = cols;
         this.data = data;
         this.tile = new float[TileKernels.TILE_ROWS * cols];
+        this.rowBytes = new byte[blockType == null ? 0 : (int) blockType.bytesFor(cols)];
+    }
+
+    /** Copies row {@code row}'s bytes into {@code dst} (of {@link #rowBytes}' length): one memcpy. */
+    protected final void copyRow(int row, byte[] dst) {
+        data.get(row * dst.length, dst, 0, dst.length);
     }
 
     public final String name() {
@@ -69,8 +83,14 @@ public abstract class WeightMatrix {
         }
     }
 
-    /** out[outOff + r] = W[r] . x[xOff..xOff+cols), every row: decode of one token. */
-    protected abstract void matvec(float[] x, int xOff, float[] out, int outOff);
+    /**
+     * out[outOff + r] = W[r] . x[xOff..xOff+cols), every row: decode of one token. This default decodes each
+     * row into the (L1-resident) tile first; the quantized types and F32 override it to widen weights in
+     * registers, one row at a time (one sequential stream).
+     */
+    protected void matvec(float[] x, int xOff, float[] out, int outOff) {
+        matvecRowsFrom(0, x, xOff, out, outOff);
+    }
 
     /**
      * Writes row {@code row} as floats into dst[off..off+cols), computing each value exactly as the type's
@@ -78,7 +98,7 @@ public abstract class WeightMatrix {
      */
     protected abstract void decodeRow(int row, float[] dst, int off);
 
-    /** {@link #matvec} of rows [from, rows) one at a time through the tile: the rows left over by a 4-row kernel. */
+    /** {@link #matvec} of rows [from, rows), one at a time through the tile. */
     protected final void matvecRowsFrom(int from, float[] x, int xOff, float[] out, int outOff) {
         for (int r = from; r < rows; r++) {
             decodeRow(r, tile, 0);

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -29,7 +30,7 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--preset", defaultValue = "stories110M", description = "Model shape: stories110M, stories15M, tiny (default: ${DEFAULT-VALUE}).")
     String preset;
 
-    @Option(names = "--types", defaultValue = "f32", split = ",", description = "Weight types to measure, e.g. f32,f16 (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--types", defaultValue = "f32,q8_0,q4_0", split = ",", description = "Weight types to measure: f32, f16, q8_0, q4_0 (default: ${DEFAULT-VALUE}).")
     List<String> types;
 
     @Option(names = "--decode-tokens", defaultValue = "48", description = "Decode steps timed per repeat (default: ${DEFAULT-VALUE}).")
@@ -44,37 +45,116 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--repeats", defaultValue = "3", description = "Timed repeats per workload (default: ${DEFAULT-VALUE}).")
     int repeats;
 
+    @Option(names = "--probe-runs", defaultValue = "5", description = "Runs of each hardware probe; the best counts (default: ${DEFAULT-VALUE}).")
+    int probeRuns;
+
+    /** llama.cpp (CPU build, -march=native, 1 thread) on the same stories110M shape, as measured for the issue. */
+    private static final Map<String, double[]> LLAMA_CPP = Map.of( // workload key -> {low, high, target ratio}
+            "decode1 F32", new double[] {71, 76, 1.0},
+            "decode1 Q8_0", new double[] {216, 225, 0.9},
+            "decode1 Q4_0", new double[] {318, 324, 0.8},
+            "prefill F32", new double[] {670, 670, 0.7},
+            "decode8 F32", new double[] {231, 231, 0.8},
+            "decode16 F32", new double[] {339, 339, 0.8});
+
     @Override
     public Integer call() throws Exception {
-        System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), JDK %s, %d CPUs%n",
-                preset, repeats, Runtime.version(), Runtime.getRuntime().availableProcessors());
-        System.out.printf(Locale.ROOT, "%-34s %12s %22s%n", "workload", "tokens/s", "spread");
+        System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), JDK %s, %d CPUs, %s, %d-bit vectors%n",
+                preset, repeats, Runtime.version(), Runtime.getRuntime().availableProcessors(), cpuName(),
+                jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize());
+        double bw = Probes.bandwidth(probeRuns);
+        double peak = Probes.peakFlops(probeRuns);
+        System.out.printf(Locale.ROOT, "probes (same JVM, 1 thread, best of %d): streaming read %.1f GB/s over %d MiB; FMA peak %.1f GFLOP/s%n",
+                probeRuns, bw / 1e9, Probes.STREAM_BYTES >> 20, peak / 1e9);
+        System.out.println("ceiling = tokens/s if the step took only max(weight bytes / bandwidth, FLOPs / peak); bound = which one");
+        System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s%n", "workload", "tokens/s", "spread",
+                "ceiling", "bound", "%ceil", "llama.cpp", "ratio", "target");
         for (String t : types) {
             GgmlType type = GgmlType.valueOf(t.toUpperCase(Locale.ROOT));
             ModelSpec spec = ModelSpec.preset(preset).withType(type);
             try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
                 LlamaConfig c = LlamaConfig.fromGguf(file);
+                Work work = Work.of(file, c);
                 int maxSeqs = batches.stream().mapToInt(Integer::intValue).max().orElse(1);
                 int maxTokens = Math.max(prefill, maxSeqs * 16);
                 LayerRange range = new LayerRange(file, c, 0, c.layers(),
                         new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, (long) (maxSeqs + 1) * c.contextLength()),
                         maxTokens, maxSeqs);
                 Runner r = new Runner(range, maxTokens, maxSeqs);
-                report("decode, 1 sequence, " + type, r.decode(1, decodeSteps, repeats));
-                report("prefill " + prefill + " tokens, " + type, r.prefill(prefill, repeats));
+                report("decode, 1 sequence, " + type, "decode1 " + type, r.decode(1, decodeSteps, repeats),
+                        work.ceiling(1, 1, 16 + decodeSteps / 2, bw, peak));
+                report("prefill " + prefill + " tokens, " + type, "prefill " + type, r.prefill(prefill, repeats),
+                        work.ceiling(prefill, 1, prefill / 2, bw, peak));
                 for (int b : batches) {
-                    report("decode, " + b + " sequences batched, " + type, r.decode(b, Math.max(8, decodeSteps / 4), repeats));
+                    int steps = Math.max(8, decodeSteps / 4);
+                    report("decode, " + b + " sequences batched, " + type, "decode" + b + " " + type, r.decode(b, steps, repeats),
+                            work.ceiling(b, b, 16 + steps / 2, bw, peak));
                 }
             }
         }
         return 0;
     }
 
-    private static void report(String workload, double[] rates) {
+    private static void report(String workload, String key, double[] rates, double[] ceiling) {
         double[] s = rates.clone();
         Arrays.sort(s);
-        System.out.printf(Locale.ROOT, "%-34s %12.1f %22s%n", workload, s[s.length / 2],
-                String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]));
+        double median = s[s.length / 2];
+        double[] ref = LLAMA_CPP.get(key);
+        String refText = ref == null ? "-" : ref[0] == ref[1] ? String.format(Locale.ROOT, "%.0f", ref[0])
+                : String.format(Locale.ROOT, "%.0f-%.0f", ref[0], ref[1]);
+        String ratio = ref == null ? "-" : String.format(Locale.ROOT, "%.2fx", median / ((ref[0] + ref[1]) / 2));
+        String target = ref == null ? "-" : String.format(Locale.ROOT, "%.1fx%s", ref[2],
+                median >= ref[2] * (ref[0] + ref[1]) / 2 ? "" : "!");
+        System.out.printf(Locale.ROOT, "%-34s %9.1f %15s %9.1f %-4s %5.0f%% %11s %6s %6s%n", workload, median,
+                String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), ceiling[0],
+                ceiling[1] == 0 ? "mem" : "flop", 100 * median / ceiling[0], refText, ratio, target);
+    }
+
+    private static String cpuName() {
+        try {
+            return java.nio.file.Files.readAllLines(java.nio.file.Paths.get("/proc/cpuinfo")).stream()
+                    .filter(l -> l.startsWith("model name")).findFirst().map(l -> l.substring(l.indexOf(':') + 1).trim())
+                    .orElse("unknown CPU");
+        } catch (java.io.IOException | RuntimeException e) {
+            return "unknown CPU";
+        }
+    }
+
+    /**
+     * What one step of the model costs: the weight bytes it streams (every matrix but the embedding, which is
+     * read one row per token) and the FLOPs per token (2 per weight of the layers' matrices, 2 per classifier
+     * weight for each token that wants logits, and attention's 4 x position x dim per layer).
+     */
+    record Work(long weightBytes, long layerFlops, long classifierFlops, long attentionFlopsPerPosition) {
+        static Work of(GgufFile file, LlamaConfig c) {
+            long bytes = 0;
+            long layer = 0;
+            for (var t : file.tensors().values()) {
+                boolean matrix = t.dims().length == 2 && !t.name().equals("token_embd.weight");
+                if (matrix && t.name().startsWith("blk.")) {
+                    layer += 2 * t.elementCount();
+                }
+                if (matrix) {
+                    bytes += t.byteSize();
+                }
+            }
+            long classifier = 2L * c.vocabSize() * c.dim();
+            if (!file.hasTensor("output.weight")) {
+                bytes += file.tensor("token_embd.weight").byteSize();
+            }
+            return new Work(bytes, layer, classifier, 4L * c.layers() * c.heads() * c.headDim());
+        }
+
+        /**
+         * {tokens/s, 0 when bound by memory or 1 by arithmetic} of a step carrying {@code tokens} tokens, of which
+         * {@code logitRows} want logits, at average position {@code avgPos}.
+         */
+        double[] ceiling(int tokens, int logitRows, int avgPos, double bandwidth, double peak) {
+            double memory = weightBytes / bandwidth;
+            double flops = ((double) tokens * (layerFlops + attentionFlopsPerPosition * avgPos)
+                    + (double) logitRows * classifierFlops) / peak;
+            return new double[] {tokens / Math.max(memory, flops), flops > memory ? 1 : 0};
+        }
     }
 
     /** Drives a whole-model range with fixed token ids; no sampling, no I/O. */
