@@ -32,21 +32,15 @@ final class F32Matrix extends WeightMatrix {
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
         ByteBuffer data = this.data; // a local: C2 then keeps the buffer's fields in registers
-        int bound = cols - cols % (2 * L);
+        int bound = F.loopBound(cols);
         for (int r = 0; r < rows; r++) {
-            FloatVector a = FloatVector.zero(F);
-            FloatVector b = a;
+            FloatVector a = FloatVector.zero(F); // one chain: enough to stream at memory speed
             int rb = r * cols * 4;
             int c = 0;
-            for (; c < bound; c += 2 * L) {
+            for (; c < bound; c += L) {
                 a = load(data, rb + c * 4).fma(FloatVector.fromArray(F, x, xo + c), a);
-                b = load(data, rb + c * 4 + 4 * L).fma(FloatVector.fromArray(F, x, xo + c + L), b);
             }
-            if (c + L <= cols) {
-                a = load(data, rb + c * 4).fma(FloatVector.fromArray(F, x, xo + c), a);
-                c += L;
-            }
-            out[oo + r] = tail(sum(a, b), r, x, xo, c);
+            out[oo + r] = tail(sum(a), r, x, xo, c);
         }
     }
 

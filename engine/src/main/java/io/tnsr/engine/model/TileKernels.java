@@ -11,18 +11,22 @@ import jdk.incubator.vector.VectorSpecies;
  * micro-batch decodes each weight once per matmul and then reuses it for every token from L1.
  *
  * <p>The summation order of one (row, token) product is the contract of the whole engine (see
- * {@link WeightMatrix}): two accumulator vectors of {@code L} lanes, the even column chunks [0, L), [2L, 3L)...
- * summed in order into the first ({@code acc = w * x + acc}) and the odd ones into the second, then
- * {@link #sum(FloatVector, FloatVector)}, then the scalar tail {@code s += w * x} for the columns past the last
- * whole chunk. Two chains, because one FMA chain per row caps a one-token kernel at L elements per FMA
- * latency. The one-token kernels of each type (which read weights straight from the mapped file, one row at
- * a time: interleaving several rows' streams was measured 3x slower than one sequential stream here) follow
- * the same order, so the results of a row do not depend on which kernel, or which grouping of tokens,
- * produced them.
+ * {@link WeightMatrix}). Each type uses one of two orders, fixed per type:
+ * <ul>
+ * <li>one chain (F32, F16): one accumulator vector of {@code L} lanes, {@code acc = w * x + acc} over the column
+ * chunks [0, L), [L, 2L)... in order, then a lane reduction;</li>
+ * <li>two chains (the quantized types): the even chunks into one accumulator and the odd ones into a second,
+ * then their lane-wise sum, then the lane reduction. A one-token quantized kernel spends most of its time
+ * widening bytes, and one FMA chain per row would cap it at L elements per FMA latency.</li>
+ * </ul>
+ * then the scalar tail {@code s += w * x} for the columns past the last whole chunk. The one-token kernels of
+ * each type (which read weights straight from the file's bytes, one row at a time: interleaving several
+ * rows' streams was measured 3x slower than one sequential stream here) follow the same order, so the
+ * results of a row do not depend on which kernel, or which grouping of tokens, produced them.
  *
- * <p>Register budget (AVX-512: 32 registers): 4 rows x 2 tokens x 2 chains = 16 accumulators, 4 weight
- * vectors, 2 token vectors. A 4 x 3 kernel (24 accumulators) was measured 6x slower: C2 (JDK 17) spills or
- * boxes the vectors. On L1-resident data the 4 x 2 kernel runs at about 60% of the FMA probe's peak.
+ * <p>Register budget (AVX-512: 32 registers): 16 accumulators (4 rows x 4 tokens, or 4 rows x 2 tokens x 2
+ * chains) plus 4 weight vectors and 1-2 token vectors. A 4 x 3 x 2 kernel (24 accumulators) was measured 6x
+ * slower: C2 (JDK 17) spills or boxes the vectors.
  */
 final class TileKernels {
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
@@ -33,7 +37,12 @@ final class TileKernels {
     private TileKernels() {
     }
 
-    /** The sum of a row's two accumulators: the one reduction every kernel uses. */
+    /** The lane reduction every one-chain kernel ends with. */
+    static float sum(FloatVector acc) {
+        return acc.reduceLanes(VectorOperators.ADD);
+    }
+
+    /** The reduction every two-chain kernel ends with: even + odd lane-wise, then the lanes. */
     static float sum(FloatVector even, FloatVector odd) {
         return even.add(odd).reduceLanes(VectorOperators.ADD);
     }
@@ -44,8 +53,11 @@ final class TileKernels {
      *
      * @param w tile: [tileRows][cols] floats
      */
-    static void rows(float[] w, int tileRows, int cols, float[] x, int xo, int n, float[] out, int oo, int outStride) {
-        if (tileRows == TILE_ROWS) {
+    static void rows(boolean twoChains, float[] w, int tileRows, int cols, float[] x, int xo, int n, float[] out, int oo,
+                     int outStride) {
+        if (!twoChains) {
+            rows1(w, tileRows, cols, x, xo, n, out, oo, outStride);
+        } else if (tileRows == TILE_ROWS) {
             int t = 0;
             for (; t + 2 <= n; t += 2) {
                 k4x2(w, cols, x, xo + t * cols, out, oo + t * outStride, outStride);
@@ -53,12 +65,80 @@ final class TileKernels {
             if (t < n) {
                 k4x2(w, cols, x, xo + t * cols, out, oo + t * outStride, -1);
             }
+        } else {
+            for (int r = 0; r < tileRows; r++) {
+                for (int t = 0; t < n; t++) {
+                    out[oo + t * outStride + r] = k1x1(w, r * cols, cols, x, xo + t * cols);
+                }
+            }
+        }
+    }
+
+    /** {@link #rows} in the one-chain order. */
+    private static void rows1(float[] w, int tileRows, int cols, float[] x, int xo, int n, float[] out, int oo,
+                              int outStride) {
+        if (tileRows == TILE_ROWS) {
+            for (int t = 0; t < n; t += 4) {
+                k4x4(w, cols, x, xo, t, Math.min(4, n - t), out, oo, outStride);
+            }
             return;
         }
         for (int r = 0; r < tileRows; r++) {
             for (int t = 0; t < n; t++) {
-                out[oo + t * outStride + r] = k1x1(w, r * cols, cols, x, xo + t * cols);
+                out[oo + t * outStride + r] = k1x1one(w, r * cols, cols, x, xo + t * cols);
             }
+        }
+    }
+
+    /** One tile row (from {@code wo}) . one token, one chain. */
+    static float k1x1one(float[] w, int wo, int cols, float[] x, int xo) {
+        FloatVector a = FloatVector.zero(F);
+        int c = 0;
+        for (int bound = F.loopBound(cols); c < bound; c += L) {
+            a = FloatVector.fromArray(F, w, wo + c).fma(FloatVector.fromArray(F, x, xo + c), a);
+        }
+        return tail(sum(a), w, wo, x, xo, c, cols);
+    }
+
+    /**
+     * 4 tile rows . tokens [t0, t0 + valid) (valid in 1..4), one chain: out[oo + t * outStride + r]. Missing
+     * tokens repeat the last valid one and are not stored. Each weight and token vector loaded once per chunk.
+     */
+    private static void k4x4(float[] w, int cols, float[] x, int xo, int t0, int valid, float[] out, int oo,
+                             int outStride) {
+        int x0 = xo + t0 * cols;
+        int x1 = xo + (t0 + Math.min(1, valid - 1)) * cols;
+        int x2 = xo + (t0 + Math.min(2, valid - 1)) * cols;
+        int x3 = xo + (t0 + Math.min(3, valid - 1)) * cols;
+        FloatVector a00 = FloatVector.zero(F), a01 = a00, a02 = a00, a03 = a00; // a<row><token>
+        FloatVector a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+        FloatVector a20 = a00, a21 = a00, a22 = a00, a23 = a00;
+        FloatVector a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+        int c = 0;
+        for (int bound = F.loopBound(cols); c < bound; c += L) {
+            FloatVector w0 = FloatVector.fromArray(F, w, c);
+            FloatVector w1 = FloatVector.fromArray(F, w, cols + c);
+            FloatVector w2 = FloatVector.fromArray(F, w, 2 * cols + c);
+            FloatVector w3 = FloatVector.fromArray(F, w, 3 * cols + c);
+            FloatVector xv = FloatVector.fromArray(F, x, x0 + c);
+            a00 = w0.fma(xv, a00); a10 = w1.fma(xv, a10); a20 = w2.fma(xv, a20); a30 = w3.fma(xv, a30);
+            xv = FloatVector.fromArray(F, x, x1 + c);
+            a01 = w0.fma(xv, a01); a11 = w1.fma(xv, a11); a21 = w2.fma(xv, a21); a31 = w3.fma(xv, a31);
+            xv = FloatVector.fromArray(F, x, x2 + c);
+            a02 = w0.fma(xv, a02); a12 = w1.fma(xv, a12); a22 = w2.fma(xv, a22); a32 = w3.fma(xv, a32);
+            xv = FloatVector.fromArray(F, x, x3 + c);
+            a03 = w0.fma(xv, a03); a13 = w1.fma(xv, a13); a23 = w2.fma(xv, a23); a33 = w3.fma(xv, a33);
+        }
+        int o = oo + t0 * outStride;
+        store4(out, o, sum(a00), sum(a10), sum(a20), sum(a30), w, x, x0, c, cols);
+        if (valid > 1) {
+            store4(out, o + outStride, sum(a01), sum(a11), sum(a21), sum(a31), w, x, x1, c, cols);
+        }
+        if (valid > 2) {
+            store4(out, o + 2 * outStride, sum(a02), sum(a12), sum(a22), sum(a32), w, x, x2, c, cols);
+        }
+        if (valid > 3) {
+            store4(out, o + 3 * outStride, sum(a03), sum(a13), sum(a23), sum(a33), w, x, x3, c, cols);
         }
     }
 

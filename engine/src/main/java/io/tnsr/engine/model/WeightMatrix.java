@@ -26,6 +26,8 @@ public abstract class WeightMatrix {
 
     /** [bytes per row]: the row being decoded, for the quantized types (see {@link Blocks}); else empty. */
     protected final byte[] rowBytes;
+    /** Which summation order this type uses ({@link TileKernels}): two chains for the quantized types. */
+    private final boolean twoChains;
 
     protected WeightMatrix(String name, int rows, int cols, ByteBuffer data) {
         this(name, rows, cols, data, null);
@@ -39,6 +41,7 @@ public abstract class WeightMatrix {
         this.data = data;
         this.tile = new float[TileKernels.TILE_ROWS * cols];
         this.rowBytes = new byte[blockType == null ? 0 : (int) blockType.bytesFor(cols)];
+        this.twoChains = blockType != null;
     }
 
     /** Copies row {@code row}'s bytes into {@code dst} (of {@link #rowBytes}' length): one memcpy. */
@@ -79,7 +82,7 @@ public abstract class WeightMatrix {
             for (int i = 0; i < nr; i++) {
                 decodeRow(r0 + i, tile, i * cols);
             }
-            TileKernels.rows(tile, nr, cols, x, xOff, n, out, outOff + r0, rows);
+            TileKernels.rows(twoChains, tile, nr, cols, x, xOff, n, out, outOff + r0, rows);
         }
     }
 
@@ -102,7 +105,7 @@ public abstract class WeightMatrix {
     protected final void matvecRowsFrom(int from, float[] x, int xOff, float[] out, int outOff) {
         for (int r = from; r < rows; r++) {
             decodeRow(r, tile, 0);
-            out[outOff + r] = TileKernels.k1x1(tile, 0, cols, x, xOff);
+            out[outOff + r] = twoChains ? TileKernels.k1x1(tile, 0, cols, x, xOff) : TileKernels.k1x1one(tile, 0, cols, x, xOff);
         }
     }
 
