@@ -47,45 +47,34 @@ final class TileKernels {
         return even.add(odd).reduceLanes(VectorOperators.ADD);
     }
 
+    /** Tokens one kernel call carries: {@link #group} g covers tokens [g * size, (g + 1) * size). */
+    static int groupSize(boolean twoChains) {
+        return twoChains ? 2 : 4;
+    }
+
     /**
      * out[t * outStride + r] (from {@code oo}) = row r of the tile . x[t] (from {@code xo}, token stride
-     * {@code cols}), for r in [0, tileRows), t in [0, n).
+     * {@code cols}), for r in [0, tileRows) and the tokens t of group g (of n tokens in all).
      *
      * @param w tile: [tileRows][cols] floats
      */
-    static void rows(boolean twoChains, float[] w, int tileRows, int cols, float[] x, int xo, int n, float[] out, int oo,
-                     int outStride) {
-        if (!twoChains) {
-            rows1(w, tileRows, cols, x, xo, n, out, oo, outStride);
-        } else if (tileRows == TILE_ROWS) {
-            int t = 0;
-            for (; t + 2 <= n; t += 2) {
-                k4x2(w, cols, x, xo + t * cols, out, oo + t * outStride, outStride);
-            }
-            if (t < n) {
-                k4x2(w, cols, x, xo + t * cols, out, oo + t * outStride, -1);
-            }
-        } else {
-            for (int r = 0; r < tileRows; r++) {
-                for (int t = 0; t < n; t++) {
-                    out[oo + t * outStride + r] = k1x1(w, r * cols, cols, x, xo + t * cols);
-                }
-            }
-        }
-    }
-
-    /** {@link #rows} in the one-chain order. */
-    private static void rows1(float[] w, int tileRows, int cols, float[] x, int xo, int n, float[] out, int oo,
-                              int outStride) {
+    static void group(boolean twoChains, float[] w, int tileRows, int cols, float[] x, int xo, int n, int g,
+                      float[] out, int oo, int outStride) {
+        int size = groupSize(twoChains);
+        int t0 = g * size;
+        int valid = Math.min(size, n - t0);
         if (tileRows == TILE_ROWS) {
-            for (int t = 0; t < n; t += 4) {
-                k4x4(w, cols, x, xo, t, Math.min(4, n - t), out, oo, outStride);
+            if (twoChains) {
+                k4x2(w, cols, x, xo, t0, valid, out, oo, outStride);
+            } else {
+                k4x4(w, cols, x, xo, t0, valid, out, oo, outStride);
             }
             return;
         }
         for (int r = 0; r < tileRows; r++) {
-            for (int t = 0; t < n; t++) {
-                out[oo + t * outStride + r] = k1x1one(w, r * cols, cols, x, xo + t * cols);
+            for (int t = t0; t < t0 + valid; t++) {
+                out[oo + t * outStride + r] = twoChains ? k1x1(w, r * cols, cols, x, xo + t * cols)
+                        : k1x1one(w, r * cols, cols, x, xo + t * cols);
             }
         }
     }
@@ -159,11 +148,14 @@ final class TileKernels {
     }
 
     /**
-     * 4 tile rows . 2 tokens: out[oo + t * outStride + r]; {@code outStride < 0}: one token only (the second is
-     * computed on the first's data and dropped). Each weight and token vector is loaded once per chunk.
+     * 4 tile rows . tokens [t0, t0 + valid) (valid 1 or 2), two chains: out[oo + t * outStride + r]. A missing
+     * second token repeats the first and is not stored. Each weight and token vector is loaded once per chunk.
      */
-    private static void k4x2(float[] w, int cols, float[] x, int xo, float[] out, int oo, int outStride) {
-        int xo1 = outStride < 0 ? xo : xo + cols;
+    private static void k4x2(float[] w, int cols, float[] x, int xo0, int t0, int valid, float[] out, int oo0,
+                             int outStride) {
+        int xo = xo0 + t0 * cols;
+        int xo1 = xo + (valid - 1) * cols;
+        int oo = oo0 + t0 * outStride;
         FloatVector a00 = FloatVector.zero(F), a01 = a00, a10 = a00, a11 = a00; // a<row><token>: even chunks
         FloatVector a20 = a00, a21 = a00, a30 = a00, a31 = a00;
         FloatVector b00 = a00, b01 = a00, b10 = a00, b11 = a00;                 // b<row><token>: odd chunks
@@ -205,7 +197,7 @@ final class TileKernels {
             c += L;
         }
         store4(out, oo, sum(a00, b00), sum(a10, b10), sum(a20, b20), sum(a30, b30), w, x, xo, c, cols);
-        if (outStride >= 0) {
+        if (valid > 1) {
             store4(out, oo + outStride, sum(a01, b01), sum(a11, b11), sum(a21, b21), sum(a31, b31), w, x, xo1, c, cols);
         }
     }

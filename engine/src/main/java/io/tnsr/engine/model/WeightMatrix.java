@@ -67,22 +67,26 @@ public abstract class WeightMatrix {
      * out[t * rows + r] (from {@code outOff}) = sum over c of W[r][c] * x[t * cols + c] (from {@code xOff}),
      * for t in [0, n). {@code x} and {@code out} must not overlap.
      *
-     * <p>One token: {@link #matvec}, the type's own kernel, which widens weights in registers straight from
-     * the mapped file. More tokens: {@link TileKernels#TILE_ROWS} rows at a time are decoded into a small tile
-     * ({@link #decodeRow}, the same register arithmetic, stored) and multiplied with all n tokens from L1.
-     * Both sum each (row, token) in the order {@link TileKernels} documents, so they agree bit for bit.
+     * <p>One token: {@link #matvec}, the type's own kernel, which widens weights in registers from the file's
+     * bytes. More tokens: {@link TileKernels#TILE_ROWS} rows at a time are decoded into a small tile
+     * ({@link #decodeRow}, the same register arithmetic, stored) and multiplied with all n tokens from L1, so
+     * each weight is read and decoded once per call (register blocking: 4 rows x 2-4 tokens per kernel
+     * call). Both paths sum each (row, token) in the order {@link TileKernels} documents: they agree bit for bit.
      */
     public final void matmul(float[] x, int xOff, int n, float[] out, int outOff) {
         if (n == 1) {
             matvec(x, xOff, out, outOff);
             return;
         }
+        int groups = (n + TileKernels.groupSize(twoChains) - 1) / TileKernels.groupSize(twoChains);
         for (int r0 = 0; r0 < rows; r0 += TileKernels.TILE_ROWS) {
             int nr = Math.min(TileKernels.TILE_ROWS, rows - r0);
-            for (int i = 0; i < nr; i++) {
-                decodeRow(r0 + i, tile, i * cols);
+            for (int i = 0; i < nr; i++) { // one sequential stream; spreading these between the kernel calls
+                decodeRow(r0 + i, tile, i * cols); // (to overlap memory and arithmetic) was measured slower
             }
-            TileKernels.rows(twoChains, tile, nr, cols, x, xOff, n, out, outOff + r0, rows);
+            for (int g = 0; g < groups; g++) {
+                TileKernels.group(twoChains, tile, nr, cols, x, xOff, n, g, out, outOff + r0, rows);
+            }
         }
     }
 
