@@ -39,8 +39,17 @@ final class Blocks {
                 .convert(VectorOperators.I2F, 0);
     }
 
+    /** Every half-precision value as a float (256 KiB): a block scale costs one L1/L2 load instead of ~10 ops. */
+    private static final float[] HALF = new float[1 << 16];
+
+    static {
+        for (int h = 0; h < HALF.length; h++) {
+            HALF[h] = Float16.toFloat(h);
+        }
+    }
+
     /** The little-endian half-precision value at {@code off}. */
     static float half(byte[] row, int off) {
-        return Float16.toFloat((row[off] & 0xFF) | row[off + 1] << 8);
+        return HALF[(row[off] & 0xFF) | (row[off + 1] & 0xFF) << 8];
     }
 }

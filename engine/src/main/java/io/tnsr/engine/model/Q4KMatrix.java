@@ -65,7 +65,8 @@ final class Q4KMatrix extends WeightMatrix {
             copyRow(r, qs);
             FloatVector a = FloatVector.zero(F);
             FloatVector b = a;
-            for (int k = 0, bb = 0; k < blocks; k++, bb += BYTES) {
+            for (int k = 0; k < blocks; k++) { // one induction variable: a counted loop C2 unrolls
+                int bb = k * BYTES;
                 float d = Blocks.half(qs, bb);
                 float dmin = Blocks.half(qs, bb + 2);
                 for (int s = 0; s < 8; s++) {

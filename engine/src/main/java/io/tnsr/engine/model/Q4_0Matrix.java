@@ -43,11 +43,27 @@ final class Q4_0Matrix extends WeightMatrix {
             copyRow(r, qs);
             FloatVector a = FloatVector.zero(F);
             FloatVector b = a;
-            for (int k = 0, bb = 0; k < blocks; k++, bb += BYTES) {
+            int k = 0;
+            for (; k + 2 <= blocks; k += 2) { // two blocks per trip by hand: C2 (JDK 17) unrolls neither this
+                int bb = k * BYTES;           // loop nor an inner constant-trip one here (measured +20%)
                 FloatVector d = scale(qs, bb);
-                for (int j = 0, xk = xo + k * QK; j < QK; j += 2 * L) { // chunk j: even (a), j + L: odd (b)
+                FloatVector e = scale(qs, bb + BYTES);
+                int xk = xo + k * QK;
+                for (int j = 0; j < QK; j += 2 * L) { // chunk j: even (a), j + L: odd (b)
                     a = chunk(qs, bb, j, d).fma(FloatVector.fromArray(F, x, xk + j), a);
                     b = chunk(qs, bb, j + L, d).fma(FloatVector.fromArray(F, x, xk + j + L), b);
+                }
+                for (int j = 0; j < QK; j += 2 * L) {
+                    a = chunk(qs, bb + BYTES, j, e).fma(FloatVector.fromArray(F, x, xk + QK + j), a);
+                    b = chunk(qs, bb + BYTES, j + L, e).fma(FloatVector.fromArray(F, x, xk + QK + j + L), b);
+                }
+            }
+            for (; k < blocks; k++) {
+                int bb = k * BYTES;
+                FloatVector d = scale(qs, bb);
+                for (int j = 0; j < QK; j += 2 * L) {
+                    a = chunk(qs, bb, j, d).fma(FloatVector.fromArray(F, x, xo + k * QK + j), a);
+                    b = chunk(qs, bb, j + L, d).fma(FloatVector.fromArray(F, x, xo + k * QK + j + L), b);
                 }
             }
             out[oo + r] = sum(a, b);

@@ -54,7 +54,8 @@ final class Q6KMatrix extends WeightMatrix {
             copyRow(r, qs);
             FloatVector a = FloatVector.zero(F);
             FloatVector b = a;
-            for (int k = 0, bb = 0; k < blocks; k++, bb += BYTES) {
+            for (int k = 0; k < blocks; k++) { // one induction variable: a counted loop C2 unrolls
+                int bb = k * BYTES;
                 float d = Blocks.half(qs, bb + 208);
                 for (int e = 0, xk = xo + k * QK; e < QK; e += 2 * L) { // e: even chunk, e + L: odd
                     a = chunk(qs, bb, e, scale(qs, bb, d, e >> 4)).fma(FloatVector.fromArray(F, x, xk + e), a);
