@@ -11,6 +11,10 @@ import jdk.incubator.vector.FloatVector;
 /**
  * Q4_0 weights (ggml block_q4_0): blocks of 32 elements, 18 bytes each, {@code [d: f16][qs: 16 bytes]};
  * element i &lt; 16 = ((qs[i] &amp; 0xF) - 8) * d, element 16 + i = ((qs[i] &gt;&gt; 4) - 8) * d.
+ *
+ * <p>{@link #matvec} and {@link #decodeRow} repeat {@link Q8_0Matrix}'s loops on purpose: only {@code chunk}
+ * differs, and a loop shared through a virtual or lambda call would not inline it, so every vector would be
+ * boxed (the Vector API's pitfall). One final class per type keeps each kernel monomorphic.
  */
 final class Q4_0Matrix extends WeightMatrix {
     private static final int QK = 32;

@@ -8,13 +8,16 @@ import java.nio.ByteBuffer;
 
 /**
  * A weight matrix of {@code rows x cols}, row-major, read in place from the memory-mapped GGUF file (a
- * ggml tensor of dims {@code [cols, rows]}). One subclass per element type; each computes in registers
- * from its own block layout, never from a dequantized copy of the matrix.
+ * ggml tensor of dims {@code [cols, rows]}). One final subclass per element type (F32, F16, and the ggml
+ * block layouts Q8_0, Q4_0, Q4_K, Q6_K); each widens its own layout to floats in registers, never into a
+ * dequantized copy of the matrix (at most one row, or a 4-row tile, lives decoded in L1 at a time).
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
  * micro-batch of sequences) each weight loaded serves n tokens. For every token the products are summed
- * in the same order whatever n is, so results do not depend on how tokens were grouped.
+ * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
+ * type's (one or two FMA chains over L-lane column chunks, then a lane reduction, see {@link TileKernels}),
+ * and every kernel of the type follows it.
  */
 public abstract class WeightMatrix {
     protected final String name;

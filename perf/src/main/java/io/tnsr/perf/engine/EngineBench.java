@@ -20,7 +20,9 @@ import picocli.CommandLine.Option;
 /**
  * {@code tools/engine-bench}: single-process, single-thread decode and prefill speed of the engine on a
  * synthetic model, printed as a table. Each figure is the median of several timed repeats after a warm-up,
- * with the spread (min..max).
+ * with the spread (min..max), beside the physical ceiling of the workload (from two probes run in the same
+ * JVM: streaming read bandwidth and FMA peak, see {@link Probes}), llama.cpp's figure on the same shape and
+ * the target ratio, and the bytes allocated per token (0 in steady state).
  */
 @Command(name = "engine-bench", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Measures single-thread decode and prefill tokens/s of the engine on a synthetic model",
@@ -45,6 +47,10 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--repeats", defaultValue = "3", description = "Timed repeats per workload (default: ${DEFAULT-VALUE}).")
     int repeats;
 
+    @Option(names = "--warmup", defaultValue = "3", paramLabel = "SECONDS",
+            description = "Untimed warm-up per workload, so that the JIT has compiled the kernels (default: ${DEFAULT-VALUE}).")
+    double warmupSeconds;
+
     @Option(names = "--probe-runs", defaultValue = "5", description = "Runs of each hardware probe; the best counts (default: ${DEFAULT-VALUE}).")
     int probeRuns;
 
@@ -66,9 +72,10 @@ public final class EngineBench implements Callable<Integer> {
         double peak = Probes.peakFlops(probeRuns);
         System.out.printf(Locale.ROOT, "probes (same JVM, 1 thread, best of %d): streaming read %.1f GB/s over %d MiB; FMA peak %.1f GFLOP/s%n",
                 probeRuns, bw / 1e9, Probes.STREAM_BYTES >> 20, peak / 1e9);
-        System.out.println("ceiling = tokens/s if the step took only max(weight bytes / bandwidth, FLOPs / peak); bound = which one");
-        System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s%n", "workload", "tokens/s", "spread",
-                "ceiling", "bound", "%ceil", "llama.cpp", "ratio", "target");
+        System.out.println("ceiling = tokens/s if the step took only max(weight bytes / bandwidth, FLOPs / peak); bound = which one;");
+        System.out.println("ratio = tokens/s / llama.cpp's (middle of its range); target ratio, '!' when missed; B/tok = bytes allocated per token");
+        System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s %6s%n", "workload", "tokens/s", "spread",
+                "ceiling", "bound", "%ceil", "llama.cpp", "ratio", "target", "B/tok");
         for (String t : types) {
             GgmlType type = GgmlType.valueOf(t.toUpperCase(Locale.ROOT));
             ModelSpec spec = ModelSpec.preset(preset).withType(type);
@@ -81,21 +88,22 @@ public final class EngineBench implements Callable<Integer> {
                         new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, (long) (maxSeqs + 1) * c.contextLength()),
                         maxTokens, maxSeqs);
                 Runner r = new Runner(range, maxTokens, maxSeqs);
+                r.warmupNanos = (long) (warmupSeconds * 1e9);
                 report("decode, 1 sequence, " + type, "decode1 " + type, r.decode(1, decodeSteps, repeats),
-                        work.ceiling(1, 1, 16 + decodeSteps / 2, bw, peak));
+                        work.ceiling(1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken);
                 report("prefill " + prefill + " tokens, " + type, "prefill " + type, r.prefill(prefill, repeats),
-                        work.ceiling(prefill, 1, prefill / 2, bw, peak));
+                        work.ceiling(prefill, 1, prefill / 2, bw, peak), r.allocatedPerToken);
                 for (int b : batches) {
                     int steps = Math.max(8, decodeSteps / 4);
                     report("decode, " + b + " sequences batched, " + type, "decode" + b + " " + type, r.decode(b, steps, repeats),
-                            work.ceiling(b, b, 16 + steps / 2, bw, peak));
+                            work.ceiling(b, b, 16 + steps / 2, bw, peak), r.allocatedPerToken);
                 }
             }
         }
         return 0;
     }
 
-    private static void report(String workload, String key, double[] rates, double[] ceiling) {
+    private static void report(String workload, String key, double[] rates, double[] ceiling, double allocPerToken) {
         double[] s = rates.clone();
         Arrays.sort(s);
         double median = s[s.length / 2];
@@ -105,9 +113,9 @@ public final class EngineBench implements Callable<Integer> {
         String ratio = ref == null ? "-" : String.format(Locale.ROOT, "%.2fx", median / ((ref[0] + ref[1]) / 2));
         String target = ref == null ? "-" : String.format(Locale.ROOT, "%.1fx%s", ref[2],
                 median >= ref[2] * (ref[0] + ref[1]) / 2 ? "" : "!");
-        System.out.printf(Locale.ROOT, "%-34s %9.1f %15s %9.1f %-4s %5.0f%% %11s %6s %6s%n", workload, median,
+        System.out.printf(Locale.ROOT, "%-34s %9.1f %15s %9.1f %-4s %5.0f%% %11s %6s %6s %6.0f%n", workload, median,
                 String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), ceiling[0],
-                ceiling[1] == 0 ? "mem" : "flop", 100 * median / ceiling[0], refText, ratio, target);
+                ceiling[1] == 0 ? "mem" : "flop", 100 * median / ceiling[0], refText, ratio, target, allocPerToken);
     }
 
     private static String cpuName() {
@@ -165,6 +173,27 @@ public final class EngineBench implements Callable<Integer> {
         private final float[] x;
         private final float[] logits;
         private int nextSeq;
+        /** Bytes this thread allocated per token in the last timed repeat (0 once the kernels are compiled). */
+        double allocatedPerToken;
+        /** Each workload runs untimed for this long first, so that C2 has compiled its kernels. */
+        long warmupNanos;
+
+        private static long allocated() {
+            return ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean())
+                    .getThreadAllocatedBytes(Thread.currentThread().getId());
+        }
+
+        /** What one {@link #allocated()} call allocates itself (its JMX plumbing), to leave out of the figure. */
+        private static final long PROBE_ALLOCATION = probeAllocation();
+
+        private static long probeAllocation() {
+            long min = Long.MAX_VALUE;
+            for (int i = 0; i < 5; i++) {
+                long a = allocated();
+                min = Math.min(min, allocated() - a);
+            }
+            return min;
+        }
 
         Runner(LayerRange range, int maxTokens, int maxSeqs) {
             this.range = range;
@@ -184,52 +213,70 @@ public final class EngineBench implements Callable<Integer> {
             range.logits(batch, x, logits);
         }
 
-        /** Tokens/s of {@code steps} decode calls of {@code b} sequences (each after a 16-token prompt), per repeat. */
+        /**
+         * Tokens/s of {@code steps} decode calls of {@code b} sequences (each after a 16-token prompt), per repeat,
+         * after warming up for {@link #warmupNanos}.
+         */
         double[] decode(int b, int steps, int repeats) {
+            long until = System.nanoTime() + warmupNanos;
+            do {
+                decodeOnce(b, Math.min(steps, 8));
+            } while (System.nanoTime() < until);
             double[] rates = new double[repeats];
-            for (int rep = -1; rep < repeats; rep++) { // rep -1: warm-up
-                int[] ids = new int[b];
-                batch.clear();
-                for (int s = 0; s < b; s++) {
-                    ids[s] = nextSeq++;
-                    batch.add(ids[s], 0, 16, true);
-                }
-                call();
-                long t0 = System.nanoTime();
-                int n = rep < 0 ? Math.min(steps, 8) : steps;
-                for (int step = 0; step < n; step++) {
-                    batch.clear();
-                    for (int s = 0; s < b; s++) {
-                        batch.add(ids[s], 16 + step, 1, true);
-                    }
-                    call();
-                }
-                long t = System.nanoTime() - t0;
-                if (rep >= 0) {
-                    rates[rep] = (double) b * n * 1e9 / t;
-                }
-                for (int id : ids) {
-                    range.endSequence(id);
-                }
+            for (int rep = 0; rep < repeats; rep++) {
+                rates[rep] = decodeOnce(b, steps);
             }
             return rates;
         }
 
-        /** Tokens/s of prefilling a {@code len}-token prompt as one block, per repeat. */
-        double[] prefill(int len, int repeats) {
-            double[] rates = new double[repeats];
-            for (int rep = -1; rep < repeats; rep++) {
-                int id = nextSeq++;
-                batch.clear().add(id, 0, len, true);
-                long t0 = System.nanoTime();
-                call();
-                long t = System.nanoTime() - t0;
-                if (rep >= 0) {
-                    rates[rep] = len * 1e9 / t;
+        private double decodeOnce(int b, int steps) {
+            int[] ids = new int[b];
+            batch.clear();
+            for (int s = 0; s < b; s++) {
+                ids[s] = nextSeq++;
+                batch.add(ids[s], 0, 16, true);
+            }
+            call();
+            long a0 = allocated();
+            long t0 = System.nanoTime();
+            for (int step = 0; step < steps; step++) {
+                batch.clear();
+                for (int s = 0; s < b; s++) {
+                    batch.add(ids[s], 16 + step, 1, true);
                 }
+                call();
+            }
+            long t = System.nanoTime() - t0;
+            allocatedPerToken = (double) (allocated() - a0 - PROBE_ALLOCATION) / (b * steps);
+            for (int id : ids) {
                 range.endSequence(id);
             }
+            return (double) b * steps * 1e9 / t;
+        }
+
+        /** Tokens/s of prefilling a {@code len}-token prompt as one block, per repeat, after warming up. */
+        double[] prefill(int len, int repeats) {
+            long until = System.nanoTime() + warmupNanos;
+            do {
+                prefillOnce(len);
+            } while (System.nanoTime() < until);
+            double[] rates = new double[repeats];
+            for (int rep = 0; rep < repeats; rep++) {
+                rates[rep] = prefillOnce(len);
+            }
             return rates;
+        }
+
+        private double prefillOnce(int len) {
+            int id = nextSeq++;
+            batch.clear().add(id, 0, len, true);
+            long a0 = allocated();
+            long t0 = System.nanoTime();
+            call();
+            long t = System.nanoTime() - t0;
+            allocatedPerToken = (double) (allocated() - a0 - PROBE_ALLOCATION) / len;
+            range.endSequence(id);
+            return len * 1e9 / t;
         }
     }
 
