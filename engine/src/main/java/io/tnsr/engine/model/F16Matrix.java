@@ -14,10 +14,7 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
-/**
- * F16 weights: halves widened to floats with {@link Float16#toFloat(IntVector)}. Not a speed target: decode
- * runs through the tile ({@link WeightMatrix#matvec}'s default), one row at a time.
- */
+/** F16 weights: halves widened to floats in registers ({@link Float16#toFloat(IntVector)}), then FMA. */
 final class F16Matrix extends WeightMatrix {
     private static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
     /** Half as many bits as a float vector: the same number of lanes, as shorts. */
@@ -34,10 +31,29 @@ final class F16Matrix extends WeightMatrix {
         return GgmlType.F16;
     }
 
-    /** Columns [c, c + L) of a row. */
-    private FloatVector load(int row, int c) {
-        ShortVector h = ShortVector.fromByteBuffer(S, data, (row * cols + c) * 2, LE);
+    /** The L halves at {@code byteOffset}, as floats. */
+    private static FloatVector load(ByteBuffer data, int byteOffset) {
+        ShortVector h = ShortVector.fromByteBuffer(S, data, byteOffset, LE);
         return Float16.toFloat((IntVector) h.convertShape(VectorOperators.S2I, I, 0));
+    }
+
+    @Override
+    protected void matvec(float[] x, int xo, float[] out, int oo) {
+        ByteBuffer data = this.data; // a local: C2 then keeps the buffer's fields in registers
+        int bound = F.loopBound(cols);
+        for (int r = 0; r < rows; r++) {
+            FloatVector a = FloatVector.zero(F); // one chain, one row at a time: the F32 order
+            int rb = r * cols * 2;
+            int c = 0;
+            for (; c < bound; c += L) {
+                a = load(data, rb + c * 2).fma(FloatVector.fromArray(F, x, xo + c), a);
+            }
+            float s = TileKernels.sum(a);
+            for (; c < cols; c++) {
+                s += scalar(r, c) * x[xo + c];
+            }
+            out[oo + r] = s;
+        }
     }
 
     private float scalar(int row, int c) {
@@ -46,9 +62,10 @@ final class F16Matrix extends WeightMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
+        ByteBuffer data = this.data;
         int c = 0;
-        for (int bound = F.loopBound(cols); c < bound; c += L) {
-            load(row, c).intoArray(dst, off + c);
+        for (int bound = F.loopBound(cols), rb = row * cols * 2; c < bound; c += L) {
+            load(data, rb + c * 2).intoArray(dst, off + c);
         }
         for (; c < cols; c++) {
             dst[off + c] = scalar(row, c);
