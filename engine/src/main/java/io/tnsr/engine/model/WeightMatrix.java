@@ -8,25 +8,48 @@ import java.nio.ByteBuffer;
 
 /**
  * A weight matrix of {@code rows x cols}, row-major, read in place from the memory-mapped GGUF file (a
- * ggml tensor of dims {@code [cols, rows]}). One subclass per element type; each computes in registers
- * from its own block layout, never from a dequantized copy of the matrix.
+ * ggml tensor of dims {@code [cols, rows]}). One final subclass per element type (F32, F16, and the ggml
+ * block layouts Q8_0, Q4_0, Q4_K, Q6_K); each widens its own layout to floats in registers, never into a
+ * dequantized copy of the matrix (at most one row, or a 4-row tile, lives decoded in L1 at a time).
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
  * micro-batch of sequences) each weight loaded serves n tokens. For every token the products are summed
- * in the same order whatever n is, so results do not depend on how tokens were grouped.
+ * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
+ * type's (one or two FMA chains over L-lane column chunks, then a lane reduction, see {@link TileKernels}),
+ * and every kernel of the type follows it.
  */
 public abstract class WeightMatrix {
     protected final String name;
     protected final int rows;
     protected final int cols;
     protected final ByteBuffer data;
+    /** [TILE_ROWS][cols] scratch for {@link #matmul} of several tokens; one compute thread uses a matrix. */
+    private final float[] tile;
+
+    /** [bytes per row]: the row being decoded, for the quantized types (see {@link Blocks}); else empty. */
+    protected final byte[] rowBytes;
+    /** Which summation order this type uses ({@link TileKernels}): two chains for the quantized types. */
+    private final boolean twoChains;
 
     protected WeightMatrix(String name, int rows, int cols, ByteBuffer data) {
+        this(name, rows, cols, data, null);
+    }
+
+    /** A matrix of ggml blocks of {@code blockType}, which decodes a row from a copy in {@link #rowBytes}. */
+    protected WeightMatrix(String name, int rows, int cols, ByteBuffer data, GgmlType blockType) {
         this.name = name;
         this.rows = rows;
         this.cols = cols;
         this.data = data;
+        this.tile = new float[TileKernels.TILE_ROWS * cols];
+        this.rowBytes = new byte[blockType == null ? 0 : (int) blockType.bytesFor(cols)];
+        this.twoChains = blockType != null;
+    }
+
+    /** Copies row {@code row}'s bytes into {@code dst} (of {@link #rowBytes}' length): one memcpy. */
+    protected final void copyRow(int row, byte[] dst) {
+        data.get(row * dst.length, dst, 0, dst.length);
     }
 
     public final String name() {
@@ -46,11 +69,57 @@ public abstract class WeightMatrix {
     /**
      * out[t * rows + r] (from {@code outOff}) = sum over c of W[r][c] * x[t * cols + c] (from {@code xOff}),
      * for t in [0, n). {@code x} and {@code out} must not overlap.
+     *
+     * <p>One token: {@link #matvec}, the type's own kernel, which widens weights in registers from the file's
+     * bytes. More tokens: {@link TileKernels#TILE_ROWS} rows at a time are decoded into a small tile
+     * ({@link #decodeRow}, the same register arithmetic, stored) and multiplied with all n tokens from L1, so
+     * each weight is read and decoded once per call (register blocking: 4 rows x 2-4 tokens per kernel
+     * call). Both paths sum each (row, token) in the order {@link TileKernels} documents: they agree bit for bit.
      */
-    public abstract void matmul(float[] x, int xOff, int n, float[] out, int outOff);
+    public final void matmul(float[] x, int xOff, int n, float[] out, int outOff) {
+        if (n == 1) {
+            matvec(x, xOff, out, outOff);
+            return;
+        }
+        int groups = (n + TileKernels.groupSize(twoChains) - 1) / TileKernels.groupSize(twoChains);
+        for (int r0 = 0; r0 < rows; r0 += TileKernels.TILE_ROWS) {
+            int nr = Math.min(TileKernels.TILE_ROWS, rows - r0);
+            for (int i = 0; i < nr; i++) { // one sequential stream; spreading these between the kernel calls
+                decodeRow(r0 + i, tile, i * cols); // (to overlap memory and arithmetic) was measured slower
+            }
+            for (int g = 0; g < groups; g++) {
+                TileKernels.group(twoChains, tile, nr, cols, x, xOff, n, g, out, outOff + r0, rows);
+            }
+        }
+    }
+
+    /**
+     * out[outOff + r] = W[r] . x[xOff..xOff+cols), every row: decode of one token. This default decodes each
+     * row into the (L1-resident) tile first; the quantized types and F32 override it to widen weights in
+     * registers, one row at a time (one sequential stream).
+     */
+    protected void matvec(float[] x, int xOff, float[] out, int outOff) {
+        matvecRowsFrom(0, x, xOff, out, outOff);
+    }
+
+    /**
+     * Writes row {@code row} as floats into dst[off..off+cols), computing each value exactly as the type's
+     * {@link #matvec} does in registers (so a tile and a register hold the same bits).
+     */
+    protected abstract void decodeRow(int row, float[] dst, int off);
+
+    /** {@link #matvec} of rows [from, rows), one at a time through the tile. */
+    protected final void matvecRowsFrom(int from, float[] x, int xOff, float[] out, int outOff) {
+        for (int r = from; r < rows; r++) {
+            decodeRow(r, tile, 0);
+            out[outOff + r] = twoChains ? TileKernels.k1x1(tile, 0, cols, x, xOff) : TileKernels.k1x1one(tile, 0, cols, x, xOff);
+        }
+    }
 
     /** Writes row {@code row} as floats into out[off..off+cols): an embedding lookup. */
-    public abstract void readRow(int row, float[] out, int off);
+    public final void readRow(int row, float[] out, int off) {
+        decodeRow(row, out, off);
+    }
 
     /**
      * Loads tensor {@code name} of {@code file} as a {@code rows x cols} matrix, checking its shape and type.
@@ -68,9 +137,25 @@ public abstract class WeightMatrix {
         return switch (t.type()) {
             case F32 -> new F32Matrix(name, rows, cols, data);
             case F16 -> new F16Matrix(name, rows, cols, data);
+            case Q8_0 -> new Q8_0Matrix(name, rows, checkBlocks(file, t, cols), data);
+            case Q4_0 -> new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), data);
+            case Q4_K -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), data);
+            case Q6_K -> new Q6KMatrix(name, rows, checkBlocks(file, t, cols), data);
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
-                    + ", which this engine does not support (supported: F32, F16)");
+                    + ", which this engine does not support (supported: " + SUPPORTED + ")");
         };
+    }
+
+    /** The weight types {@link #load} accepts. */
+    public static final String SUPPORTED = "F32, F16, Q8_0, Q4_0, Q4_K, Q6_K";
+
+    /** A quantized row must be whole blocks: {@code cols} when it is, else a clear error. */
+    private static int checkBlocks(GgufFile file, GgufTensorInfo t, int cols) {
+        if (cols % t.type().blockSize() != 0) {
+            throw new GgufException(file.path(), "tensor '" + t.name() + "' of type " + t.type() + " has rows of "
+                    + cols + " elements, not a multiple of its block size " + t.type().blockSize());
+        }
+        return cols;
     }
 
     /** Loads a 1-D F32/F16 tensor of length {@code n} (a norm weight) into a float array. */

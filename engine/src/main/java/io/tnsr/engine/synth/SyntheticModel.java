@@ -38,7 +38,12 @@ public final class SyntheticModel {
         w.putU32("llama.rope.dimension_count", headDim);
         w.putF32("llama.rope.freq_base", 10000f);
         w.putF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-        w.putU32("general.file_type", s.type() == GgmlType.F32 ? 0 : 1);
+        w.putU32("general.file_type", switch (s.type()) { // llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q4_0, MOSTLY_Q8_0
+            case F32 -> 0;
+            case F16 -> 1;
+            case Q4_0 -> 2;
+            default -> 7;
+        });
         Vocabulary v = vocabulary(s.vocabSize());
         w.putString("tokenizer.ggml.model", "llama");
         w.putStringArray("tokenizer.ggml.tokens", v.tokens);
@@ -99,13 +104,28 @@ public final class SyntheticModel {
         });
     }
 
+    /** n values uniform in +-bound, in order, as F32, F16, or Q8_0 / Q4_0 blocks of 32 (n is a multiple of 32 then). */
     private static void fill(ByteBuffer dst, GgmlType type, long n, SplittableRandom r, double bound) {
-        for (long i = 0; i < n; i++) {
-            float v = (float) ((r.nextDouble() * 2 - 1) * bound);
-            if (type == GgmlType.F32) {
-                dst.putFloat(v);
-            } else {
-                dst.putShort(Float16.fromFloat(v));
+        float[] block = new float[Quantize.QK];
+        for (long i = 0; i < n; i += Quantize.QK) {
+            int len = (int) Math.min(Quantize.QK, n - i);
+            for (int j = 0; j < len; j++) {
+                block[j] = (float) ((r.nextDouble() * 2 - 1) * bound);
+            }
+            switch (type) {
+                case F32 -> {
+                    for (int j = 0; j < len; j++) {
+                        dst.putFloat(block[j]);
+                    }
+                }
+                case F16 -> {
+                    for (int j = 0; j < len; j++) {
+                        dst.putShort(Float16.fromFloat(block[j]));
+                    }
+                }
+                case Q8_0 -> Quantize.q8_0(block, 0, dst);
+                case Q4_0 -> Quantize.q4_0(block, 0, dst);
+                default -> throw new IllegalArgumentException("cannot write " + type);
             }
         }
     }

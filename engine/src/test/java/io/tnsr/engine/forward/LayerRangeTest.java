@@ -35,7 +35,11 @@ class LayerRangeTest {
                 Arguments.of("synthetic GQA, tied, F32", TestModels.get(tiny.withTied(true))),
                 Arguments.of("synthetic GQA, untied, F16", TestModels.get(tiny.withType(GgmlType.F16))),
                 Arguments.of("synthetic MHA, tied, F16", TestModels.get(tiny.withKvHeads(4).withTied(true).withType(GgmlType.F16))),
-                Arguments.of("synthetic with RoPE frequency factors", TestModels.get(tiny.withRopeFactors(true))));
+                Arguments.of("synthetic with RoPE frequency factors", TestModels.get(tiny.withRopeFactors(true))),
+                Arguments.of("synthetic GQA, untied, Q8_0", TestModels.get(tiny.withType(GgmlType.Q8_0))),
+                Arguments.of("synthetic MHA, tied, Q4_0", TestModels.get(tiny.withKvHeads(4).withTied(true).withType(GgmlType.Q4_0))),
+                Arguments.of("llama.cpp Q4_K_M (Q4_K + Q6_K)", SharedData.path("models/quantized/q256-q4_k_m.gguf")),
+                Arguments.of("llama.cpp Q4_0 (F16 ffn_down, Q8_0 output)", SharedData.path("models/quantized/stories260K-q4_0.gguf")));
     }
 
     private static int[] randomTokens(int n, int vocab, long seed) {

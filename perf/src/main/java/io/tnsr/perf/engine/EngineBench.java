@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -19,7 +20,9 @@ import picocli.CommandLine.Option;
 /**
  * {@code tools/engine-bench}: single-process, single-thread decode and prefill speed of the engine on a
  * synthetic model, printed as a table. Each figure is the median of several timed repeats after a warm-up,
- * with the spread (min..max).
+ * with the spread (min..max), beside the physical ceiling of the workload (from two probes run in the same
+ * JVM: streaming read bandwidth and FMA peak, see {@link Probes}), llama.cpp's figure on the same shape and
+ * the target ratio, and the bytes allocated per token (0 in steady state).
  */
 @Command(name = "engine-bench", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Measures single-thread decode and prefill tokens/s of the engine on a synthetic model",
@@ -29,7 +32,7 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--preset", defaultValue = "stories110M", description = "Model shape: stories110M, stories15M, tiny (default: ${DEFAULT-VALUE}).")
     String preset;
 
-    @Option(names = "--types", defaultValue = "f32", split = ",", description = "Weight types to measure, e.g. f32,f16 (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--types", defaultValue = "f32,q8_0,q4_0", split = ",", description = "Weight types to measure: f32, f16, q8_0, q4_0 (default: ${DEFAULT-VALUE}).")
     List<String> types;
 
     @Option(names = "--decode-tokens", defaultValue = "48", description = "Decode steps timed per repeat (default: ${DEFAULT-VALUE}).")
@@ -44,37 +47,122 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--repeats", defaultValue = "3", description = "Timed repeats per workload (default: ${DEFAULT-VALUE}).")
     int repeats;
 
+    @Option(names = "--warmup", defaultValue = "3", paramLabel = "SECONDS",
+            description = "Untimed warm-up per workload, so that the JIT has compiled the kernels (default: ${DEFAULT-VALUE}).")
+    double warmupSeconds;
+
+    @Option(names = "--probe-runs", defaultValue = "5", description = "Runs of each hardware probe; the best counts (default: ${DEFAULT-VALUE}).")
+    int probeRuns;
+
+    /** llama.cpp (CPU build, -march=native, 1 thread) on the same stories110M shape, as measured for the issue. */
+    private static final Map<String, double[]> LLAMA_CPP = Map.of( // workload key -> {low, high, target ratio}
+            "decode1 F32", new double[] {71, 76, 1.0},
+            "decode1 Q8_0", new double[] {216, 225, 0.9},
+            "decode1 Q4_0", new double[] {318, 324, 0.8},
+            "prefill F32", new double[] {670, 670, 0.7},
+            "decode8 F32", new double[] {231, 231, 0.8},
+            "decode16 F32", new double[] {339, 339, 0.8});
+
     @Override
     public Integer call() throws Exception {
-        System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), JDK %s, %d CPUs%n",
-                preset, repeats, Runtime.version(), Runtime.getRuntime().availableProcessors());
-        System.out.printf(Locale.ROOT, "%-34s %12s %22s%n", "workload", "tokens/s", "spread");
+        System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), JDK %s, %d CPUs, %s, %d-bit vectors%n",
+                preset, repeats, Runtime.version(), Runtime.getRuntime().availableProcessors(), cpuName(),
+                jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize());
+        double bw = Probes.bandwidth(probeRuns);
+        double peak = Probes.peakFlops(probeRuns);
+        System.out.printf(Locale.ROOT, "probes (same JVM, 1 thread, best of %d): streaming read %.1f GB/s over %d MiB; FMA peak %.1f GFLOP/s%n",
+                probeRuns, bw / 1e9, Probes.STREAM_BYTES >> 20, peak / 1e9);
+        System.out.println("ceiling = tokens/s if the step took only max(weight bytes / bandwidth, FLOPs / peak); bound = which one;");
+        System.out.println("ratio = tokens/s / llama.cpp's (middle of its range); target ratio, '!' when missed; B/tok = bytes allocated per token");
+        System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s %6s%n", "workload", "tokens/s", "spread",
+                "ceiling", "bound", "%ceil", "llama.cpp", "ratio", "target", "B/tok");
         for (String t : types) {
             GgmlType type = GgmlType.valueOf(t.toUpperCase(Locale.ROOT));
             ModelSpec spec = ModelSpec.preset(preset).withType(type);
             try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
                 LlamaConfig c = LlamaConfig.fromGguf(file);
+                Work work = Work.of(file, c);
                 int maxSeqs = batches.stream().mapToInt(Integer::intValue).max().orElse(1);
                 int maxTokens = Math.max(prefill, maxSeqs * 16);
                 LayerRange range = new LayerRange(file, c, 0, c.layers(),
                         new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, (long) (maxSeqs + 1) * c.contextLength()),
                         maxTokens, maxSeqs);
                 Runner r = new Runner(range, maxTokens, maxSeqs);
-                report("decode, 1 sequence, " + type, r.decode(1, decodeSteps, repeats));
-                report("prefill " + prefill + " tokens, " + type, r.prefill(prefill, repeats));
+                r.warmupNanos = (long) (warmupSeconds * 1e9);
+                report("decode, 1 sequence, " + type, "decode1 " + type, r.decode(1, decodeSteps, repeats),
+                        work.ceiling(1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken);
+                report("prefill " + prefill + " tokens, " + type, "prefill " + type, r.prefill(prefill, repeats),
+                        work.ceiling(prefill, 1, prefill / 2, bw, peak), r.allocatedPerToken);
                 for (int b : batches) {
-                    report("decode, " + b + " sequences batched, " + type, r.decode(b, Math.max(8, decodeSteps / 4), repeats));
+                    int steps = Math.max(8, decodeSteps / 4);
+                    report("decode, " + b + " sequences batched, " + type, "decode" + b + " " + type, r.decode(b, steps, repeats),
+                            work.ceiling(b, b, 16 + steps / 2, bw, peak), r.allocatedPerToken);
                 }
             }
         }
         return 0;
     }
 
-    private static void report(String workload, double[] rates) {
+    private static void report(String workload, String key, double[] rates, double[] ceiling, double allocPerToken) {
         double[] s = rates.clone();
         Arrays.sort(s);
-        System.out.printf(Locale.ROOT, "%-34s %12.1f %22s%n", workload, s[s.length / 2],
-                String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]));
+        double median = s[s.length / 2];
+        double[] ref = LLAMA_CPP.get(key);
+        String refText = ref == null ? "-" : ref[0] == ref[1] ? String.format(Locale.ROOT, "%.0f", ref[0])
+                : String.format(Locale.ROOT, "%.0f-%.0f", ref[0], ref[1]);
+        String ratio = ref == null ? "-" : String.format(Locale.ROOT, "%.2fx", median / ((ref[0] + ref[1]) / 2));
+        String target = ref == null ? "-" : String.format(Locale.ROOT, "%.1fx%s", ref[2],
+                median >= ref[2] * (ref[0] + ref[1]) / 2 ? "" : "!");
+        System.out.printf(Locale.ROOT, "%-34s %9.1f %15s %9.1f %-4s %5.0f%% %11s %6s %6s %6.0f%n", workload, median,
+                String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), ceiling[0],
+                ceiling[1] == 0 ? "mem" : "flop", 100 * median / ceiling[0], refText, ratio, target, allocPerToken);
+    }
+
+    private static String cpuName() {
+        try {
+            return java.nio.file.Files.readAllLines(java.nio.file.Paths.get("/proc/cpuinfo")).stream()
+                    .filter(l -> l.startsWith("model name")).findFirst().map(l -> l.substring(l.indexOf(':') + 1).trim())
+                    .orElse("unknown CPU");
+        } catch (java.io.IOException | RuntimeException e) {
+            return "unknown CPU";
+        }
+    }
+
+    /**
+     * What one step of the model costs: the weight bytes it streams (every matrix but the embedding, which is
+     * read one row per token) and the FLOPs per token (2 per weight of the layers' matrices, 2 per classifier
+     * weight for each token that wants logits, and attention's 4 x position x dim per layer).
+     */
+    record Work(long weightBytes, long layerFlops, long classifierFlops, long attentionFlopsPerPosition) {
+        static Work of(GgufFile file, LlamaConfig c) {
+            long bytes = 0;
+            long layer = 0;
+            for (var t : file.tensors().values()) {
+                boolean matrix = t.dims().length == 2 && !t.name().equals("token_embd.weight");
+                if (matrix && t.name().startsWith("blk.")) {
+                    layer += 2 * t.elementCount();
+                }
+                if (matrix) {
+                    bytes += t.byteSize();
+                }
+            }
+            long classifier = 2L * c.vocabSize() * c.dim();
+            if (!file.hasTensor("output.weight")) {
+                bytes += file.tensor("token_embd.weight").byteSize();
+            }
+            return new Work(bytes, layer, classifier, 4L * c.layers() * c.heads() * c.headDim());
+        }
+
+        /**
+         * {tokens/s, 0 when bound by memory or 1 by arithmetic} of a step carrying {@code tokens} tokens, of which
+         * {@code logitRows} want logits, at average position {@code avgPos}.
+         */
+        double[] ceiling(int tokens, int logitRows, int avgPos, double bandwidth, double peak) {
+            double memory = weightBytes / bandwidth;
+            double flops = ((double) tokens * (layerFlops + attentionFlopsPerPosition * avgPos)
+                    + (double) logitRows * classifierFlops) / peak;
+            return new double[] {tokens / Math.max(memory, flops), flops > memory ? 1 : 0};
+        }
     }
 
     /** Drives a whole-model range with fixed token ids; no sampling, no I/O. */
@@ -85,6 +173,27 @@ public final class EngineBench implements Callable<Integer> {
         private final float[] x;
         private final float[] logits;
         private int nextSeq;
+        /** Bytes this thread allocated per token in the last timed repeat (0 once the kernels are compiled). */
+        double allocatedPerToken;
+        /** Each workload runs untimed for this long first, so that C2 has compiled its kernels. */
+        long warmupNanos;
+
+        private static long allocated() {
+            return ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean())
+                    .getThreadAllocatedBytes(Thread.currentThread().getId());
+        }
+
+        /** What one {@link #allocated()} call allocates itself (its JMX plumbing), to leave out of the figure. */
+        private static final long PROBE_ALLOCATION = probeAllocation();
+
+        private static long probeAllocation() {
+            long min = Long.MAX_VALUE;
+            for (int i = 0; i < 5; i++) {
+                long a = allocated();
+                min = Math.min(min, allocated() - a);
+            }
+            return min;
+        }
 
         Runner(LayerRange range, int maxTokens, int maxSeqs) {
             this.range = range;
@@ -104,52 +213,70 @@ public final class EngineBench implements Callable<Integer> {
             range.logits(batch, x, logits);
         }
 
-        /** Tokens/s of {@code steps} decode calls of {@code b} sequences (each after a 16-token prompt), per repeat. */
+        /**
+         * Tokens/s of {@code steps} decode calls of {@code b} sequences (each after a 16-token prompt), per repeat,
+         * after warming up for {@link #warmupNanos}.
+         */
         double[] decode(int b, int steps, int repeats) {
+            long until = System.nanoTime() + warmupNanos;
+            do {
+                decodeOnce(b, Math.min(steps, 8));
+            } while (System.nanoTime() < until);
             double[] rates = new double[repeats];
-            for (int rep = -1; rep < repeats; rep++) { // rep -1: warm-up
-                int[] ids = new int[b];
-                batch.clear();
-                for (int s = 0; s < b; s++) {
-                    ids[s] = nextSeq++;
-                    batch.add(ids[s], 0, 16, true);
-                }
-                call();
-                long t0 = System.nanoTime();
-                int n = rep < 0 ? Math.min(steps, 8) : steps;
-                for (int step = 0; step < n; step++) {
-                    batch.clear();
-                    for (int s = 0; s < b; s++) {
-                        batch.add(ids[s], 16 + step, 1, true);
-                    }
-                    call();
-                }
-                long t = System.nanoTime() - t0;
-                if (rep >= 0) {
-                    rates[rep] = (double) b * n * 1e9 / t;
-                }
-                for (int id : ids) {
-                    range.endSequence(id);
-                }
+            for (int rep = 0; rep < repeats; rep++) {
+                rates[rep] = decodeOnce(b, steps);
             }
             return rates;
         }
 
-        /** Tokens/s of prefilling a {@code len}-token prompt as one block, per repeat. */
-        double[] prefill(int len, int repeats) {
-            double[] rates = new double[repeats];
-            for (int rep = -1; rep < repeats; rep++) {
-                int id = nextSeq++;
-                batch.clear().add(id, 0, len, true);
-                long t0 = System.nanoTime();
-                call();
-                long t = System.nanoTime() - t0;
-                if (rep >= 0) {
-                    rates[rep] = len * 1e9 / t;
+        private double decodeOnce(int b, int steps) {
+            int[] ids = new int[b];
+            batch.clear();
+            for (int s = 0; s < b; s++) {
+                ids[s] = nextSeq++;
+                batch.add(ids[s], 0, 16, true);
+            }
+            call();
+            long a0 = allocated();
+            long t0 = System.nanoTime();
+            for (int step = 0; step < steps; step++) {
+                batch.clear();
+                for (int s = 0; s < b; s++) {
+                    batch.add(ids[s], 16 + step, 1, true);
                 }
+                call();
+            }
+            long t = System.nanoTime() - t0;
+            allocatedPerToken = (double) (allocated() - a0 - PROBE_ALLOCATION) / (b * steps);
+            for (int id : ids) {
                 range.endSequence(id);
             }
+            return (double) b * steps * 1e9 / t;
+        }
+
+        /** Tokens/s of prefilling a {@code len}-token prompt as one block, per repeat, after warming up. */
+        double[] prefill(int len, int repeats) {
+            long until = System.nanoTime() + warmupNanos;
+            do {
+                prefillOnce(len);
+            } while (System.nanoTime() < until);
+            double[] rates = new double[repeats];
+            for (int rep = 0; rep < repeats; rep++) {
+                rates[rep] = prefillOnce(len);
+            }
             return rates;
+        }
+
+        private double prefillOnce(int len) {
+            int id = nextSeq++;
+            batch.clear().add(id, 0, len, true);
+            long a0 = allocated();
+            long t0 = System.nanoTime();
+            call();
+            long t = System.nanoTime() - t0;
+            allocatedPerToken = (double) (allocated() - a0 - PROBE_ALLOCATION) / len;
+            range.endSequence(id);
+            return len * 1e9 / t;
         }
     }
 

@@ -1,0 +1,55 @@
+package io.tnsr.engine.model;
+
+import static io.tnsr.engine.model.TileKernels.F;
+
+import io.tnsr.engine.kernels.Float16;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * Register-level helpers shared by the quantized matrices. They read one row's blocks from a small byte[]
+ * (the row's bytes, copied from the mapped file with one bulk get): measured 30% faster than loading each
+ * vector from the MappedByteBuffer, whose loads keep a bounds check each; the copy is a memcpy into L1.
+ */
+final class Blocks {
+    /** As many byte lanes as a float vector has lanes (128 bits with AVX-512). */
+    static final VectorSpecies<Byte> B = VectorSpecies.of(byte.class, VectorShape.forBitSize(F.length() * 8));
+    static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
+
+    private Blocks() {
+    }
+
+    /** L bytes from {@code off}, sign-extended into int lanes (mask / shift for unsigned fields). */
+    static IntVector ints(byte[] row, int off) {
+        return (IntVector) ByteVector.fromArray(B, row, off).convertShape(VectorOperators.B2I, I, 0);
+    }
+
+    /** L signed bytes from {@code off} as floats. */
+    static FloatVector signedBytes(byte[] row, int off) {
+        return (FloatVector) ByteVector.fromArray(B, row, off).convertShape(VectorOperators.B2F, F, 0);
+    }
+
+    /** Unsigned 4-bit fields: (byte >> shift) & 0xF of L bytes from {@code off}, minus {@code bias}, as floats. */
+    static FloatVector nibbles(byte[] row, int off, int shift, int bias) {
+        return (FloatVector) ints(row, off).lanewise(VectorOperators.LSHR, shift).and(0xF).sub(bias)
+                .convert(VectorOperators.I2F, 0);
+    }
+
+    /** Every half-precision value as a float (256 KiB): a block scale costs one L1/L2 load instead of ~10 ops. */
+    private static final float[] HALF = new float[1 << 16];
+
+    static {
+        for (int h = 0; h < HALF.length; h++) {
+            HALF[h] = Float16.toFloat(h);
+        }
+    }
+
+    /** The little-endian half-precision value at {@code off}. */
+    static float half(byte[] row, int off) {
+        return HALF[(row[off] & 0xFF) | (row[off + 1] & 0xFF) << 8];
+    }
+}
