@@ -8,6 +8,7 @@ import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.SpinPolicy;
 import io.tnsr.engine.pipeline.StageSpec;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.sampling.Sampler;
@@ -115,9 +116,15 @@ public final class RunPipelineCommand implements Callable<Integer> {
             default -> throw new IllegalArgumentException("--split must be even or balanced, not '" + split + "'");
         }
         int n = pc.stages().size();
-        List<WaitMode> waits = new ArrayList<>();
-        List<Integer> cpus = new ArrayList<>();
-        spinPolicy(pc, n, waits, cpus);
+        SpinPolicy policy = SpinPolicy.decide(pc, spin, Runtime.getRuntime().availableProcessors());
+        if (policy.warning() != null) {
+            System.err.println("run-pipeline: --" + policy.warning());
+        }
+        if (policy.pinning() != null) {
+            System.err.println("run-pipeline: spinning compute threads pinned: " + policy.pinning());
+        }
+        List<WaitMode> waits = policy.waits();
+        List<Integer> cpus = policy.cpus();
 
         Sampler sampler = new Sampler(gen.sampling(), mc.vocabSize());
         List<SequenceState> seqs = gen.sequences(cycle(gen.prompts("Once upon a time"), requests), tok, mc.contextLength(), sampler);
@@ -173,40 +180,6 @@ public final class RunPipelineCommand implements Callable<Integer> {
             pc = PipelineConfig.defaults(layers, stages == null ? 1 : stages, WaitMode.BLOCK);
         }
         return pc;
-    }
-
-    /**
-     * Busy-spinning threads beyond the machine's cores starve each other (and the network threads). A stage
-     * gets a spinning, pinned compute thread only when every stage can have its own core and one core is left
-     * for everything else; otherwise none does: giving some stages a core would leave the others sharing what
-     * is left, and the slowest stage sets the pipeline's pace. They back off (spin, yield, park) instead.
-     */
-    private void spinPolicy(PipelineConfig pc, int n, List<WaitMode> waits, List<Integer> cpus) {
-        int cores = Runtime.getRuntime().availableProcessors();
-        boolean spinning = spin || pc.waitMode() == WaitMode.SPIN;
-        boolean granted = spinning && n <= cores - 1;
-        if (spinning && !granted) {
-            System.err.printf(Locale.ROOT, "run-pipeline: --spin asks for %d busy-spinning compute threads, but this machine has %d CPUs "
-                    + "(one is kept for the network threads and the coordinator); the stages will back off instead "
-                    + "(spin, then yield, then park)%n", n, cores);
-        }
-        for (int i = 0; i < n; i++) {
-            StageSpec s = pc.stages().get(i);
-            if (granted) {
-                waits.add(WaitMode.SPIN);
-                cpus.add(s.cpus().isEmpty() ? (i + 1) % cores : s.cpus().get(0));
-            } else {
-                waits.add(spinning ? WaitMode.BACKOFF : pc.waitMode() == WaitMode.SPIN ? WaitMode.BACKOFF : pc.waitMode());
-                cpus.add(-1);
-            }
-        }
-        if (granted) {
-            StringBuilder sb = new StringBuilder("run-pipeline: spinning compute threads pinned:");
-            for (int i = 0; i < n; i++) {
-                sb.append(" stage").append(i).append("->CPU").append(cpus.get(i));
-            }
-            System.err.println(sb);
-        }
     }
 
     private void report(PrintStream out, Path modelPath, LlamaConfig mc, PipelineConfig pc, List<WaitMode> waits, int m,

@@ -6,6 +6,7 @@ import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.SpinPolicy;
 import io.tnsr.engine.pipeline.StageSpec;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.sampling.Sampler;
@@ -114,15 +115,7 @@ public final class PipelineBench implements Callable<Integer> {
     }
 
     private double run(Path model, LlamaConfig cfg, Tokenizer tok, PipelineConfig pc, Scenario sc) throws Exception {
-        int n = pc.stages().size();
-        int cores = Runtime.getRuntime().availableProcessors();
-        boolean granted = sc.spin() && n <= cores - 1;
-        List<WaitMode> waits = new ArrayList<>();
-        List<Integer> cpus = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            waits.add(!sc.spin() ? WaitMode.BLOCK : granted ? WaitMode.SPIN : WaitMode.BACKOFF);
-            cpus.add(granted ? (i + 1) % cores : -1);
-        }
+        SpinPolicy policy = SpinPolicy.decide(pc, sc.spin(), Runtime.getRuntime().availableProcessors());
         int seqCount = sc.microBatches() * sc.batch();
         Sampler sampler = new Sampler(SamplingConfig.GREEDY, cfg.vocabSize());
         List<SequenceState> seqs = new ArrayList<>();
@@ -132,7 +125,7 @@ public final class PipelineBench implements Callable<Integer> {
         }
         Path dir = Files.createTempDirectory("pipeline-bench");
         try {
-            PipelineRun.Settings s = new PipelineRun.Settings(model, pc, waits, cpus,
+            PipelineRun.Settings s = new PipelineRun.Settings(model, pc, policy.waits(), policy.cpus(),
                     new Coordinator.Options(sc.microBatches(), sc.batch(), pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(),
                             pc.maxFrameBytes()), dir, 120_000, 120_000, 20_000, seqCount * 16);
             PipelineRun.Outcome o = PipelineRun.run(s, cfg, sampler, seqs, (seq, t) -> { });
