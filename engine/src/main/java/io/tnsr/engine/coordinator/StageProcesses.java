@@ -253,24 +253,27 @@ public final class StageProcesses implements Stages {
     @Override
     public boolean awaitExit(long timeoutMillis) {
         stopping = true;
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-        for (Process p : processes) {
-            if (p == null) {
-                continue;
-            }
-            try {
-                long left = deadline - System.nanoTime();
-                if (left <= 0 || !p.waitFor(left, TimeUnit.NANOSECONDS)) {
-                    return false;
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
-        }
-        return true;
+        return waitAll(timeoutMillis);
     }
 
+    /** Waits up to the timeout for every process to end; true if they all did. */
+    private boolean waitAll(long timeoutMillis) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        try {
+            for (Process p : processes) {
+                long left = deadline - System.nanoTime();
+                if (p != null && (left <= 0 || !p.waitFor(left, TimeUnit.NANOSECONDS))) {
+                    return false;
+                }
+            }
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** SIGTERM to every stage still running (each flushes its metrics), then SIGKILL after 3 s. */
     private void destroyAll() {
         stopping = true;
         for (Process p : processes) {
@@ -278,18 +281,11 @@ public final class StageProcesses implements Stages {
                 p.destroy();
             }
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
-        for (Process p : processes) {
-            if (p == null) {
-                continue;
-            }
-            try {
-                long left = deadline - System.nanoTime();
-                if (left <= 0 || !p.waitFor(left, TimeUnit.NANOSECONDS)) {
+        if (!waitAll(3000)) {
+            for (Process p : processes) {
+                if (p != null) {
                     p.destroyForcibly();
                 }
-            } catch (InterruptedException e) {
-                p.destroyForcibly();
             }
         }
     }
