@@ -1,0 +1,65 @@
+package io.tnsr.perf.kernels;
+
+import java.util.concurrent.TimeUnit;
+import org.agrona.BufferUtil;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * The reference the perf gate divides kernel, layer and codec times by: a plain memory copy between two
+ * off-heap buffers ({@code Unsafe.copyMemory} through Agrona), measured in the same gate run. A machine (or a
+ * moment) with slower memory or a lower clock slows the copy too, so the ratio cancels most of it.
+ * <ul>
+ * <li>{@code size = 16k}: in L1/L2, about the cost of moving one 16 KiB activation frame (codec reference);</li>
+ * <li>{@code size = 64m}: larger than the last-level cache, the DRAM bandwidth the big kernels are bound by.</li>
+ * </ul>
+ * GB/s = 2 x size / time (read + write).
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(1)
+public class MemoryProbe {
+    @Param({"16k", "64m"})
+    public String size;
+
+    private UnsafeBuffer src;
+    private UnsafeBuffer dst;
+    private int bytes;
+
+    /** "16k" = 16384, "64m" = 64 MiB. */
+    public static int parseSize(String s) {
+        String t = s.trim().toLowerCase(java.util.Locale.ROOT);
+        int mult = t.endsWith("k") ? 1 << 10 : t.endsWith("m") ? 1 << 20 : 1;
+        return Integer.parseInt(mult == 1 ? t : t.substring(0, t.length() - 1)) * mult;
+    }
+
+    @Setup
+    public void setup() {
+        bytes = parseSize(size);
+        src = new UnsafeBuffer(BufferUtil.allocateDirectAligned(bytes, 64));
+        dst = new UnsafeBuffer(BufferUtil.allocateDirectAligned(bytes, 64));
+        for (int i = 0; i < bytes; i += 8) {
+            src.putLong(i, i * 0x9E3779B97F4A7C15L);
+        }
+        dst.setMemory(0, bytes, (byte) 1);
+    }
+
+    @Benchmark
+    public UnsafeBuffer copy() {
+        dst.putBytes(0, src, 0, bytes);
+        return dst;
+    }
+}
