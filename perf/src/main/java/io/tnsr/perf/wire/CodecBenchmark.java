@@ -116,6 +116,15 @@ public class CodecBenchmark
         return reader.sum;
     }
 
+    /**
+     * Feeds the 16 KiB ACTIVATIONS frame to this state's decoder with another handler: for benchmarks that take
+     * this class as their state (the perf gate's injected regressions).
+     */
+    public void decodeActivation16k(final FrameHandler handler) throws Exception
+    {
+        decoder.feed(activationFrame, 0, activationFrameLength, handler);
+    }
+
     @Benchmark
     public long decodeActivation16kSplit() throws Exception
     {
