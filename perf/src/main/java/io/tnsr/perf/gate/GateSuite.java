@@ -3,6 +3,7 @@ package io.tnsr.perf.gate;
 import io.tnsr.perf.gate.injected.InjectedAllocatingCodec;
 import io.tnsr.perf.gate.injected.InjectedCopyingHop;
 import io.tnsr.perf.gate.injected.InjectedSlowKernel;
+import io.tnsr.perf.kernels.ComputeProbe;
 import io.tnsr.perf.kernels.KernelBenchmark;
 import io.tnsr.perf.kernels.MemoryProbe;
 import io.tnsr.perf.stage.HopBenchmark;
@@ -10,7 +11,6 @@ import io.tnsr.perf.stage.RingBenchmark;
 import io.tnsr.perf.stage.StageLoopBenchmark;
 import io.tnsr.perf.wire.CodecBenchmark;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -32,15 +32,16 @@ public final class GateSuite {
     static final String STAGE = StageLoopBenchmark.class.getName() + ".frame";
 
     static final Probe COPY_16K = Probe.avgt(COPY, "size", "16k");
-    static final Probe COPY_64M = Probe.avgt(COPY, "size", "64m");
+    static final Probe COPY_64M = Probe.sample(COPY, "size", "64m");
+    static final Probe FMA = Probe.sample(ComputeProbe.class.getName() + ".fma");
     static final Probe HOP_RAW = Probe.sample(HOP, "path", "raw", "cpu", "last");
     static final Probe HOP_STAGE = Probe.sample(HOP, "path", "stage", "cpu", "last");
 
     /** The gate's metrics, in measuring order. */
     public static List<Metric> metrics() {
         List<Metric> m = new ArrayList<>();
-        // Codec: allocation on every path, time relative to copying 16 KiB.
-        m.add(Metric.info("info.copy16k", COPY_16K, "reference: copy 16 KiB off-heap (ns/op)"));
+        // Codec: allocation on every path; time (mean per operation: these take nanoseconds) relative to copying 16 KiB.
+        m.add(Metric.info("info.copy16k", COPY_16K, "reference: copy 16 KiB off-heap, mean (ns)"));
         for (String[] b : new String[][] {
                 {"encodeHeaderOnly", "encodeHeader"}, {"encodeActivation16k", "encode16k"},
                 {"decodeHeaderOnly", "decodeHeader"}, {"decodeActivation16k", "decode16k"}}) {
@@ -50,20 +51,23 @@ public final class GateSuite {
                 m.add(Metric.ratio("time.codec." + b[1], p, COPY_16K, "CodecBenchmark." + b[0] + " / copy 16 KiB"));
             }
         }
-        // Kernels and the layer: time relative to copying 64 MiB (DRAM bandwidth, what decode is bound by).
-        m.add(Metric.info("info.copy64m", COPY_64M, "reference: copy 64 MiB off-heap (ns/op)"));
-        for (String[] k : new String[][] {
-                {"F32", "4096x4096", "1"}, {"F16", "4096x4096", "1"}, {"F32", "768x768", "1"}, {"F32", "2048x768", "16"}}) {
-            m.add(Metric.ratio("time.kernel." + k[0].toLowerCase(java.util.Locale.ROOT) + "." + k[1] + ".n" + k[2],
-                    Probe.avgt(KERNEL, "type", k[0], "shape", k[1], "tokens", k[2]), COPY_64M,
-                    "KernelBenchmark " + k[0] + " " + k[1] + " x " + k[2] + " token(s) / copy 64 MiB"));
-        }
-        Probe decode = Probe.avgt(LAYER, "phase", "decode", "type", "F32");
-        Probe prefill = Probe.avgt(LAYER, "phase", "prefill", "type", "F32").scaled(3);
-        m.add(Metric.alloc("alloc.layer.decode", decode, "LayerBenchmark decode F32: bytes per layer forward"));
-        m.add(Metric.ratio("time.layer.decode", decode, COPY_64M, "LayerBenchmark decode (1 token) F32 / copy 64 MiB"));
-        m.add(Metric.alloc("alloc.layer.prefill", prefill, "LayerBenchmark prefill F32: bytes per layer forward"));
-        m.add(Metric.ratio("time.layer.prefill", prefill, COPY_64M, "LayerBenchmark prefill (128 tokens) F32 / copy 64 MiB"));
+        // Kernels and the layer: median time per call (sampled: a call the scheduler interrupted does not move the
+        // median), relative to the reference bound by the same resource: DRAM bandwidth (copy 64 MiB) for the
+        // memory-bound matrix-vector products and decode, the core (vector FMAs in L1) for the rest.
+        m.add(Metric.info("info.fma", FMA, "reference: 64K vector FMAs in L1, p50 (ns)"));
+        m.add(kernel("F32", "768x768", "1", FMA, "vector FMAs"));
+        m.add(kernel("F32", "2048x768", "16", FMA, "vector FMAs"));
+        Probe prefill = Probe.sample(LAYER, "phase", "prefill", "type", "F32").scaled(3);
+        m.add(Metric.ratio("time.layer.prefill", prefill, FMA, "LayerBenchmark prefill (128 tokens) F32 p50 / vector FMAs"));
+        m.add(Metric.info("info.copy64m", COPY_64M, "reference: copy 64 MiB off-heap, p50 (ns)"));
+        m.add(kernel("F32", "4096x4096", "1", COPY_64M, "copy 64 MiB"));
+        m.add(kernel("F16", "4096x4096", "1", COPY_64M, "copy 64 MiB"));
+        m.add(Metric.ratio("time.layer.decode", Probe.sample(LAYER, "phase", "decode", "type", "F32"), COPY_64M,
+                "LayerBenchmark decode (1 token) F32 p50 / copy 64 MiB"));
+        m.add(Metric.alloc("alloc.layer.decode", Probe.avgt(LAYER, "phase", "decode", "type", "F32"),
+                "LayerBenchmark decode F32: bytes per layer forward"));
+        m.add(Metric.alloc("alloc.layer.prefill", Probe.avgt(LAYER, "phase", "prefill", "type", "F32").scaled(3),
+                "LayerBenchmark prefill F32: bytes per layer forward"));
         // One loopback hop of a 16 KiB frame: the stage's code relative to a raw socket ping-pong, both pinned.
         m.add(Metric.info("info.hop.raw", HOP_RAW, "reference: raw 16 KiB loopback round trip, p50 (ns)"));
         m.add(Metric.ratio("time.hop.stage", HOP_STAGE, HOP_RAW, "HopBenchmark stage path / raw path, round trip p50"));
@@ -81,16 +85,10 @@ public final class GateSuite {
         return m;
     }
 
-    /** The probes of {@code metrics}, references included, each once, in measuring order. */
-    public static List<Probe> probes(List<Metric> metrics) {
-        Set<Probe> s = new LinkedHashSet<>();
-        for (Metric m : metrics) {
-            if (m.reference() != null) {
-                s.add(m.reference());
-            }
-            s.add(m.probe());
-        }
-        return new ArrayList<>(s);
+    private static Metric kernel(String type, String shape, String tokens, Probe reference, String refName) {
+        return Metric.ratio("time.kernel." + type.toLowerCase(java.util.Locale.ROOT) + "." + shape + ".n" + tokens,
+                Probe.sample(KERNEL, "type", type, "shape", shape, "tokens", tokens), reference,
+                "KernelBenchmark " + type + " " + shape + " x " + tokens + " token(s) p50 / " + refName);
     }
 
     /**

@@ -100,15 +100,16 @@ public final class PerfGate implements Callable<Integer> {
             if (runs > 1) {
                 out.printf(Locale.ROOT, "%n=== run %d of %d ===%n", run, runs);
             }
-            Map<Probe, ProbeRunner.Measurement> measured = measure(GateSuite.probes(metrics), settings,
-                    outDir.resolve(runs > 1 ? "logs-run" + run : "logs"));
-            Map<String, GateCheck.Observation> obs = observe(metrics, measured, settings);
+            Schedule schedule = Schedule.of(metrics);
+            List<ProbeRunner.Measurement> results = measure(schedule, settings, outDir.resolve(runs > 1 ? "logs-run" + run : "logs"));
+            Map<Probe, ProbeRunner.Measurement> measured = schedule.firstOfEach(results);
+            Map<String, GateCheck.Observation> obs = schedule.observe(metrics, results, settings.iterationMillis());
             all.add(obs);
             GateCheck.Report report = GateCheck.check(metrics, obs, only != null ? subset(baseline, metrics) : baseline);
             out.println();
             GateTable.print(report, out);
             GateTable.throughput(measured, out);
-            writeResults(outDir.resolve(runs > 1 ? "run" + run + ".json" : "last-run.json"), measured, obs, report);
+            writeResults(outDir.resolve(runs > 1 ? "run" + run + ".json" : "last-run.json"), schedule, results, obs, report);
             if (!report.passed()) {
                 failedRuns++;
                 for (GateCheck.Row r : report.failures()) {
@@ -149,64 +150,37 @@ public final class PerfGate implements Callable<Integer> {
         return failedRuns == 0 ? 0 : 1;
     }
 
-    /** Measures every probe once, printing one line per probe. */
-    private Map<Probe, ProbeRunner.Measurement> measure(List<Probe> probes, ProbeRunner.Settings settings, Path logs)
-            throws Exception {
+    /** Measures the schedule's probes in order, printing one line per probe. */
+    private List<ProbeRunner.Measurement> measure(Schedule schedule, ProbeRunner.Settings settings, Path logs) throws Exception {
         ProbeRunner runner = new ProbeRunner(settings, logs);
-        Map<Probe, ProbeRunner.Measurement> measured = new LinkedHashMap<>();
+        List<ProbeRunner.Measurement> results = new ArrayList<>();
         long t0 = System.nanoTime();
-        int i = 0;
+        List<Probe> probes = schedule.probes();
         for (Probe p : probes) {
             long s = System.nanoTime();
             ProbeRunner.Measurement m = runner.run(p);
-            measured.put(p, m);
-            out.printf(Locale.ROOT, "[%2d/%d] %-62s %s (%.0f s, load %s)%n", ++i, probes.size(), p.key(),
+            results.add(m);
+            out.printf(Locale.ROOT, "[%2d/%d] %-62s %s (%.0f s, load %s)%n", results.size(), probes.size(), p.key(),
                     m.ok() ? GateTable.time(m.nanosPerOp()) + "/op, " + String.format(Locale.ROOT, "%.3f B/op", m.allocBytesPerOp())
                             : "FAILED: " + m.error(), (System.nanoTime() - s) / 1e9, GateTable.load());
         }
         out.printf(Locale.ROOT, "measured %d probes in %.0f s%n", probes.size(), (System.nanoTime() - t0) / 1e9);
-        return measured;
-    }
-
-    /** Each metric's value from the measurements. */
-    static Map<String, GateCheck.Observation> observe(List<Metric> metrics, Map<Probe, ProbeRunner.Measurement> measured,
-                                                      ProbeRunner.Settings settings) {
-        Map<String, GateCheck.Observation> obs = new LinkedHashMap<>();
-        for (Metric m : metrics) {
-            ProbeRunner.Measurement p = measured.get(m.probe());
-            if (p == null || !p.ok()) {
-                obs.put(m.name(), GateCheck.Observation.missing(p == null ? "not measured" : p.error()));
-                continue;
-            }
-            double ops = settings.iterationMillis() * 1e6 * m.probe().iterationScale() / p.nanosPerOp();
-            switch (m.kind()) {
-                case ALLOC -> obs.put(m.name(), new GateCheck.Observation(p.allocBytesPerOp(), ops, null));
-                case INFO -> obs.put(m.name(), new GateCheck.Observation(p.nanosPerOp(), ops, null));
-                case RATIO -> {
-                    ProbeRunner.Measurement r = measured.get(m.reference());
-                    obs.put(m.name(), r == null || !r.ok()
-                            ? GateCheck.Observation.missing("reference " + m.reference().key() + " failed")
-                            : new GateCheck.Observation(p.nanosPerOp() / r.nanosPerOp(), ops, null));
-                }
-            }
-        }
-        return obs;
+        return results;
     }
 
     private int selfTest(List<Metric> metrics, Baseline baseline, ProbeRunner.Settings settings) throws Exception {
         List<GateSuite.Injection> injections = GateSuite.injections();
-        List<Probe> probes = new ArrayList<>(GateSuite.probes(metrics));
+        List<List<Metric>> variants = new ArrayList<>();
+        variants.add(metrics);
         for (GateSuite.Injection inj : injections) {
-            for (Probe p : GateSuite.probes(inj.apply(metrics))) {
-                if (!probes.contains(p)) {
-                    probes.add(p);
-                }
-            }
+            variants.add(inj.apply(metrics));
         }
-        out.println("perf-gate --self-test: the gate's probes plus the injected variants, each measured once; every "
-                + "scenario is then judged against the baseline");
-        Map<Probe, ProbeRunner.Measurement> measured = measure(probes, settings, outDir.resolve("logs-self-test"));
-        GateCheck.Report unchanged = GateCheck.check(metrics, observe(metrics, measured, settings), baseline);
+        Schedule schedule = Schedule.ofVariants(variants);
+        out.println("perf-gate --self-test: the gate's probes plus the injected variants (each measured next to the real "
+                + "one); every scenario is then judged against the baseline");
+        List<ProbeRunner.Measurement> results = measure(schedule, settings, outDir.resolve("logs-self-test"));
+        Map<Probe, ProbeRunner.Measurement> measured = schedule.firstOfEach(results);
+        GateCheck.Report unchanged = GateCheck.check(metrics, schedule.observe(metrics, results, settings.iterationMillis()), baseline);
         out.println();
         out.println("--- unchanged code ---");
         GateTable.print(unchanged, out);
@@ -214,9 +188,10 @@ public final class PerfGate implements Callable<Integer> {
         boolean ok = unchanged.passed();
         out.println();
         out.println("self-test: unchanged code " + (ok ? "PASSES" : "FAILS: " + names(unchanged.failures())));
-        for (GateSuite.Injection inj : injections) {
-            List<Metric> regressed = inj.apply(metrics);
-            GateCheck.Report r = GateCheck.check(metrics, observe(regressed, measured, settings), baseline);
+        for (int k = 0; k < injections.size(); k++) {
+            GateSuite.Injection inj = injections.get(k);
+            List<Metric> regressed = variants.get(k + 1);
+            GateCheck.Report r = GateCheck.check(metrics, schedule.observe(regressed, results, settings.iterationMillis()), baseline);
             GateCheck.Row expected = r.row(inj.expected());
             boolean caught = expected != null && (expected.verdict() == GateCheck.Verdict.REGRESSION
                     || expected.verdict() == GateCheck.Verdict.ALLOCATES);
@@ -296,7 +271,7 @@ public final class PerfGate implements Callable<Integer> {
         return new Baseline(m, old.backgroundAllocBytesPerIteration(), notes);
     }
 
-    private static void writeResults(Path file, Map<Probe, ProbeRunner.Measurement> measured,
+    private static void writeResults(Path file, Schedule schedule, List<ProbeRunner.Measurement> results,
                                      Map<String, GateCheck.Observation> obs, GateCheck.Report report) throws Exception {
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("machine", GateTable.machine());
@@ -314,15 +289,16 @@ public final class PerfGate implements Callable<Integer> {
             metrics.put(r.metric(), row);
         }
         root.put("metrics", metrics);
-        Map<String, Object> probes = new LinkedHashMap<>();
-        for (Map.Entry<Probe, ProbeRunner.Measurement> e : measured.entrySet()) {
+        List<Object> probes = new ArrayList<>();
+        for (int i = 0; i < results.size(); i++) {
             Map<String, Object> p = new LinkedHashMap<>();
-            ProbeRunner.Measurement m = e.getValue();
+            ProbeRunner.Measurement m = results.get(i);
+            p.put("probe", schedule.probes().get(i).key());
             p.put("nanos_per_op", finite(m.nanosPerOp()));
             p.put("alloc_bytes_per_op", finite(m.allocBytesPerOp()));
             p.put("iteration_nanos", m.iterationNanos());
             p.put("error", m.error());
-            probes.put(e.getKey().key(), p);
+            probes.add(p);
         }
         root.put("probes", probes);
         Files.writeString(file, Json.write(root) + "\n");

@@ -35,6 +35,9 @@ public class MemoryProbe {
     @Param({"16k", "64m"})
     public String size;
 
+    /** Where the destination starts relative to a page boundary (the source starts on one). */
+    static final int DST_SKEW = 2112;
+
     private UnsafeBuffer src;
     private UnsafeBuffer dst;
     private int bytes;
@@ -49,8 +52,12 @@ public class MemoryProbe {
     @Setup
     public void setup() {
         bytes = parseSize(size);
-        src = new UnsafeBuffer(BufferUtil.allocateDirectAligned(bytes, 64));
-        dst = new UnsafeBuffer(BufferUtil.allocateDirectAligned(bytes, 64));
+        // One block, with the destination 2112 bytes past a page boundary relative to the source: two separate
+        // allocations land at a random distance from each other, and a distance that is a multiple of 4 KiB
+        // (4K aliasing) makes the copy much slower, so the figure would change from run to run.
+        java.nio.ByteBuffer block = BufferUtil.allocateDirectAligned(2 * bytes + 4096, 4096);
+        src = new UnsafeBuffer(block, 0, bytes);
+        dst = new UnsafeBuffer(block, bytes + DST_SKEW, bytes);
         for (int i = 0; i < bytes; i += 8) {
             src.putLong(i, i * 0x9E3779B97F4A7C15L);
         }

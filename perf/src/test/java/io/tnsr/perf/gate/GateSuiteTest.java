@@ -19,10 +19,12 @@ class GateSuiteTest {
         for (Metric m : metrics) {
             assertTrue(names.add(m.name()), "duplicate " + m.name());
         }
-        List<Probe> probes = GateSuite.probes(metrics);
+        List<Probe> probes = Schedule.of(metrics).probes();
         for (Metric m : metrics) {
             if (m.reference() != null) {
-                assertTrue(probes.indexOf(m.reference()) < probes.indexOf(m.probe()), m.name());
+                int i = probes.indexOf(m.probe());
+                assertEquals(m.reference(), probes.get(i - 1), m.name() + " is measured right after its reference");
+                assertEquals(m.reference(), probes.get(i + 1), m.name() + " is measured right before its reference");
             }
         }
     }
