@@ -9,10 +9,11 @@ import java.util.Map;
  * The spread of each metric over several gate runs on unchanged code, and the tolerances derived from it
  * ({@code tools/perf-gate --calibrate N}).
  *
- * <p>Rule for a ratio metric: {@code tolerance = max(FLOOR, FACTOR x largest deviation from the median)},
+ * <p>Rule for a ratio metric: {@code tolerance = max(floor, FACTOR x largest deviation from the median)},
  * rounded up to a whole percent, where the deviation of a run is {@code |value / median - 1|}. With FACTOR = 2 a
- * run on unchanged code may stray twice as far as the worst of the calibration runs before it fails; the floor
- * keeps a lucky, very quiet calibration from producing a gate that trips on the next ordinary run.
+ * run on unchanged code may stray twice as far as the worst of the calibration runs before it fails. The floor is
+ * the metric's own ({@link Metric#tolerance()}: the noise measured on the shared dev machine) or {@link #FLOOR}:
+ * it keeps a calibration on a quiet machine from producing a gate that trips on a noisy one.
  * Allocation tolerances are not calibrated: zero is the requirement; the metric's tolerance (usually
  * {@link GateCheck#DEFAULT_ALLOC_TOLERANCE}) plus the background allowance absorb JMH's own allocations.
  */
@@ -25,17 +26,19 @@ public final class Calibration {
 
     /**
      * One metric over the runs. spread = (max - min) / median; maxDeviation = max |v / median - 1|;
-     * defaultTolerance = the metric's own (used for alloc metrics).
+     * tolerance = the metric's own: the floor of a ratio metric's tolerance, an alloc metric's allowance.
      */
     public record Stats(Metric.Kind kind, double[] values, double min, double median, double max, double spread,
-                        double maxDeviation, double defaultTolerance) {
+                        double maxDeviation, double tolerance) {
         public double suggestedTolerance() {
-            return kind == Metric.Kind.RATIO ? tolerance(maxDeviation) : defaultTolerance;
+            return kind == Metric.Kind.RATIO ? Calibration.tolerance(maxDeviation, Double.isNaN(tolerance) ? FLOOR : tolerance)
+                    : tolerance;
         }
     }
 
-    public static double tolerance(double maxDeviation) {
-        return Math.ceil(Math.max(FLOOR, FACTOR * maxDeviation) * 100 - 1e-9) / 100;
+    /** max(floor, FACTOR x maxDeviation), rounded up to a whole percent. */
+    public static double tolerance(double maxDeviation, double floor) {
+        return Math.ceil(Math.max(floor, FACTOR * maxDeviation) * 100 - 1e-9) / 100;
     }
 
     /** Per metric (suite order), over the runs in which it was measured. */
@@ -64,7 +67,8 @@ public final class Calibration {
             for (double x : a) {
                 dev = Math.max(dev, med == 0 ? 0 : Math.abs(x / med - 1));
             }
-            out.put(m.name(), new Stats(m.kind(), a, min, med, max, med == 0 ? 0 : (max - min) / med, dev, m.defaultTolerance()));
+            out.put(m.name(), new Stats(m.kind(), a, min, med, max, med == 0 ? 0 : (max - min) / med, dev,
+                    m.kind() == Metric.Kind.RATIO ? m.tolerance() : m.defaultTolerance()));
         }
         return out;
     }

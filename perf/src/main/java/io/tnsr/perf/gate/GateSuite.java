@@ -6,6 +6,7 @@ import io.tnsr.perf.gate.injected.InjectedSlowKernel;
 import io.tnsr.perf.kernels.ComputeProbe;
 import io.tnsr.perf.kernels.KernelBenchmark;
 import io.tnsr.perf.kernels.MemoryProbe;
+import io.tnsr.perf.kernels.StreamProbe;
 import io.tnsr.perf.stage.HopBenchmark;
 import io.tnsr.perf.stage.RingBenchmark;
 import io.tnsr.perf.stage.StageLoopBenchmark;
@@ -32,8 +33,18 @@ public final class GateSuite {
     static final String STAGE = StageLoopBenchmark.class.getName() + ".frame";
 
     static final Probe COPY_16K = Probe.avgt(COPY, "size", "16k");
-    static final Probe COPY_64M = Probe.sample(COPY, "size", "64m");
-    static final Probe FMA = Probe.sample(ComputeProbe.class.getName() + ".fma");
+    static final Probe STREAM = Probe.sample(StreamProbe.class.getName() + ".read");
+    static final Probe DOT = Probe.sample(ComputeProbe.class.getName() + ".dot");
+    /*
+     * Floors of the calibrated tolerances: the largest deviation from the median seen on the shared 2-core dev
+     * machine (other engineers' builds and benchmarks running, load 2-4), rounded up, so that a baseline calibrated
+     * on a quiet machine does not make the gate trip on a noisy one. Each stays well below what the self-test's
+     * injected regressions need (2x for the kernel; the hop's floor is Calibration.FLOOR, 3%, for a 6% copy).
+     */
+    static final double CODEC_FLOOR = 0.10;
+    static final double COMPUTE_FLOOR = 0.10;
+    static final double MEMORY_FLOOR = 0.20;
+
     static final Probe HOP_RAW = Probe.sample(HOP, "path", "raw", "cpu", "last");
     static final Probe HOP_STAGE = Probe.sample(HOP, "path", "stage", "cpu", "last");
 
@@ -48,22 +59,25 @@ public final class GateSuite {
             Probe p = Probe.avgt(CODEC + b[0]);
             m.add(Metric.alloc("alloc.codec." + b[1], p, "CodecBenchmark." + b[0] + ": bytes allocated per frame"));
             if (!b[1].equals("encodeHeader")) {
-                m.add(Metric.ratio("time.codec." + b[1], p, COPY_16K, "CodecBenchmark." + b[0] + " / copy 16 KiB"));
+                m.add(Metric.ratio("time.codec." + b[1], p, COPY_16K, "CodecBenchmark." + b[0] + " / copy 16 KiB")
+                        .tolerance(CODEC_FLOOR));
             }
         }
         // Kernels and the layer: median time per call (sampled: a call the scheduler interrupted does not move the
-        // median), relative to the reference bound by the same resource: DRAM bandwidth (copy 64 MiB) for the
-        // memory-bound matrix-vector products and decode, the core (vector FMAs in L1) for the rest.
-        m.add(Metric.info("info.fma", FMA, "reference: 64K vector FMAs in L1, p50 (ns)"));
-        m.add(kernel("F32", "768x768", "1", FMA, "vector FMAs"));
-        m.add(kernel("F32", "2048x768", "16", FMA, "vector FMAs"));
+        // median), relative to the reference bound by the same resource: the core and its L2 (dot products of 512
+        // KiB) for the cache-resident and compute-bound figures, DRAM (a 64 MiB read of page-cache memory) for the
+        // memory-bound matrix-vector products and decode.
+        m.add(Metric.info("info.dot", DOT, "reference: dot products over 512 KiB in L2, p50 (ns)"));
+        m.add(kernel("F32", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
+        m.add(kernel("F32", "2048x768", "16", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         Probe prefill = Probe.sample(LAYER, "phase", "prefill", "type", "F32").scaled(3);
-        m.add(Metric.ratio("time.layer.prefill", prefill, FMA, "LayerBenchmark prefill (128 tokens) F32 p50 / vector FMAs"));
-        m.add(Metric.info("info.copy64m", COPY_64M, "reference: copy 64 MiB off-heap, p50 (ns)"));
-        m.add(kernel("F32", "4096x4096", "1", COPY_64M, "copy 64 MiB"));
-        m.add(kernel("F16", "4096x4096", "1", COPY_64M, "copy 64 MiB"));
-        m.add(Metric.ratio("time.layer.decode", Probe.sample(LAYER, "phase", "decode", "type", "F32"), COPY_64M,
-                "LayerBenchmark decode (1 token) F32 p50 / copy 64 MiB"));
+        m.add(Metric.ratio("time.layer.prefill", prefill, DOT, "LayerBenchmark prefill (128 tokens) F32 p50 / L2 dot products")
+                .tolerance(COMPUTE_FLOOR));
+        m.add(Metric.info("info.stream64m", STREAM, "reference: read 64 MiB of mapped weights, p50 (ns)"));
+        m.add(kernel("F32", "4096x4096", "1", STREAM, "64 MiB read").tolerance(MEMORY_FLOOR));
+        m.add(kernel("F16", "4096x4096", "1", STREAM, "64 MiB read").tolerance(MEMORY_FLOOR));
+        m.add(Metric.ratio("time.layer.decode", Probe.sample(LAYER, "phase", "decode", "type", "F32"), STREAM,
+                "LayerBenchmark decode (1 token) F32 p50 / 64 MiB read").tolerance(MEMORY_FLOOR));
         m.add(Metric.alloc("alloc.layer.decode", Probe.avgt(LAYER, "phase", "decode", "type", "F32"),
                 "LayerBenchmark decode F32: bytes per layer forward"));
         m.add(Metric.alloc("alloc.layer.prefill", Probe.avgt(LAYER, "phase", "prefill", "type", "F32").scaled(3),

@@ -4,6 +4,7 @@ import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.perf.kernels.KernelBenchmark;
 import io.tnsr.perf.kernels.MatrixFiles;
 import io.tnsr.perf.kernels.MemoryProbe;
+import io.tnsr.perf.kernels.StreamProbe;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,7 +54,7 @@ public final class GateTable {
 
     /**
      * Throughput of the kernel and memory probes measured: GFLOP/s = 2 x rows x cols x tokens / time, GB/s =
-     * matrix bytes / time (kernels) or 2 x size / time (copies: read + write).
+     * matrix bytes / time (kernels), 2 x size / time (copies: read + write), bytes read / time (references).
      */
     public static void throughput(Map<Probe, ProbeRunner.Measurement> measured, PrintStream out) {
         boolean header = false;
@@ -77,6 +78,13 @@ public final class GateTable {
             } else if (p.benchmark().endsWith("MemoryProbe.copy")) {
                 what = "copy " + p.params().get("size");
                 gbs = 2.0 * MemoryProbe.parseSize(p.params().get("size")) / m.nanosPerOp();
+            } else if (p.benchmark().endsWith("StreamProbe.read")) {
+                what = "read 64 MiB (mapped)";
+                gbs = 4.0 * StreamProbe.ROWS * StreamProbe.COLS / m.nanosPerOp();
+            } else if (p.benchmark().endsWith("ComputeProbe.dot")) {
+                what = "dot products in L2";
+                gflops = 2.0 * 64 * 2048 / m.nanosPerOp();
+                gbs = 4.0 * 64 * 2048 / m.nanosPerOp();
             } else {
                 continue;
             }

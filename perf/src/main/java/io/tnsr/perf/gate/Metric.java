@@ -8,8 +8,9 @@ package io.tnsr.perf.gate;
  * @param probe       the measurement it comes from
  * @param reference   for {@link Kind#RATIO}: the measurement it is divided by (same gate run); else null
  * @param description one line for the table's legend
- * @param tolerance   the tolerance a new baseline starts with (NaN: the kind's default; a calibration replaces
- *                    it for ratio metrics)
+ * @param tolerance   alloc: the allowance in B/op (NaN: {@link GateCheck#DEFAULT_ALLOC_TOLERANCE}); ratio: the least
+ *                    tolerance a calibration may set (NaN: {@link Calibration#FLOOR}); also what a new baseline
+ *                    entry starts with (at least {@link GateCheck#DEFAULT_RATIO_TOLERANCE} for a ratio)
  */
 public record Metric(String name, Kind kind, Probe probe, Probe reference, String description, double tolerance) {
 
@@ -46,11 +47,11 @@ public record Metric(String name, Kind kind, Probe probe, Probe reference, Strin
 
     /** The tolerance a new baseline entry gets. */
     public double defaultTolerance() {
-        if (!Double.isNaN(tolerance)) {
+        if (!Double.isNaN(tolerance) && kind != Kind.RATIO) {
             return tolerance;
         }
         return switch (kind) {
-            case RATIO -> GateCheck.DEFAULT_RATIO_TOLERANCE;
+            case RATIO -> Double.isNaN(tolerance) ? GateCheck.DEFAULT_RATIO_TOLERANCE : Math.max(tolerance, GateCheck.DEFAULT_RATIO_TOLERANCE);
             case ALLOC -> GateCheck.DEFAULT_ALLOC_TOLERANCE;
             case INFO -> Double.NaN;
         };

@@ -22,13 +22,13 @@ import picocli.CommandLine.Option;
  * {@code tools/perf-gate}: runs the gate's fixed subset of JMH benchmarks ({@link GateSuite}), compares it with
  * {@code perf/baseline.json} ({@link GateCheck}), prints the table, and exits 1 naming each regression.
  */
-@Command(name = "perf-gate", mixinStandardHelpOptions = true, sortOptions = false,
+@Command(name = "perf-gate", mixinStandardHelpOptions = true, sortOptions = false, usageHelpWidth = 120,
         description = {"Performance regression gate: runs a short fixed subset of the JMH benchmarks (one fork each,",
                 "-prof gc), checks allocation per operation on the hot paths (must be 0 B/op) and each time as a ratio",
                 "to a reference measured in the same run, against perf/baseline.json. Exit 0: pass; 1: a regression",
                 "(named in the table); 2: usage or setup error."},
         footer = {"", "Examples:",
-                "  tools/perf-gate                                  # the check CI runs (about 3 minutes)",
+                "  tools/perf-gate                                  # the check CI runs (3-4 minutes)",
                 "  tools/perf-gate --self-test                      # proves it catches the injected regressions",
                 "  tools/perf-gate --calibrate 10                   # spread of every metric over 10 runs",
                 "  tools/perf-gate --calibrate 10 --update-baseline # new baseline: medians, tolerances from the spread",
@@ -38,12 +38,12 @@ public final class PerfGate implements Callable<Integer> {
     @Option(names = "--baseline", paramLabel = "FILE", description = "Baseline to compare with / write (default: perf/baseline.json).")
     Path baselinePath;
 
-    @Option(names = "--update-baseline", description = {"Write the baseline from this run (with --calibrate: medians of the",
-            "runs and tolerances from their spread; else tolerances of the old baseline are kept)."})
+    @Option(names = "--update-baseline", description = "Write the baseline from this run (with --calibrate: medians of the "
+            + "runs and tolerances from their spread; else the old baseline's tolerances are kept).")
     boolean update;
 
-    @Option(names = "--self-test", description = {"Also measure the deliberately regressed variants (perf module, package",
-            "io.tnsr.perf.gate.injected); exit 0 only if the unchanged code passes and each variant is caught."})
+    @Option(names = "--self-test", description = "Also measure the deliberately regressed variants (package "
+            + "io.tnsr.perf.gate.injected); exit 0 only if the unchanged code passes and each variant is caught.")
     boolean selfTest;
 
     @Option(names = "--calibrate", paramLabel = "N", defaultValue = "0",
@@ -55,6 +55,10 @@ public final class PerfGate implements Callable<Integer> {
 
     @Option(names = "--quick", description = "Shorter iterations (2 + 4 x 0.25 s): rough numbers, for development.")
     boolean quick;
+
+    @Option(names = "--cpu", paramLabel = "N|none", defaultValue = "last",
+            description = "Pin every benchmark JVM to this CPU (default: the last one), or none.")
+    String cpu;
 
     @Option(names = "--out", paramLabel = "DIR", description = "Where results and JMH logs go (default: .build/perf-gate).")
     Path outDir;
@@ -87,9 +91,10 @@ public final class PerfGate implements Callable<Integer> {
             metrics = metrics.stream().filter(m -> only.matcher(m.name()).find()).toList();
         }
         out.println("perf-gate: " + GateTable.machine());
-        out.printf(Locale.ROOT, "perf-gate: %d metrics, JMH 1 fork per probe, %d warm-up + %d measured iterations of %d ms, "
-                + "-prof gc; baseline %s%n", metrics.size(), settings.warmupIterations(), settings.measurementIterations(),
-                settings.iterationMillis(), haveBaseline ? baselinePath : "(none yet)");
+        out.printf(Locale.ROOT, "perf-gate: %d metrics, JMH 1 fork per probe%s, %d warm-up + %d measured iterations of %d ms, "
+                + "-prof gc; baseline %s%n", metrics.size(), cpuNumber() < 0 ? "" : " pinned to CPU " + cpuNumber(),
+                settings.warmupIterations(), settings.measurementIterations(), settings.iterationMillis(),
+                haveBaseline ? baselinePath : "(none yet)");
         if (selfTest) {
             return selfTest(metrics, baseline, settings);
         }
@@ -150,9 +155,17 @@ public final class PerfGate implements Callable<Integer> {
         return failedRuns == 0 ? 0 : 1;
     }
 
+    private int cpuNumber() {
+        return switch (cpu) {
+            case "none" -> -1;
+            case "last" -> Runtime.getRuntime().availableProcessors() - 1;
+            default -> Integer.parseInt(cpu);
+        };
+    }
+
     /** Measures the schedule's probes in order, printing one line per probe. */
     private List<ProbeRunner.Measurement> measure(Schedule schedule, ProbeRunner.Settings settings, Path logs) throws Exception {
-        ProbeRunner runner = new ProbeRunner(settings, logs);
+        ProbeRunner runner = new ProbeRunner(settings, logs, cpuNumber());
         List<ProbeRunner.Measurement> results = new ArrayList<>();
         long t0 = System.nanoTime();
         List<Probe> probes = schedule.probes();

@@ -57,12 +57,40 @@ public final class ProbeRunner {
 
     private final Settings settings;
     private final Path logDir;
+    private final String jvm;
     private int count;
 
-    public ProbeRunner(Settings settings, Path logDir) throws IOException {
+    /**
+     * @param cpu the CPU every benchmark JVM is pinned to (with {@code taskset}), or -1 to leave them to the
+     *            scheduler
+     */
+    public ProbeRunner(Settings settings, Path logDir, int cpu) throws IOException {
         this.settings = settings;
         this.logDir = logDir;
         Files.createDirectories(logDir);
+        this.jvm = cpu < 0 ? null : pinnedJvm(logDir.getParent(), cpu);
+    }
+
+    /**
+     * A launcher that starts the JVM pinned to {@code cpu}, for JMH's {@code jvm} option: the benchmark, its
+     * reference and JMH's helper threads then all run on that CPU. On a shared VM the CPUs do not run at the same
+     * speed (here one is about 18% slower than the other, whichever it is at the moment), so a benchmark the
+     * scheduler moves between them, or a reference measured on the other one, would carry that difference.
+     */
+    static String pinnedJvm(Path dir, int cpu) throws IOException {
+        Path taskset = Path.of("/usr/bin/taskset");
+        if (!Files.isExecutable(taskset)) {
+            System.err.println("perf-gate: no /usr/bin/taskset: benchmark JVMs are not pinned (expect more spread)");
+            return null;
+        }
+        Path script = dir.resolve("java-on-cpu" + cpu);
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Files.writeString(script, "#!/bin/sh\n# Written by tools/perf-gate: the JMH fork JVM, pinned to CPU " + cpu + ".\n"
+                + "exec " + taskset + " -c " + cpu + " '" + java + "' \"$@\"\n");
+        if (!script.toFile().setExecutable(true)) {
+            throw new IOException("cannot make " + script + " executable");
+        }
+        return script.toString();
     }
 
     public Measurement run(Probe p) {
@@ -79,6 +107,9 @@ public final class ProbeRunner {
                 .timeout(TimeValue.minutes(2))
                 .shouldFailOnError(true)
                 .output(log.toString());
+        if (jvm != null) {
+            o.jvm(jvm);
+        }
         for (Map.Entry<String, String> e : p.params().entrySet()) {
             o.param(e.getKey(), e.getValue());
         }
@@ -117,7 +148,7 @@ public final class ProbeRunner {
     }
 
     /** Nanoseconds in one unit of a JMH time score ("ns/op", "us/op", "ms/op", "s/op"). */
-    static double nanosPer(String unit) {
+    public static double nanosPer(String unit) {
         String u = unit.substring(0, unit.indexOf('/'));
         return switch (u) {
             case "ns" -> 1;

@@ -2,6 +2,7 @@ package io.tnsr.perf.kernels;
 
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.util.JsonParser;
+import io.tnsr.perf.gate.ProbeRunner;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -61,7 +62,7 @@ public final class KernelBench implements Callable<Integer> {
                 Map<?, ?> p = (Map<?, ?>) r.get("params");
                 Map<?, ?> m = (Map<?, ?>) r.get("primaryMetric");
                 rows.add(new Row((String) p.get("type"), (String) p.get("shape"), Integer.parseInt((String) p.get("tokens")),
-                        ((Number) m.get("score")).doubleValue() * nanosPer((String) m.get("scoreUnit"))));
+                        ((Number) m.get("score")).doubleValue() * ProbeRunner.nanosPer((String) m.get("scoreUnit"))));
             }
         } else {
             List<String> supported = new ArrayList<>();
@@ -84,7 +85,7 @@ public final class KernelBench implements Callable<Integer> {
             for (RunResult r : new Runner(o.build()).run()) {
                 rows.add(new Row(r.getParams().getParam("type"), r.getParams().getParam("shape"),
                         Integer.parseInt(r.getParams().getParam("tokens")),
-                        r.getPrimaryResult().getScore() * nanosPer(r.getPrimaryResult().getScoreUnit())));
+                        r.getPrimaryResult().getScore() * ProbeRunner.nanosPer(r.getPrimaryResult().getScoreUnit())));
             }
         }
         System.out.printf(Locale.ROOT, "%n%-6s %-10s %7s %12s %10s %10s%n", "type", "shape", "tokens", "us/call", "GFLOP/s", "GB/s");
@@ -98,16 +99,6 @@ public final class KernelBench implements Callable<Integer> {
     }
 
     private record Row(String type, String shape, int tokens, double nanos) {
-    }
-
-    private static double nanosPer(String unit) {
-        return switch (unit.substring(0, unit.indexOf('/'))) {
-            case "ns" -> 1;
-            case "us" -> 1e3;
-            case "ms" -> 1e6;
-            case "s" -> 1e9;
-            default -> throw new IllegalArgumentException(unit);
-        };
     }
 
     public static void main(String[] args) {

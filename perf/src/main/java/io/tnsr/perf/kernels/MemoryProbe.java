@@ -16,14 +16,12 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * The reference the perf gate divides kernel, layer and codec times by: a plain memory copy between two
- * off-heap buffers ({@code Unsafe.copyMemory} through Agrona), measured in the same gate run. A machine (or a
- * moment) with slower memory or a lower clock slows the copy too, so the ratio cancels most of it.
- * <ul>
- * <li>{@code size = 16k}: in L1/L2, about the cost of moving one 16 KiB activation frame (codec reference);</li>
- * <li>{@code size = 64m}: larger than the last-level cache, the DRAM bandwidth the big kernels are bound by.</li>
- * </ul>
- * GB/s = 2 x size / time (read + write).
+ * A plain memory copy between two off-heap buffers ({@code Unsafe.copyMemory} through Agrona). With
+ * {@code size = 16k} (in L1/L2, about the cost of moving one 16 KiB activation frame) it is the reference the perf
+ * gate divides codec times by. {@code size = 64m} (beyond the last-level cache) shows DRAM copy bandwidth; the gate
+ * does not use it: its speed depends on where each JVM's fresh buffers land (from one fork to the next it varied
+ * from 4 to 18 ms on the shared dev machine while the kernels varied by 10%), so the memory-bound figures are divided
+ * by {@link StreamProbe}, which reads page-cache memory like the kernels do. GB/s = 2 x size / time (read + write).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

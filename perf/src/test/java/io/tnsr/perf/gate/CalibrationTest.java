@@ -10,10 +10,22 @@ import org.junit.jupiter.api.Test;
 class CalibrationTest {
     @Test
     void toleranceIsTwiceTheLargestDeviationRoundedUpWithAFloor() {
-        assertEquals(0.03, Calibration.tolerance(0.001), 1e-12);
-        assertEquals(0.03, Calibration.tolerance(0.015), 1e-12);
-        assertEquals(0.05, Calibration.tolerance(0.021), 1e-12);
-        assertEquals(0.24, Calibration.tolerance(0.12), 1e-12);
+        assertEquals(0.03, Calibration.tolerance(0.001, 0.03), 1e-12);
+        assertEquals(0.03, Calibration.tolerance(0.015, 0.03), 1e-12);
+        assertEquals(0.05, Calibration.tolerance(0.021, 0.03), 1e-12);
+        assertEquals(0.24, Calibration.tolerance(0.12, 0.03), 1e-12);
+        assertEquals(0.20, Calibration.tolerance(0.05, 0.20), 1e-12);
+    }
+
+    @Test
+    void aRatioMetricsOwnFloorBeatsAQuietCalibration() {
+        Metric r = Metric.ratio("time.x", Probe.avgt("a.B.c"), Probe.avgt("a.R.c"), "").tolerance(0.2);
+        List<Map<String, GateCheck.Observation>> runs = new ArrayList<>();
+        for (double v : new double[] {1.0, 1.01, 0.99}) {
+            runs.add(Map.of("time.x", new GateCheck.Observation(v, 1, null)));
+        }
+        assertEquals(0.2, Calibration.summarize(List.of(r), runs).get("time.x").suggestedTolerance(), 1e-12);
+        assertEquals(0.25, r.defaultTolerance(), 1e-12, "a new, uncalibrated ratio starts at the default");
     }
 
     @Test
