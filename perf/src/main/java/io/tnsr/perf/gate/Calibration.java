@@ -9,9 +9,10 @@ import java.util.Map;
  * The spread of each metric over several gate runs on unchanged code, and the tolerances derived from it
  * ({@code tools/perf-gate --calibrate N}).
  *
- * <p>Rule for a ratio metric: {@code tolerance = max(floor, FACTOR x largest deviation from the median)},
- * rounded up to a whole percent, where the deviation of a run is {@code |value / median - 1|}. With FACTOR = 2 a
- * run on unchanged code may stray twice as far as the worst of the calibration runs before it fails. The floor is
+ * <p>Rule for a ratio metric: {@code tolerance = max(floor, FACTOR x (slowest / median - 1))}, rounded up to a
+ * whole percent: with FACTOR = 2 a run on unchanged code may be twice as much slower than the median as the slowest
+ * calibration run before it fails. Only the slow side counts, because only that side fails (a run that came out
+ * faster than usual is no reason to loosen the gate). The floor is
  * the metric's own ({@link Metric#tolerance()}: the noise measured on the shared dev machine) or {@link #FLOOR}:
  * it keeps a calibration on a quiet machine from producing a gate that trips on a noisy one.
  * Allocation tolerances are not calibrated: zero is the requirement; the metric's tolerance (usually
@@ -25,20 +26,21 @@ public final class Calibration {
     }
 
     /**
-     * One metric over the runs. spread = (max - min) / median; maxDeviation = max |v / median - 1|;
+     * One metric over the runs. spread = (max - min) / median; maxDeviation = max |v / median - 1|; slowest =
+     * max(v / median - 1, 0), the largest deviation on the failing side (a ratio metric fails when it grows);
      * tolerance = the metric's own: the floor of a ratio metric's tolerance, an alloc metric's allowance.
      */
     public record Stats(Metric.Kind kind, double[] values, double min, double median, double max, double spread,
-                        double maxDeviation, double tolerance) {
+                        double maxDeviation, double slowest, double tolerance) {
         public double suggestedTolerance() {
-            return kind == Metric.Kind.RATIO ? Calibration.tolerance(maxDeviation, Double.isNaN(tolerance) ? FLOOR : tolerance)
+            return kind == Metric.Kind.RATIO ? Calibration.tolerance(slowest, Double.isNaN(tolerance) ? FLOOR : tolerance)
                     : tolerance;
         }
     }
 
-    /** max(floor, FACTOR x maxDeviation), rounded up to a whole percent. */
-    public static double tolerance(double maxDeviation, double floor) {
-        return Math.ceil(Math.max(floor, FACTOR * maxDeviation) * 100 - 1e-9) / 100;
+    /** max(floor, FACTOR x deviation), rounded up to a whole percent. */
+    public static double tolerance(double deviation, double floor) {
+        return Math.ceil(Math.max(floor, FACTOR * deviation) * 100 - 1e-9) / 100;
     }
 
     /** Per metric (suite order), over the runs in which it was measured. */
@@ -68,6 +70,7 @@ public final class Calibration {
                 dev = Math.max(dev, med == 0 ? 0 : Math.abs(x / med - 1));
             }
             out.put(m.name(), new Stats(m.kind(), a, min, med, max, med == 0 ? 0 : (max - min) / med, dev,
+                    med == 0 ? 0 : Math.max(0, max / med - 1),
                     m.kind() == Metric.Kind.RATIO ? m.tolerance() : m.defaultTolerance()));
         }
         return out;

@@ -137,9 +137,9 @@ public final class PerfGate implements Callable<Integer> {
             notes.put("machine", GateTable.machine());
             notes.put("measured", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString() + ", load average " + GateTable.load());
             notes.put("tolerance_rule", runs > 1
-                    ? String.format(Locale.ROOT, "ratio: max(%.2f, %.1f x largest deviation from the median over %d runs); "
-                    + "alloc: %.1f B/op + background / operations per iteration", Calibration.FLOOR, Calibration.FACTOR, runs,
-                    GateCheck.DEFAULT_ALLOC_TOLERANCE)
+                    ? String.format(Locale.ROOT, "ratio: max(floor, %.1f x (slowest / median - 1)) over %d runs, floor %.2f or "
+                    + "the metric's own (GateSuite); alloc: the metric's allowance (%.1f B/op unless stated) + background / "
+                    + "operations per iteration", Calibration.FACTOR, runs, Calibration.FLOOR, GateCheck.DEFAULT_ALLOC_TOLERANCE)
                     : baseline.notes().getOrDefault("tolerance_rule", "defaults (not calibrated)"));
             Baseline next = runs > 1 ? Calibration.baseline(stats, baseline.backgroundAllocBytesPerIteration(), notes)
                     : fromOneRun(all.get(0), metrics, baseline, notes);
@@ -235,15 +235,16 @@ public final class PerfGate implements Callable<Integer> {
     }
 
     private void printSpread(Map<String, Calibration.Stats> stats, Baseline baseline) {
-        out.printf(Locale.ROOT, "%nspread over %d runs (deviation = |value / median - 1|; tolerance rule: max(%.2f, %.1f x max deviation))%n",
-                stats.values().stream().mapToInt(s -> s.values().length).max().orElse(0), Calibration.FLOOR, Calibration.FACTOR);
+        out.printf(Locale.ROOT, "%nspread over %d runs (spread = (max - min) / median; slowest = max / median - 1; tolerance rule "
+                + "for ratios: max(floor, %.1f x slowest), floor %.2f unless the metric has its own)%n",
+                stats.values().stream().mapToInt(s -> s.values().length).max().orElse(0), Calibration.FACTOR, Calibration.FLOOR);
         String fmt = "%-30s %12s %12s %12s %8s %8s %10s %10s%n";
-        out.printf(Locale.ROOT, fmt, "metric", "min", "median", "max", "spread", "max dev", "suggested", "baseline");
+        out.printf(Locale.ROOT, fmt, "metric", "min", "median", "max", "spread", "slowest", "suggested", "baseline");
         for (Map.Entry<String, Calibration.Stats> e : stats.entrySet()) {
             Calibration.Stats s = e.getValue();
             Baseline.Entry b = baseline.metrics().get(e.getKey());
             out.printf(Locale.ROOT, fmt, e.getKey(), GateTable.value(s.kind(), s.min()), GateTable.value(s.kind(), s.median()),
-                    GateTable.value(s.kind(), s.max()), pct(s.spread()), pct(s.maxDeviation()),
+                    GateTable.value(s.kind(), s.max()), pct(s.spread()), pct(s.slowest()),
                     s.kind() == Metric.Kind.INFO ? "" : s.kind() == Metric.Kind.RATIO ? pct(s.suggestedTolerance())
                             : String.format(Locale.ROOT, "%.1f B", s.suggestedTolerance()),
                     b == null || Double.isNaN(b.tolerance()) ? "" : b.kind() == Metric.Kind.RATIO ? pct(b.tolerance())

@@ -15,6 +15,7 @@ import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.runner.options.VerboseMode;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -81,7 +82,10 @@ public final class KernelBench implements Callable<Integer> {
                     .forks(1).warmupIterations(warmup).warmupTime(TimeValue.seconds(1))
                     .measurementIterations(iterations).measurementTime(TimeValue.seconds(1))
                     .param("type", supported.toArray(new String[0])).param("shape", shapes.toArray(new String[0]))
-                    .param("tokens", tokens.toArray(new String[0]));
+                    .param("tokens", tokens.toArray(new String[0]))
+                    .verbosity(VerboseMode.SILENT);
+            System.out.printf(Locale.ROOT, "kernel-bench: %s x %s x %s tokens, JMH 1 fork each, %d + %d iterations of 1 s...%n",
+                    supported, shapes, tokens, warmup, iterations);
             for (RunResult r : new Runner(o.build()).run()) {
                 rows.add(new Row(r.getParams().getParam("type"), r.getParams().getParam("shape"),
                         Integer.parseInt(r.getParams().getParam("tokens")),

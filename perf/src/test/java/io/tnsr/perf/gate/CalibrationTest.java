@@ -18,6 +18,18 @@ class CalibrationTest {
     }
 
     @Test
+    void onlyTheSlowSideSetsTheTolerance() {
+        Metric r = Metric.ratio("time.x", Probe.avgt("a.B.c"), Probe.avgt("a.R.c"), "");
+        List<Map<String, GateCheck.Observation>> runs = new ArrayList<>();
+        for (double v : new double[] {1.0, 1.01, 0.8, 1.0, 1.02}) {
+            runs.add(Map.of("time.x", new GateCheck.Observation(v, 1, null)));
+        }
+        Calibration.Stats t = Calibration.summarize(List.of(r), runs).get("time.x");
+        assertEquals(0.2, t.maxDeviation(), 1e-12);
+        assertEquals(0.04, t.suggestedTolerance(), 1e-12, "2 x 2% (the fast run at 0.8 does not loosen it)");
+    }
+
+    @Test
     void aRatioMetricsOwnFloorBeatsAQuietCalibration() {
         Metric r = Metric.ratio("time.x", Probe.avgt("a.B.c"), Probe.avgt("a.R.c"), "").tolerance(0.2);
         List<Map<String, GateCheck.Observation>> runs = new ArrayList<>();
@@ -43,6 +55,7 @@ class CalibrationTest {
         assertEquals(1.0, t.median(), 1e-12);
         assertEquals(0.15, t.spread(), 1e-12);
         assertEquals(0.1, t.maxDeviation(), 1e-12);
+        assertEquals(0.1, t.slowest(), 1e-12);
         assertEquals(0.2, t.suggestedTolerance(), 1e-12);
         assertEquals(8, s.get("alloc.x").suggestedTolerance(), 1e-12);
 
