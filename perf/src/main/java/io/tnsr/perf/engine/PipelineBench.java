@@ -15,7 +15,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -125,6 +124,6 @@ public final class PipelineBench implements Callable<Integer> {
     }
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new PipelineBench()).execute(args));
+        System.exit(io.tnsr.engine.cli.Cli.run(new PipelineBench(), args));
     }
 }

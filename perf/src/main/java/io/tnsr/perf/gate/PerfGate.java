@@ -323,6 +323,6 @@ public final class PerfGate implements Callable<Integer> {
     }
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new PerfGate()).execute(args));
+        System.exit(io.tnsr.engine.cli.Cli.run(new PerfGate(), args));
     }
 }
