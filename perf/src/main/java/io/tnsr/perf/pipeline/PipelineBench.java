@@ -50,7 +50,8 @@ public final class PipelineBench implements Callable<Integer> {
     int repeats;
 
     @Option(names = "--scenarios", defaultValue = "pipelining", split = ",",
-            description = "pipelining (1 stage x1, 1 stage 1x8, 2 stages 2x8 and 4x8), spin (4 stages 4x8, blocking vs --spin), or both.")
+            description = "stages (1, 2 and 4 stages, one micro-batch of 8 per stage), pipelining (1 stage x1, 1 stage 1x8, "
+                    + "2 stages 2x8 and 4x8), spin (4 stages 4x8, blocking vs --spin); any comma-separated mix.")
     List<String> scenarios;
 
     /** One measured layout. */
@@ -59,6 +60,26 @@ public final class PipelineBench implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        // A layout asked for by two scenarios is measured once, in the order first asked.
+        java.util.Map<String, Scenario> byName = new java.util.LinkedHashMap<>();
+        for (String name : scenarios) {
+            for (Scenario sc : switch (name) {
+                case "stages" -> List.of(new Scenario("1 stage, 1 micro-batch of 8", 1, 1, 8, false),
+                        new Scenario("2 stages, 2 micro-batches of 8", 2, 2, 8, false),
+                        new Scenario("4 stages, 4 micro-batches of 8", 4, 4, 8, false));
+                case "pipelining" -> List.of(new Scenario("1 stage, 1 sequence", 1, 1, 1, false),
+                        new Scenario("1 stage, 1 micro-batch of 8", 1, 1, 8, false),
+                        new Scenario("2 stages, 2 micro-batches of 8", 2, 2, 8, false),
+                        new Scenario("2 stages, 4 micro-batches of 8", 2, 4, 8, false));
+                case "spin" -> List.of(new Scenario("4 stages, 4 micro-batches of 8", 4, 4, 8, false),
+                        new Scenario("4 stages, 4 micro-batches of 8, --spin", 4, 4, 8, true));
+                default -> throw new CommandLine.ParameterException(new CommandLine(this),
+                        "unknown scenario '" + name + "': expected stages, pipelining or spin");
+            }) {
+                byName.putIfAbsent(sc.name(), sc);
+            }
+        }
+        List<Scenario> list = new ArrayList<>(byName.values());
         ModelSpec spec = ModelSpec.preset(preset).withType(io.tnsr.engine.gguf.GgmlType.valueOf(type.toUpperCase(Locale.ROOT)));
         Path model = ModelCache.get(spec);
         LlamaConfig cfg;
@@ -68,17 +89,6 @@ public final class PipelineBench implements Callable<Integer> {
             cfg = LlamaConfig.fromGguf(f);
             tok = Tokenizers.fromGguf(f);
             classifierLayers = PipelineConfig.classifierWeightInLayers(f);
-        }
-        List<Scenario> list = new ArrayList<>();
-        if (scenarios.contains("pipelining")) {
-            list.add(new Scenario("1 stage, 1 sequence", 1, 1, 1, false));
-            list.add(new Scenario("1 stage, 1 micro-batch of 8", 1, 1, 8, false));
-            list.add(new Scenario("2 stages, 2 micro-batches of 8", 2, 2, 8, false));
-            list.add(new Scenario("2 stages, 4 micro-batches of 8", 2, 4, 8, false));
-        }
-        if (scenarios.contains("spin")) {
-            list.add(new Scenario("4 stages, 4 micro-batches of 8", 4, 4, 8, false));
-            list.add(new Scenario("4 stages, 4 micro-batches of 8, --spin", 4, 4, 8, true));
         }
         System.out.printf(Locale.ROOT, "pipeline-bench: %s, %d tokens per sequence, %d repeats (median, min..max), %d CPUs, JDK %s%n",
                 spec.describe(), tokens, repeats, Runtime.getRuntime().availableProcessors(), Runtime.version());
@@ -138,6 +148,6 @@ public final class PipelineBench implements Callable<Integer> {
     }
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new PipelineBench()).execute(args));
+        System.exit(io.tnsr.engine.cli.Cli.run(new PipelineBench(), args));
     }
 }

@@ -1,0 +1,156 @@
+package io.tnsr.perf.kernels;
+
+import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.engine.gguf.GgufException;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.gguf.GgufWriter;
+import io.tnsr.engine.kernels.Float16;
+import io.tnsr.engine.model.WeightMatrix;
+import io.tnsr.engine.synth.ModelCache;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.SplittableRandom;
+
+/**
+ * Synthetic GGUF files holding one weight matrix of a given type and shape, for the kernel benchmarks: the
+ * matrix is loaded through {@link WeightMatrix#load}, exactly as the engine loads a model's weights, so a new
+ * tensor type is benchmarked as soon as the engine supports it.
+ *
+ * <p>Values are seeded uniform in +-sqrt(3 / cols); quantized types are written in ggml's block layouts
+ * (Q8_0: f16 scale + 32 x i8; Q4_0: f16 scale + 16 bytes of nibbles, element j in the low nibble of byte j and
+ * element j + 16 in its high nibble), so they are valid input for any correct Q8_0 / Q4_0 kernel.
+ * Files are generated once into {@code .build/models/kernels} and reused.
+ */
+public final class MatrixFiles {
+    /** The tensor's name inside the file. */
+    public static final String TENSOR = "w.weight";
+
+    private MatrixFiles() {
+    }
+
+    /** Parses "ROWSxCOLS", e.g. "4096x4096". */
+    public static int[] shape(String s) {
+        String[] p = s.toLowerCase(Locale.ROOT).split("x");
+        if (p.length != 2) {
+            throw new IllegalArgumentException("shape must be ROWSxCOLS, got '" + s + "'");
+        }
+        return new int[] {Integer.parseInt(p[0].trim()), Integer.parseInt(p[1].trim())};
+    }
+
+    /** The file for a {@code rows x cols} matrix of {@code type}, written the first time. */
+    public static Path get(GgmlType type, int rows, int cols) throws IOException {
+        Path dir = ModelCache.dir().resolve("kernels");
+        Files.createDirectories(dir);
+        Path p = dir.resolve(String.format(Locale.ROOT, "matrix-%s-%dx%d.gguf", type.name().toLowerCase(Locale.ROOT), rows, cols));
+        if (!Files.exists(p)) {
+            GgufWriter w = new GgufWriter();
+            w.putString("general.architecture", "llama");
+            w.putString("general.name", "kernel benchmark matrix");
+            w.addTensor(TENSOR, type, new long[] {cols, rows}, dst -> fill(dst, type, rows, cols));
+            w.write(p); // atomic: concurrent writers of the same file are harmless
+        }
+        return p;
+    }
+
+    /**
+     * Opens the file for {@code type} and loads its matrix; throws {@link UnsupportedTypeException} (with the
+     * engine's reason) when the engine cannot compute with that type yet.
+     */
+    public static Loaded load(GgmlType type, int rows, int cols) throws IOException {
+        GgufFile file = GgufFile.open(get(type, rows, cols));
+        try {
+            return new Loaded(file, WeightMatrix.load(file, TENSOR, rows, cols));
+        } catch (GgufException e) {
+            file.close();
+            if (e.getMessage() != null && e.getMessage().contains("does not support")) {
+                throw new UnsupportedTypeException(type, e.getMessage());
+            }
+            throw e;
+        }
+    }
+
+    /** An open file and its matrix; close the file when done. */
+    public record Loaded(GgufFile file, WeightMatrix matrix) implements AutoCloseable {
+        @Override
+        public void close() {
+            file.close();
+        }
+    }
+
+    /** The engine has no kernel for this type (yet). */
+    public static final class UnsupportedTypeException extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        UnsupportedTypeException(GgmlType type, String why) {
+            super(type + " is not supported by this engine yet, so its kernel benchmarks are skipped (" + why + ")");
+        }
+    }
+
+    private static void fill(ByteBuffer dst, GgmlType type, int rows, int cols) {
+        SplittableRandom r = new SplittableRandom(0x5EEDL * rows + cols);
+        double bound = Math.sqrt(3.0 / cols);
+        long n = (long) rows * cols;
+        switch (type) {
+            case F32 -> {
+                for (long i = 0; i < n; i++) {
+                    dst.putFloat(next(r, bound));
+                }
+            }
+            case F16 -> {
+                for (long i = 0; i < n; i++) {
+                    dst.putShort(Float16.fromFloat(next(r, bound)));
+                }
+            }
+            case Q8_0 -> {
+                float[] block = new float[32];
+                for (long b = 0; b < n / 32; b++) {
+                    float amax = nextBlock(r, bound, block);
+                    float d = amax / 127f;
+                    float id = d != 0 ? 1f / d : 0f;
+                    dst.putShort(Float16.fromFloat(d));
+                    for (float v : block) {
+                        dst.put((byte) Math.round(v * id));
+                    }
+                }
+            }
+            case Q4_0 -> {
+                float[] block = new float[32];
+                for (long b = 0; b < n / 32; b++) {
+                    nextBlock(r, bound, block);
+                    float max = 0f; // the value of largest magnitude, with its sign (as ggml's quantize_row_q4_0)
+                    for (float v : block) {
+                        if (Math.abs(v) > Math.abs(max)) {
+                            max = v;
+                        }
+                    }
+                    float d = max / -8f;
+                    float id = d != 0 ? 1f / d : 0f;
+                    dst.putShort(Float16.fromFloat(d));
+                    for (int j = 0; j < 16; j++) {
+                        int lo = Math.min(15, (int) (block[j] * id + 8.5f));
+                        int hi = Math.min(15, (int) (block[j + 16] * id + 8.5f));
+                        dst.put((byte) (lo | (hi << 4)));
+                    }
+                }
+            }
+            default -> throw new IllegalArgumentException("no synthetic writer for " + type + " (F32, F16, Q8_0, Q4_0)");
+        }
+    }
+
+    private static float next(SplittableRandom r, double bound) {
+        return (float) ((r.nextDouble() * 2 - 1) * bound);
+    }
+
+    /** Fills a block of 32 values; returns the largest magnitude. */
+    private static float nextBlock(SplittableRandom r, double bound, float[] block) {
+        float amax = 0f;
+        for (int j = 0; j < block.length; j++) {
+            block[j] = next(r, bound);
+            amax = Math.max(amax, Math.abs(block[j]));
+        }
+        return amax;
+    }
+}

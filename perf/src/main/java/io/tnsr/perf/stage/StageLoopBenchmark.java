@@ -1,0 +1,153 @@
+package io.tnsr.perf.stage;
+
+import io.tnsr.engine.net.FrameIo;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.stage.StageOptions;
+import io.tnsr.engine.stage.StageRuntime;
+import io.tnsr.engine.synth.ModelCache;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.wire.FrameEncoder;
+import io.tnsr.wire.FrameFormatException;
+import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.FrameValidator;
+import io.tnsr.wire.HelloPayload;
+import io.tnsr.wire.MessageType;
+import io.tnsr.wire.SequenceTable;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * A real stage ({@link StageRuntime}: inbound thread, Disruptor ring, compute and outbound handlers, metrics
+ * log) running all 4 layers of the synthetic {@code tiny} model, between sockets the benchmark owns: it sends a
+ * TOKENS frame (one decode token of one sequence) as the coordinator and reads the LOGITS frame back as the
+ * downstream. One operation = one frame through the stage's whole loop, including its (small) compute. Every
+ * 200 positions the sequence is ended (END_SEQUENCE, passed through) and a new one starts.
+ *
+ * <p>Its purpose is the allocation check: run with {@code -prof gc}, whose {@code gc.alloc.rate.norm} counts
+ * every thread of the JVM (JMH 1.37 reads the total of all threads' allocation counters), so the stage's
+ * threads are included; it must be ~0 B/op.
+ * <pre>
+ *   tools/jmh -f 1 -wi 3 -i 5 -prof gc StageLoopBenchmark
+ * </pre>
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(1)
+public class StageLoopBenchmark {
+    private static final int POSITIONS = 200;
+
+    @Param({"block"})
+    public String wait;
+
+    private StageRuntime stage;
+    private Path metrics;
+    private ServerSocketChannel downstreamServer;
+    private SocketChannel downstream;
+    private SocketChannel upstream;
+    private final ByteBuffer in = ByteBuffer.allocateDirect(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
+    private final UnsafeBuffer inBuf = new UnsafeBuffer(in);
+    private final ByteBuffer out = ByteBuffer.allocateDirect(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
+    private final UnsafeBuffer outBuf = new UnsafeBuffer(out);
+    private final int[] token = new int[1];
+    private final int[] ended = new int[1];
+    private long step;
+    private int seq;
+    private int pos;
+
+    @Setup(Level.Trial)
+    public void setup() throws Exception {
+        ModelSpec spec = ModelSpec.tiny();
+        Path model = ModelCache.get(spec);
+        metrics = Files.createTempDirectory("tnsr-perf-stage");
+        stage = new StageRuntime(new StageOptions(model, 0, 1, 0, spec.layers(), "127.0.0.1", 0, 16, 1 << 20, 32, 8,
+                WaitMode.parse(wait), -1, 4096, metrics, 0));
+        int port = stage.listen();
+        downstreamServer = ServerSocketChannel.open();
+        downstreamServer.bind(new InetSocketAddress("127.0.0.1", 0));
+        int dport = ((InetSocketAddress) downstreamServer.getLocalAddress()).getPort();
+        CompletableFuture<SocketChannel> accepted = CompletableFuture.supplyAsync(() -> {
+            try {
+                SocketChannel ch = downstreamServer.accept();
+                FrameIo.tune(ch);
+                FrameIo.readHello(ch, 1 << 20);
+                FrameIo.sendHello(ch, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 1, 1,
+                        spec.layers(), spec.layers(), spec.dim(), 0));
+                return ch;
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        stage.connectDownstream("127.0.0.1", dport, 10_000);
+        downstream = accepted.get(10, TimeUnit.SECONDS);
+        stage.start();
+        upstream = FrameIo.connect("127.0.0.1", port, 5000);
+        FrameIo.sendHello(upstream, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, 1, 0, 0,
+                spec.dim(), 32));
+        FrameIo.readHello(upstream, 1 << 20);
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() throws IOException {
+        upstream.close();
+        stage.close();
+        downstream.close();
+        downstreamServer.close();
+        try (java.util.stream.Stream<Path> files = Files.walk(metrics)) {
+            files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    @Benchmark
+    public long frame() throws IOException, FrameFormatException {
+        if (pos == POSITIONS) {
+            ended[0] = seq;
+            FrameIo.writeFully(upstream, out, 0, FrameEncoder.encodeEndSequence(outBuf, 0, ++step, 0, ended, 0, 1));
+            expect(MessageType.END_SEQUENCE);
+            seq++;
+            pos = 0;
+        }
+        token[0] = 3 + (pos * 31 + seq) % 500;
+        int len = FrameEncoder.encodeTokens(outBuf, 0, ++step, 0, token, 0, 1, 1, 0);
+        FrameEncoder.putSequenceEntry(outBuf, 0, 0, seq, pos, 1, SequenceTable.WANT_LOGITS);
+        FrameIo.writeFully(upstream, out, 0, len);
+        pos++;
+        return expect(MessageType.LOGITS);
+    }
+
+    private long expect(MessageType type) throws IOException, FrameFormatException {
+        if (!FrameIo.readFully(downstream, in, 0, FrameHeader.HEADER_LENGTH)) {
+            throw new IOException("the stage closed its downstream connection: " + stage.failure());
+        }
+        int len = FrameValidator.validateHeader(inBuf, 0, 0, 0, in.capacity());
+        FrameIo.readFully(downstream, in, FrameHeader.HEADER_LENGTH, len - FrameHeader.HEADER_LENGTH);
+        if (FrameHeader.messageTypeCode(inBuf, 0) != type.code()) {
+            throw new IOException("expected " + type + " from the stage, got message type " + FrameHeader.messageTypeCode(inBuf, 0));
+        }
+        return FrameHeader.stepId(inBuf, 0);
+    }
+}
