@@ -133,7 +133,7 @@ public final class PerfGate implements Callable<Integer> {
         if (update) {
             Map<String, String> notes = new LinkedHashMap<>();
             notes.put("comment", "Written by tools/perf-gate --update-baseline" + (runs > 1 ? " --calibrate " + runs : "")
-                    + ". Review the diff like code: see docs/perf-README-section.md (when to update, what the numbers mean).");
+                    + ". Review the diff like code: see README.md, section Performance (when to update, what the numbers mean).");
             notes.put("machine", GateTable.machine());
             notes.put("measured", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString() + ", load average " + GateTable.load());
             notes.put("tolerance_rule", runs > 1

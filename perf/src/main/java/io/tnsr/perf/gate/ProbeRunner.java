@@ -23,8 +23,8 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
 
 /**
- * Runs one {@link Probe} with JMH's {@link Runner} (one fork, short warm-up and measurement, {@code -prof gc})
- * and reduces it to a {@link Measurement}. JMH's own output for each probe goes to a log file.
+ * Runs one {@link Probe} with JMH's {@link Runner} (one fork unless the probe asks for more, short warm-up and
+ * measurement, {@code -prof gc}) and reduces it to a {@link Measurement} (the fastest fork's). JMH's own output for each probe goes to a log file.
  */
 public final class ProbeRunner {
 
@@ -100,7 +100,7 @@ public final class ProbeRunner {
         ChainedOptionsBuilder o = new OptionsBuilder()
                 .include("^" + Pattern.quote(p.benchmark()) + "$")
                 .mode(p.mode())
-                .forks(1)
+                .forks(p.forks())
                 .warmupIterations(settings.warmupIterations()).warmupTime(it)
                 .measurementIterations(settings.measurementIterations()).measurementTime(it)
                 .addProfiler(GCProfiler.class)
@@ -122,26 +122,32 @@ public final class ProbeRunner {
         if (results.size() != 1) {
             return Measurement.failed(results.size() + " results instead of 1 (parameters " + p.params() + "?); see " + log);
         }
-        return reduce(results.iterator().next(), p.mode());
+        Measurement fastest = null;
+        for (BenchmarkResult fork : results.iterator().next().getBenchmarkResults()) {
+            Measurement m = reduce(fork, p.mode());
+            if (fastest == null || m.nanosPerOp() < fastest.nanosPerOp()) {
+                fastest = m;
+            }
+        }
+        return fastest != null ? fastest : Measurement.failed("no fork finished; see " + log);
     }
 
-    static Measurement reduce(RunResult r, Mode mode) {
+    /** One fork's figure: see {@link Measurement}. */
+    static Measurement reduce(BenchmarkResult fork, Mode mode) {
         List<Double> times = new ArrayList<>();
         List<Double> allocs = new ArrayList<>();
-        for (BenchmarkResult b : r.getBenchmarkResults()) {
-            for (IterationResult i : b.getIterationResults()) {
-                Result<?> primary = i.getPrimaryResult();
-                double score = mode == Mode.SampleTime ? primary.getStatistics().getPercentile(50) : primary.getScore();
-                times.add(score * nanosPer(primary.getScoreUnit()));
-                Result<?> alloc = i.getSecondaryResults().get("gc.alloc.rate.norm");
-                if (alloc != null) {
-                    allocs.add(alloc.getScore());
-                }
+        for (IterationResult i : fork.getIterationResults()) {
+            Result<?> primary = i.getPrimaryResult();
+            double score = mode == Mode.SampleTime ? primary.getStatistics().getPercentile(50) : primary.getScore();
+            times.add(score * nanosPer(primary.getScoreUnit()));
+            Result<?> alloc = i.getSecondaryResults().get("gc.alloc.rate.norm");
+            if (alloc != null) {
+                allocs.add(alloc.getScore());
             }
         }
         double[] t = times.stream().mapToDouble(Double::doubleValue).toArray();
         double nanos = mode == Mode.SampleTime
-                ? r.getPrimaryResult().getStatistics().getPercentile(50) * nanosPer(r.getPrimaryResult().getScoreUnit())
+                ? fork.getPrimaryResult().getStatistics().getPercentile(50) * nanosPer(fork.getPrimaryResult().getScoreUnit())
                 : median(t);
         double alloc = allocs.isEmpty() ? Double.NaN : median(allocs.stream().mapToDouble(Double::doubleValue).toArray());
         return new Measurement(nanos, alloc, t, null);

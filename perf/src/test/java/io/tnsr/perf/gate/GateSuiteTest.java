@@ -42,6 +42,7 @@ class GateSuiteTest {
                     changed++;
                     assertEquals(inj.injected(), after.probe().benchmark());
                     assertEquals(before.probe().mode(), after.probe().mode());
+                    assertEquals(before.probe().forks(), after.probe().forks(), "measured like the real one");
                 }
                 if (before.name().equals(inj.expected())) {
                     assertNotEquals(before.probe(), after.probe(), inj.name() + " must change " + inj.expected());
@@ -59,7 +60,15 @@ class GateSuiteTest {
         GateSuite.Injection hop = GateSuite.injections().stream().filter(i -> i.name().equals("hop-extra-copy")).findFirst().orElseThrow();
         Probe p = hop.replace(GateSuite.HOP_STAGE);
         assertEquals("last", p.params().get("cpu"));
+        assertEquals(3, p.forks(), "best of as many forks as the real hop");
         assertTrue(!p.params().containsKey("path"));
         assertEquals(GateSuite.HOP_RAW, hop.replace(GateSuite.HOP_RAW), "the raw reference is untouched");
+    }
+
+    @Test
+    void bestOfForksShowsInTheKeyAndRejectsNonsense() {
+        assertEquals("HopBenchmark.roundTrip{cpu=last,path=stage}/sample/best-of-3", GateSuite.HOP_STAGE.key());
+        assertEquals(1, GateSuite.HOP_RAW.forks());
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> GateSuite.HOP_RAW.bestOfForks(0));
     }
 }
