@@ -91,7 +91,7 @@ public final class SyntheticModel {
     private static void matrix(GgufWriter w, ModelSpec s, String name, int rows, int cols, double bound) {
         w.addTensor(name, s.type(), new long[] {cols, rows}, dst -> {
             SplittableRandom r = random(s, name);
-            fill(dst, s.type(), (long) rows * cols, r, bound);
+            fillUniform(dst, s.type(), (long) rows * cols, r, bound);
         });
     }
 
@@ -104,8 +104,12 @@ public final class SyntheticModel {
         });
     }
 
-    /** n values uniform in +-bound, in order, as F32, F16, or Q8_0 / Q4_0 blocks of 32 (n is a multiple of 32 then). */
-    private static void fill(ByteBuffer dst, GgmlType type, long n, SplittableRandom r, double bound) {
+    /**
+     * Writes n values uniform in +-bound, drawn in order from {@code r}, as F32, F16, or Q8_0 / Q4_0 blocks of 32
+     * (n is a multiple of 32 then): every synthetic weight the project writes (models here, the kernel benchmarks'
+     * single matrices) goes through this one writer and {@link Quantize}.
+     */
+    public static void fillUniform(ByteBuffer dst, GgmlType type, long n, SplittableRandom r, double bound) {
         float[] block = new float[Quantize.QK];
         for (long i = 0; i < n; i += Quantize.QK) {
             int len = (int) Math.min(Quantize.QK, n - i);

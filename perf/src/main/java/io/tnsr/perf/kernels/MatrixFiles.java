@@ -4,9 +4,9 @@ import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.gguf.GgufException;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.gguf.GgufWriter;
-import io.tnsr.engine.kernels.Float16;
 import io.tnsr.engine.model.WeightMatrix;
 import io.tnsr.engine.synth.ModelCache;
+import io.tnsr.engine.synth.SyntheticModel;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -19,9 +19,9 @@ import java.util.SplittableRandom;
  * matrix is loaded through {@link WeightMatrix#load}, exactly as the engine loads a model's weights, so a new
  * tensor type is benchmarked as soon as the engine supports it.
  *
- * <p>Values are seeded uniform in +-sqrt(3 / cols); quantized types are written in ggml's block layouts
- * (Q8_0: f16 scale + 32 x i8; Q4_0: f16 scale + 16 bytes of nibbles, element j in the low nibble of byte j and
- * element j + 16 in its high nibble), so they are valid input for any correct Q8_0 / Q4_0 kernel.
+ * <p>Values are seeded uniform in +-sqrt(3 / cols), written by the synthetic model writer
+ * ({@link SyntheticModel#fillUniform}: ggml's reference Q8_0 / Q4_0 quantizers), so they are valid input for any
+ * correct kernel of the type.
  * Files are generated once into {@code .build/models/kernels} and reused.
  */
 public final class MatrixFiles {
@@ -90,67 +90,6 @@ public final class MatrixFiles {
     }
 
     private static void fill(ByteBuffer dst, GgmlType type, int rows, int cols) {
-        SplittableRandom r = new SplittableRandom(0x5EEDL * rows + cols);
-        double bound = Math.sqrt(3.0 / cols);
-        long n = (long) rows * cols;
-        switch (type) {
-            case F32 -> {
-                for (long i = 0; i < n; i++) {
-                    dst.putFloat(next(r, bound));
-                }
-            }
-            case F16 -> {
-                for (long i = 0; i < n; i++) {
-                    dst.putShort(Float16.fromFloat(next(r, bound)));
-                }
-            }
-            case Q8_0 -> {
-                float[] block = new float[32];
-                for (long b = 0; b < n / 32; b++) {
-                    float amax = nextBlock(r, bound, block);
-                    float d = amax / 127f;
-                    float id = d != 0 ? 1f / d : 0f;
-                    dst.putShort(Float16.fromFloat(d));
-                    for (float v : block) {
-                        dst.put((byte) Math.round(v * id));
-                    }
-                }
-            }
-            case Q4_0 -> {
-                float[] block = new float[32];
-                for (long b = 0; b < n / 32; b++) {
-                    nextBlock(r, bound, block);
-                    float max = 0f; // the value of largest magnitude, with its sign (as ggml's quantize_row_q4_0)
-                    for (float v : block) {
-                        if (Math.abs(v) > Math.abs(max)) {
-                            max = v;
-                        }
-                    }
-                    float d = max / -8f;
-                    float id = d != 0 ? 1f / d : 0f;
-                    dst.putShort(Float16.fromFloat(d));
-                    for (int j = 0; j < 16; j++) {
-                        int lo = Math.min(15, (int) (block[j] * id + 8.5f));
-                        int hi = Math.min(15, (int) (block[j + 16] * id + 8.5f));
-                        dst.put((byte) (lo | (hi << 4)));
-                    }
-                }
-            }
-            default -> throw new IllegalArgumentException("no synthetic writer for " + type + " (F32, F16, Q8_0, Q4_0)");
-        }
-    }
-
-    private static float next(SplittableRandom r, double bound) {
-        return (float) ((r.nextDouble() * 2 - 1) * bound);
-    }
-
-    /** Fills a block of 32 values; returns the largest magnitude. */
-    private static float nextBlock(SplittableRandom r, double bound, float[] block) {
-        float amax = 0f;
-        for (int j = 0; j < block.length; j++) {
-            block[j] = next(r, bound);
-            amax = Math.max(amax, Math.abs(block[j]));
-        }
-        return amax;
+        SyntheticModel.fillUniform(dst, type, (long) rows * cols, new SplittableRandom(0x5EEDL * rows + cols), Math.sqrt(3.0 / cols));
     }
 }
