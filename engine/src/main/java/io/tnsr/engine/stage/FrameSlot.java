@@ -33,11 +33,16 @@ public final class FrameSlot {
     long receivedNanos;          // when the inbound thread finished decoding it
     long hopNanos;               // one-way hop latency measured on arrival, or -1 when the frame had no trace stamp
 
-    FrameSlot(int capacity) {
+    public FrameSlot(int capacity) {
         bytes = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
         buffer = new UnsafeBuffer(bytes);
         floats = bytes.duplicate().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
         ints = bytes.duplicate().order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+    }
+
+    /** The slot's memory as a little-endian direct buffer (the same bytes as {@link #buffer()}). */
+    public ByteBuffer bytes() {
+        return bytes;
     }
 
     public UnsafeBuffer buffer() {

@@ -6,8 +6,6 @@ import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.net.FrameIo;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.FrameFormatException;
-import io.tnsr.wire.FrameHeader;
-import io.tnsr.wire.FrameValidator;
 import io.tnsr.wire.HelloPayload;
 import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
@@ -17,8 +15,8 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The stage's inbound network thread: accepts the upstream connection, checks its HELLO, then for each frame
- * claims a ring slot, reads the frame from the socket straight into the slot's buffer (header, validate,
- * rest, validate), and publishes it. Nothing is copied or allocated per frame.
+ * claims a ring slot, reads the frame from the socket straight into the slot's buffer ({@link FrameReader}:
+ * header, validate, rest, validate), and publishes it. Nothing is copied or allocated per frame.
  *
  * <pre>
  * loop: accept -> HELLO -> { claim slot -> read 56 B -> validateHeader -> read rest -> validateTrailer -> publish }*
@@ -40,12 +38,10 @@ final class InboundReceiver implements Runnable {
     private final int maxFrameBytes;
     private final FrameIo.Hello ownHello;
     private final HelloCheck helloCheck;
-    private final LatencyMetric hop;
+    private final FrameReader reader;
     private final String stageName;
     private volatile boolean running = true;
     private volatile SocketChannel current;
-    private long streamOffset;
-    private long frameIndex;
 
     InboundReceiver(ServerSocketChannel server, RingBuffer<FrameSlot> ring, int maxFrameBytes, FrameIo.Hello ownHello,
                     HelloCheck helloCheck, LatencyMetric hop, String stageName) {
@@ -54,7 +50,7 @@ final class InboundReceiver implements Runnable {
         this.maxFrameBytes = maxFrameBytes;
         this.ownHello = ownHello;
         this.helloCheck = helloCheck;
-        this.hop = hop;
+        this.reader = new FrameReader(maxFrameBytes, hop);
         this.stageName = stageName;
     }
 
@@ -124,8 +120,7 @@ final class InboundReceiver implements Runnable {
             throw new IOException("refused upstream: " + refusal);
         }
         FrameIo.sendHello(ch, ownHello);
-        streamOffset = 0;
-        frameIndex = 0;
+        reader.reset();
         while (running) {
             long seq = claim();
             if (seq < 0) {
@@ -134,7 +129,7 @@ final class InboundReceiver implements Runnable {
             FrameSlot slot = ring.get(seq);
             slot.status = FrameSlot.Status.EMPTY;
             try {
-                if (!readFrame(ch, slot)) {
+                if (!reader.read(ch, slot)) {
                     return; // upstream closed between frames
                 }
             } catch (FrameFormatException e) {
@@ -157,46 +152,6 @@ final class InboundReceiver implements Runnable {
                 }
                 LockSupport.parkNanos(20_000);
             }
-        }
-    }
-
-    /** Reads one frame into the slot; false on a clean end of stream before it. */
-    private boolean readFrame(SocketChannel ch, FrameSlot slot) throws IOException, FrameFormatException {
-        if (!FrameIo.readFully(ch, slot.bytes, 0, FrameHeader.HEADER_LENGTH)) {
-            return false;
-        }
-        int length = FrameValidator.validateHeader(slot.buffer, 0, streamOffset, frameIndex, maxFrameBytes);
-        slot.frameLength = length;
-        if (length > slot.capacity()) {
-            drain(ch, slot, length - FrameHeader.HEADER_LENGTH);
-            slot.status = FrameSlot.Status.TOO_LARGE;
-            slot.length = FrameHeader.HEADER_LENGTH;
-        } else {
-            FrameIo.readFully(ch, slot.bytes, FrameHeader.HEADER_LENGTH, length - FrameHeader.HEADER_LENGTH);
-            FrameValidator.validateTrailer(slot.buffer, 0, streamOffset, frameIndex);
-            slot.status = FrameSlot.Status.FRAME;
-            slot.length = length;
-        }
-        long now = System.nanoTime();
-        slot.receivedNanos = now;
-        if (slot.status == FrameSlot.Status.FRAME && (FrameHeader.flags(slot.buffer, 0) & FrameHeader.FLAG_TRACE) != 0) {
-            slot.hopNanos = now - FrameHeader.traceNanos(slot.buffer, 0);
-            hop.record(slot.hopNanos);
-        } else {
-            slot.hopNanos = -1;
-        }
-        streamOffset += length;
-        frameIndex++;
-        return true;
-    }
-
-    /** Reads and discards n bytes through the slot's buffer after its header (frame too large for the slot). */
-    private static void drain(SocketChannel ch, FrameSlot slot, long n) throws IOException {
-        int chunk = slot.capacity() - FrameHeader.HEADER_LENGTH;
-        while (n > 0) {
-            int len = (int) Math.min(chunk, n);
-            FrameIo.readFully(ch, slot.bytes, FrameHeader.HEADER_LENGTH, len);
-            n -= len;
         }
     }
 }

@@ -2,10 +2,11 @@ package io.tnsr.perf.stage;
 
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.net.FrameIo;
+import io.tnsr.engine.stage.FrameReader;
+import io.tnsr.engine.stage.FrameSlot;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameFormatException;
 import io.tnsr.wire.FrameHeader;
-import io.tnsr.wire.FrameValidator;
 import io.tnsr.wire.SequenceTable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -14,32 +15,30 @@ import java.nio.channels.SocketChannel;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
- * One side of a hop moving frames the way a stage does, with the stage's own code: receiving as
- * {@code InboundReceiver} does (read the 56-byte header straight into an off-heap slot buffer with
- * {@link FrameIo#readFully}, {@link FrameValidator#validateHeader}, read the rest, {@link FrameValidator#validateTrailer},
- * record the one-way latency from the trace stamp in a {@link LatencyMetric}); sending as {@code OutboundSender}
- * does (stamp the trace field, one gathering {@link FrameIo#writeFully} of the empty error region and the frame).
+ * One side of a hop moving frames the way a stage does, with the stage's own code: receiving with the inbound
+ * thread's {@link FrameReader} into a ring {@link FrameSlot} (header, validation, rest, trailer, one-way latency
+ * from the trace stamp into a {@link LatencyMetric}); sending as {@code OutboundSender} does (stamp the trace
+ * field, one gathering {@link FrameIo#writeFully} of the empty error region and the frame), from the same slot.
  * The frame is an ACTIVATIONS [rows, width] frame with a one-entry sequence table and a trace stamp, as stages
  * send (16 KiB of payload for [4, 1024]).
  */
 public class StageEndpoint implements Hop.Endpoint {
+    private final FrameSlot frame;
+    private final FrameReader reader;
     protected final ByteBuffer slotBytes;
     protected final UnsafeBuffer slot;
     private final ByteBuffer errorBytes = ByteBuffer.allocateDirect(4096).order(ByteOrder.LITTLE_ENDIAN);
     private final ByteBuffer[] gather;
-    private final LatencyMetric hop = new LatencyMetric("hop", "one-way hop");
-    private final int maxFrameBytes;
-    private long streamOffset;
-    private long frameIndex;
     protected int length;
 
     public StageEndpoint(int rows, int width) {
         int payload = rows * width * Float.BYTES;
         int capacity = FrameHeader.HEADER_LENGTH + payload + FrameHeader.MAX_SEQUENCE_COUNT * FrameHeader.SEQUENCE_ENTRY_LENGTH
                 + FrameHeader.TRACE_LENGTH;
-        slotBytes = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
-        slot = new UnsafeBuffer(slotBytes);
-        maxFrameBytes = capacity;
+        frame = new FrameSlot(capacity);
+        reader = new FrameReader(capacity, new LatencyMetric("hop", "one-way hop"));
+        slotBytes = frame.bytes();
+        slot = frame.buffer();
         FrameEncoder.encodeHeader(slot, 0, io.tnsr.wire.MessageType.ACTIVATIONS, 1, 0, FrameHeader.FLAG_TRACE, 1, 2,
                 rows, width, 0, 0, payload);
         for (int i = 0; i < rows * width; i++) {
@@ -63,20 +62,14 @@ public class StageEndpoint implements Hop.Endpoint {
 
     @Override
     public boolean receive(SocketChannel ch) throws IOException {
-        if (!FrameIo.readFully(ch, slotBytes, 0, FrameHeader.HEADER_LENGTH)) {
-            return false;
-        }
         try {
-            int len = FrameValidator.validateHeader(slot, 0, streamOffset, frameIndex, maxFrameBytes);
-            FrameIo.readFully(ch, slotBytes, FrameHeader.HEADER_LENGTH, len - FrameHeader.HEADER_LENGTH);
-            FrameValidator.validateTrailer(slot, 0, streamOffset, frameIndex);
-            length = len;
+            if (!reader.read(ch, frame)) {
+                return false;
+            }
         } catch (FrameFormatException e) {
             throw new IOException(e);
         }
-        hop.record(System.nanoTime() - FrameHeader.traceNanos(slot, 0));
-        streamOffset += length;
-        frameIndex++;
+        length = frame.length();
         return true;
     }
 }
