@@ -46,6 +46,13 @@ public final class GateSuite {
     static final double CODEC_FLOOR = 0.10;
     static final double COMPUTE_FLOOR = 0.10;
     static final double MEMORY_FLOOR = 0.20;
+    /*
+     * The 64 MiB matrix-vector products against the 64 MiB read: both stream the same kind of mapped file, but the
+     * read gains more than the kernels from a freshly written file's page-cache state (as in CI's clean clone:
+     * 1.8-2.1 ms for the read there against 2.2-2.5 ms in an older checkout, the kernels 10% faster, not 25%), so
+     * their ratio moved by up to 22% between checkouts of the same code. The self-test's 2x kernel stays far above.
+     */
+    static final double PAGE_CACHE_FLOOR = 0.35;
 
     static final Probe HOP_RAW = Probe.sample(HOP, "path", "raw", "cpu", "last");
     /** Best of 3 forks: the one figure that must resolve a few percent (the self-test's extra copy adds about 5%). */
@@ -77,8 +84,8 @@ public final class GateSuite {
         m.add(Metric.ratio("time.layer.prefill", prefill, DOT, "LayerBenchmark prefill (128 tokens) F32 p50 / L2 dot products")
                 .tolerance(COMPUTE_FLOOR));
         m.add(Metric.info("info.stream64m", STREAM, "reference: read 64 MiB of mapped weights, p50 (ns)"));
-        m.add(kernel("F32", "4096x4096", "1", STREAM, "64 MiB read").tolerance(MEMORY_FLOOR));
-        m.add(kernel("F16", "4096x4096", "1", STREAM, "64 MiB read").tolerance(MEMORY_FLOOR));
+        m.add(kernel("F32", "4096x4096", "1", STREAM, "64 MiB read").tolerance(PAGE_CACHE_FLOOR));
+        m.add(kernel("F16", "4096x4096", "1", STREAM, "64 MiB read").tolerance(PAGE_CACHE_FLOOR));
         m.add(Metric.ratio("time.layer.decode", Probe.sample(LAYER, "phase", "decode", "type", "F32"), STREAM,
                 "LayerBenchmark decode (1 token) F32 p50 / 64 MiB read").tolerance(MEMORY_FLOOR));
         m.add(Metric.alloc("alloc.layer.decode", Probe.avgt(LAYER, "phase", "decode", "type", "F32"),
