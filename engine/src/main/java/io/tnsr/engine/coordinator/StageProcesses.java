@@ -11,6 +11,7 @@ import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
@@ -117,6 +118,21 @@ public final class StageProcesses implements Stages {
         return address(0);
     }
 
+    /**
+     * A stage's heap limit: 768 MiB for the runtime, plus room for Q8_0/Q4_0 tensors, which are repacked onto the
+     * heap at load (up to 1.12x their bytes in the file, see the engine's PackedBlocks). Sized from the whole file,
+     * an upper bound for any layer range: a limit, not memory the JVM takes up front.
+     */
+    static long heapMiB(Path model) {
+        long fileBytes;
+        try {
+            fileBytes = Files.size(model);
+        } catch (IOException e) {
+            fileBytes = 0; // the stage itself reports the unreadable file
+        }
+        return 768 + (fileBytes + fileBytes / 8 >> 20);
+    }
+
     private List<String> command(int i, StageSpec s) {
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
@@ -126,7 +142,7 @@ public final class StageProcesses implements Stages {
                 cmd.add(a);
             }
         }
-        cmd.add("-Xmx768m");
+        cmd.add("-Xmx" + heapMiB(model) + "m");
         cmd.add("-XX:MaxDirectMemorySize=4g");
         cmd.add("-cp");
         cmd.add(System.getProperty("tnsr.classpath", System.getProperty("java.class.path")));

@@ -10,7 +10,8 @@ import jdk.incubator.vector.FloatVector;
 
 /**
  * Q4_0 weights (ggml block_q4_0): blocks of 32 elements, 18 bytes each, {@code [d: f16][qs: 16 bytes]};
- * element i &lt; 16 = ((qs[i] &amp; 0xF) - 8) * d, element 16 + i = ((qs[i] &gt;&gt; 4) - 8) * d.
+ * element i &lt; 16 = ((qs[i] &amp; 0xF) - 8) * d, element 16 + i = ((qs[i] &gt;&gt; 4) - 8) * d. Repacked at load
+ * into {@link #quants} (the 16 bytes of each block) and {@link #scales} ({@link PackedBlocks}).
  *
  * <p>{@link #matvec} and {@link #decodeRow} repeat {@link Q8_0Matrix}'s loops on purpose: only {@code chunk}
  * differs, and a loop shared through a virtual or lambda call would not inline it, so every vector would be
@@ -18,12 +19,24 @@ import jdk.incubator.vector.FloatVector;
  */
 final class Q4_0Matrix extends WeightMatrix {
     private static final int QK = 32;
-    private static final int BYTES = 18;
+    private static final int PAYLOAD = 16; // quant bytes per block
     private final int blocks; // per row
+    private final byte[] quants; // [rows * blocks * PAYLOAD]: row r's blocks from r * blocks * PAYLOAD
+    private final float[] scales; // [rows * blocks]: row r's from r * blocks
 
-    Q4_0Matrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, data, GgmlType.Q4_0);
+    Q4_0Matrix(String name, int rows, int cols, ByteBuffer data, PackedBlocks packed) {
+        super(name, rows, cols, data, true, 0);
         this.blocks = cols / QK;
+        if (packed.scales().length != (long) rows * blocks || packed.quants().length != (long) rows * blocks * PAYLOAD) {
+            throw new IllegalArgumentException(name + ": " + packed.scales().length + " blocks for a " + rows + " x " + cols + " matrix");
+        }
+        this.quants = packed.quants();
+        this.scales = packed.scales();
+    }
+
+    /** Repacks the blocks of a {@code rows x cols} matrix from {@code data}. */
+    Q4_0Matrix(String name, int rows, int cols, ByteBuffer data) {
+        this(name, rows, cols, data, PackedBlocks.unpack(data, GgmlType.Q4_0, rows * (cols / QK)));
     }
 
     @Override
@@ -31,43 +44,40 @@ final class Q4_0Matrix extends WeightMatrix {
         return GgmlType.Q4_0;
     }
 
-    /** Elements [j, j + L) of the block at byte {@code bb} (j &lt; 16: low nibbles, else high), times d. */
-    private static FloatVector chunk(byte[] qs, int bb, int j, FloatVector d) {
-        return Blocks.nibbles(qs, bb + 2 + (j & 15), (j & 16) >> 2, 8).mul(d);
-    }
-
-    private static FloatVector scale(byte[] qs, int bb) {
-        return FloatVector.broadcast(F, Blocks.half(qs, bb));
+    /** Elements [j, j + L) of the block whose quants start at {@code qb} (j &lt; 16: low nibbles, else high), times d. */
+    private static FloatVector chunk(byte[] q, int qb, int j, FloatVector d) {
+        return Blocks.nibbles(q, qb + (j & 15), (j & 16) >> 2, 8).mul(d);
     }
 
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
-        byte[] qs = rowBytes;
+        byte[] q = quants; // locals: C2 keeps them in registers
+        float[] s = scales;
         for (int r = 0; r < rows; r++) {
-            copyRow(r, qs);
+            int sr = r * blocks;
             FloatVector a = FloatVector.zero(F);
             FloatVector b = a;
             int k = 0;
             for (; k + 2 <= blocks; k += 2) { // two blocks per trip by hand: C2 (JDK 17) unrolls neither this
-                int bb = k * BYTES;           // loop nor an inner constant-trip one here (measured +20%)
-                FloatVector d = scale(qs, bb);
-                FloatVector e = scale(qs, bb + BYTES);
+                int qb = (sr + k) * PAYLOAD;  // loop nor an inner constant-trip one here (measured +20%)
+                FloatVector d = FloatVector.broadcast(F, s[sr + k]);
+                FloatVector e = FloatVector.broadcast(F, s[sr + k + 1]);
                 int xk = xo + k * QK;
                 for (int j = 0; j < QK; j += 2 * L) { // chunk j: even (a), j + L: odd (b)
-                    a = chunk(qs, bb, j, d).fma(FloatVector.fromArray(F, x, xk + j), a);
-                    b = chunk(qs, bb, j + L, d).fma(FloatVector.fromArray(F, x, xk + j + L), b);
+                    a = chunk(q, qb, j, d).fma(FloatVector.fromArray(F, x, xk + j), a);
+                    b = chunk(q, qb, j + L, d).fma(FloatVector.fromArray(F, x, xk + j + L), b);
                 }
                 for (int j = 0; j < QK; j += 2 * L) {
-                    a = chunk(qs, bb + BYTES, j, e).fma(FloatVector.fromArray(F, x, xk + QK + j), a);
-                    b = chunk(qs, bb + BYTES, j + L, e).fma(FloatVector.fromArray(F, x, xk + QK + j + L), b);
+                    a = chunk(q, qb + PAYLOAD, j, e).fma(FloatVector.fromArray(F, x, xk + QK + j), a);
+                    b = chunk(q, qb + PAYLOAD, j + L, e).fma(FloatVector.fromArray(F, x, xk + QK + j + L), b);
                 }
             }
             for (; k < blocks; k++) {
-                int bb = k * BYTES;
-                FloatVector d = scale(qs, bb);
+                int qb = (sr + k) * PAYLOAD;
+                FloatVector d = FloatVector.broadcast(F, s[sr + k]);
                 for (int j = 0; j < QK; j += 2 * L) {
-                    a = chunk(qs, bb, j, d).fma(FloatVector.fromArray(F, x, xo + k * QK + j), a);
-                    b = chunk(qs, bb, j + L, d).fma(FloatVector.fromArray(F, x, xo + k * QK + j + L), b);
+                    a = chunk(q, qb, j, d).fma(FloatVector.fromArray(F, x, xo + k * QK + j), a);
+                    b = chunk(q, qb, j + L, d).fma(FloatVector.fromArray(F, x, xo + k * QK + j + L), b);
                 }
             }
             out[oo + r] = sum(a, b);
@@ -76,13 +86,11 @@ final class Q4_0Matrix extends WeightMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        byte[] qs = rowBytes;
-        copyRow(row, qs);
-        for (int b = 0; b < blocks; b++) {
-            int bb = b * BYTES;
-            FloatVector d = scale(qs, bb);
+        byte[] q = quants;
+        for (int b = 0, sr = row * blocks; b < blocks; b++) {
+            FloatVector d = FloatVector.broadcast(F, scales[sr + b]);
             for (int j = 0; j < QK; j += L) {
-                chunk(qs, bb, j, d).intoArray(dst, off + b * QK + j);
+                chunk(q, (sr + b) * PAYLOAD, j, d).intoArray(dst, off + b * QK + j);
             }
         }
     }

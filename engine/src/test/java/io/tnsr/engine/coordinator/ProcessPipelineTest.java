@@ -161,4 +161,12 @@ class ProcessPipelineTest {
             assertTrue(err.contains("stage 1 failed: cannot listen on 127.0.0.1:" + port), err);
         }
     }
+
+    @Test
+    void aStagesHeapLeavesRoomForTheModelsRepackedQuantizedTensors(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path model = dir.resolve("m.gguf");
+        Files.write(model, new byte[8 << 20]);
+        assertEquals(768 + 9, StageProcesses.heapMiB(model), "768 MiB + 1.125 x the 8 MiB file");
+        assertEquals(768, StageProcesses.heapMiB(dir.resolve("missing.gguf")), "the stage reports a missing file itself");
+    }
 }
