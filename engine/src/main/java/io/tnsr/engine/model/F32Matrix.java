@@ -7,6 +7,7 @@ import static io.tnsr.engine.model.TileKernels.sum;
 import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import jdk.incubator.vector.FloatVector;
 
 /**
@@ -16,8 +17,12 @@ import jdk.incubator.vector.FloatVector;
 final class F32Matrix extends WeightMatrix {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
+    /** The same bytes as floats, for {@link #decodeRow}'s bulk copy. */
+    private final FloatBuffer floats;
+
     F32Matrix(String name, int rows, int cols, ByteBuffer data) {
         super(name, rows, cols, data);
+        this.floats = data.duplicate().order(LE).asFloatBuffer();
     }
 
     @Override
@@ -54,13 +59,6 @@ final class F32Matrix extends WeightMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        ByteBuffer data = this.data;
-        int c = 0;
-        for (int bound = F.loopBound(cols), rb = row * cols * 4; c < bound; c += L) {
-            load(data, rb + c * 4).intoArray(dst, off + c);
-        }
-        for (int base = row * cols * 4; c < cols; c++) {
-            dst[off + c] = data.getFloat(base + c * 4);
-        }
+        floats.get(row * cols, dst, off, cols); // one bulk copy (memcpy): faster than a vector load/store loop
     }
 }
