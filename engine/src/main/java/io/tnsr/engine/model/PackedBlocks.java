@@ -61,7 +61,8 @@ record PackedBlocks(byte[] quants, float[] scales) {
         } catch (OutOfMemoryError e) {
             throw new GgufException(file.path(), "tensor '" + t.name() + "' (" + t.type() + ", "
                     + String.format(java.util.Locale.ROOT, "%.1f", need / 1048576.0) + " MiB once repacked) does not fit in the Java heap (max " + (Runtime.getRuntime().maxMemory() >> 20)
-                    + " MiB): raise -Xmx to at least the size of the model's quantized tensors", e);
+                    + " MiB): raise the heap limit to at least the size of the model's quantized tensors (java -Xmx<size>;"
+                    + " for the tools/ commands, TNSR_JAVA_OPTS=-Xmx<size>)", e);
         }
     }
 }
