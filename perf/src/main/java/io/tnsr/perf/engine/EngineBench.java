@@ -68,10 +68,13 @@ public final class EngineBench implements Callable<Integer> {
         System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), JDK %s, %d CPUs, %s, %d-bit vectors%n",
                 preset, repeats, Runtime.version(), Runtime.getRuntime().availableProcessors(), cpuName(),
                 jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize());
-        double bw = Probes.bandwidth(probeRuns);
+        double offHeap = Probes.bufferBandwidth(probeRuns);
+        double heap = Probes.heapBandwidth(probeRuns);
+        double bw = Math.max(offHeap, heap);
         double peak = Probes.peakFlops(probeRuns);
-        System.out.printf(Locale.ROOT, "probes (same JVM, 1 thread, best of %d): streaming read %.1f GB/s over %d MiB; FMA peak %.1f GFLOP/s%n",
-                probeRuns, bw / 1e9, Probes.STREAM_BYTES >> 20, peak / 1e9);
+        System.out.printf(Locale.ROOT, "probes (same JVM, 1 thread, best of %d): streaming read %.1f GB/s over %d MiB (heap array %.1f, "
+                        + "off-heap buffer %.1f); FMA peak %.1f GFLOP/s%n",
+                probeRuns, bw / 1e9, Probes.STREAM_BYTES >> 20, heap / 1e9, offHeap / 1e9, peak / 1e9);
         System.out.println("ceiling = tokens/s if the step took only max(weight bytes / bandwidth, FLOPs / peak); bound = which one;");
         System.out.println("ratio = tokens/s / llama.cpp's (middle of its range); target ratio, '!' when missed; B/tok = bytes allocated per token");
         System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s %6s%n", "workload", "tokens/s", "spread",
