@@ -20,8 +20,8 @@ final class Q8_0Matrix extends WeightMatrix {
     private final byte[] quants; // [rows * blocks * PAYLOAD]: row r's blocks from r * blocks * PAYLOAD
     private final float[] scales; // [rows * blocks]: row r's from r * blocks
 
-    Q8_0Matrix(String name, int rows, int cols, ByteBuffer data, PackedBlocks packed) {
-        super(name, rows, cols, data, true, 0);
+    Q8_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
+        super(name, rows, cols);
         this.blocks = cols / QK;
         if (packed.scales().length != (long) rows * blocks || packed.quants().length != (long) rows * blocks * PAYLOAD) {
             throw new IllegalArgumentException(name + ": " + packed.scales().length + " blocks for a " + rows + " x " + cols + " matrix");
@@ -32,7 +32,7 @@ final class Q8_0Matrix extends WeightMatrix {
 
     /** Repacks the blocks of a {@code rows x cols} matrix from {@code data}. */
     Q8_0Matrix(String name, int rows, int cols, ByteBuffer data) {
-        this(name, rows, cols, data, PackedBlocks.unpack(data, GgmlType.Q8_0, rows * (cols / QK)));
+        this(name, rows, cols, PackedBlocks.unpack(data, GgmlType.Q8_0, rows * (cols / QK)));
     }
 
     @Override

@@ -25,6 +25,7 @@ public abstract class WeightMatrix {
     protected final String name;
     protected final int rows;
     protected final int cols;
+    /** The tensor's bytes in the mapped file; null for the types repacked at load (Q8_0, Q4_0). */
     protected final ByteBuffer data;
     /** [TILE_ROWS][cols] scratch for {@link #matmul} of several tokens; one compute thread uses a matrix. */
     private final float[] tile;
@@ -44,10 +45,15 @@ public abstract class WeightMatrix {
     }
 
     /**
-     * A matrix of ggml blocks that does not read its rows from {@code data} (it repacked them at load, see
-     * {@link PackedBlocks}): the quantized types' summation order (two chains), no row copy.
+     * A matrix of ggml blocks repacked at load ({@link PackedBlocks}): the quantized types' summation order (two
+     * chains), and no reference to the mapped file, so its mapping is released once collected ({@link #data} is
+     * null).
      */
-    protected WeightMatrix(String name, int rows, int cols, ByteBuffer data, boolean twoChains, int rowBytes) {
+    protected WeightMatrix(String name, int rows, int cols) {
+        this(name, rows, cols, null, true, 0);
+    }
+
+    private WeightMatrix(String name, int rows, int cols, ByteBuffer data, boolean twoChains, int rowBytes) {
         this.name = name;
         this.rows = rows;
         this.cols = cols;
@@ -147,8 +153,8 @@ public abstract class WeightMatrix {
         return switch (t.type()) {
             case F32 -> new F32Matrix(name, rows, cols, data);
             case F16 -> new F16Matrix(name, rows, cols, data);
-            case Q8_0 -> new Q8_0Matrix(name, rows, checkBlocks(file, t, cols), data, PackedBlocks.unpack(file, t, data));
-            case Q4_0 -> new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), data, PackedBlocks.unpack(file, t, data));
+            case Q8_0 -> new Q8_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
+            case Q4_0 -> new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
             case Q4_K -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), data);
             case Q6_K -> new Q6KMatrix(name, rows, checkBlocks(file, t, cols), data);
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()

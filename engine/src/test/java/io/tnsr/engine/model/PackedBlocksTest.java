@@ -64,7 +64,7 @@ class PackedBlocksTest {
         assertTrue(short_.getMessage().contains("3 blocks of Q4_0 need 54 bytes; the buffer has 36"), short_.getMessage());
         PackedBlocks two = PackedBlocks.unpack(b, GgmlType.Q4_0, 2);
         IllegalArgumentException shape = assertThrows(IllegalArgumentException.class,
-                () -> new Q4_0Matrix("w", 2, 64, b, two));
+                () -> new Q4_0Matrix("w", 2, 64, two));
         assertTrue(shape.getMessage().contains("2 blocks for a 2 x 64 matrix"), shape.getMessage());
         assertThrows(IllegalArgumentException.class, () -> new PackedBlocks(new byte[33], new float[2]));
         assertArrayEquals(new float[0], new PackedBlocks(new byte[0], new float[0]).scales());
