@@ -80,11 +80,12 @@ public final class GateSuite {
         m.add(Metric.info("info.dot", DOT, "reference: dot products over 512 KiB in L2, p50 (ns)"));
         m.add(kernel("F32", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         m.add(kernel("F32", "2048x768", "16", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
-        // Q8_0 and Q4_0 one-token kernels: compute-bound (about 13 G weights/s from their packed heap arrays, where
-        // the 64 MiB read would take a third of the time), so against the dot products too; heap arrays, so no
-        // page-cache effects. They guard the repack (PackedBlocks: 1.5x) and the C2 boxing accident once seen on Q4_0.
-        m.add(kernel("Q8_0", "4096x4096", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
-        m.add(kernel("Q4_0", "4096x4096", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
+        // Q8_0 and Q4_0 one-token kernels: compute-bound (about 13 G weights/s from their packed heap arrays), so
+        // against the dot products, on the 768x768 matrix that stays in L2. They guard the repack (PackedBlocks: 1.5x)
+        // and the C2 boxing accident once seen on Q4_0. Not 4096x4096: its 19 MB of Q8_0 sit in the L3 that this VM
+        // shares with its neighbours, and the same code measured 130 to 201 times the reference from run to run.
+        m.add(kernel("Q8_0", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
+        m.add(kernel("Q4_0", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         Probe prefill = Probe.sample(LAYER, "phase", "prefill", "type", "F32").scaled(3);
         m.add(Metric.ratio("time.layer.prefill", prefill, DOT, "LayerBenchmark prefill (128 tokens) F32 p50 / L2 dot products")
                 .tolerance(COMPUTE_FLOOR));
