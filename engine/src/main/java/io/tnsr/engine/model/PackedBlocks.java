@@ -32,6 +32,14 @@ record PackedBlocks(byte[] quants, float[] scales) {
         }
     }
 
+    /** Checks that these are {@code blocksPerRow} blocks of {@code payload} bytes for each of {@code rows} rows. */
+    void requireShape(String name, int rows, int blocksPerRow, int payload) {
+        if (scales.length != (long) rows * blocksPerRow || quants.length != (long) rows * blocksPerRow * payload) {
+            throw new IllegalArgumentException(name + ": " + scales.length + " blocks for " + rows + " rows of "
+                    + blocksPerRow + " blocks");
+        }
+    }
+
     /** Splits {@code blocks} blocks of {@code type} from {@code data} (little-endian, from position 0). */
     static PackedBlocks unpack(ByteBuffer data, GgmlType type, int blocks) {
         int bytes = type.blockBytes();

@@ -23,9 +23,7 @@ final class Q8_0Matrix extends WeightMatrix {
     Q8_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
         super(name, rows, cols);
         this.blocks = cols / QK;
-        if (packed.scales().length != (long) rows * blocks || packed.quants().length != (long) rows * blocks * PAYLOAD) {
-            throw new IllegalArgumentException(name + ": " + packed.scales().length + " blocks for a " + rows + " x " + cols + " matrix");
-        }
+        packed.requireShape(name, rows, blocks, PAYLOAD);
         this.quants = packed.quants();
         this.scales = packed.scales();
     }

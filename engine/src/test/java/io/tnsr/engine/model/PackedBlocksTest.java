@@ -65,7 +65,7 @@ class PackedBlocksTest {
         PackedBlocks two = PackedBlocks.unpack(b, GgmlType.Q4_0, 2);
         IllegalArgumentException shape = assertThrows(IllegalArgumentException.class,
                 () -> new Q4_0Matrix("w", 2, 64, two));
-        assertTrue(shape.getMessage().contains("2 blocks for a 2 x 64 matrix"), shape.getMessage());
+        assertTrue(shape.getMessage().contains("w: 2 blocks for 2 rows of 2 blocks"), shape.getMessage());
         assertThrows(IllegalArgumentException.class, () -> new PackedBlocks(new byte[33], new float[2]));
         assertArrayEquals(new float[0], new PackedBlocks(new byte[0], new float[0]).scales());
     }
