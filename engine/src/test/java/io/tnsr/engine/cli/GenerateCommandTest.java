@@ -70,4 +70,31 @@ class GenerateCommandTest {
         assertEquals("limit", good.get("stopped_by"));
         assertEquals(5, ((List<?>) good.get("generated_tokens")).size());
     }
+
+    /**
+     * Q8_0 weights are repacked onto the heap at load: a heap too small for them must be a one-line error naming
+     * the tensor and how to raise the limit (exit status 2), not an OutOfMemoryError's stack trace. A separate JVM
+     * with a 24 MiB heap loads a model whose embedding and classifier take 18 MiB each once repacked.
+     */
+    @Test
+    void aHeapTooSmallForTheRepackedWeightsIsAClearError() throws Exception {
+        java.nio.file.Path model = io.tnsr.engine.testing.TestModels.get(new io.tnsr.engine.synth.ModelSpec(
+                "big-vocab", 256, 1, 4, 4, 256, 65536, 64, false, io.tnsr.engine.gguf.GgmlType.Q8_0, 3, false));
+        List<String> cmd = new java.util.ArrayList<>();
+        cmd.add(java.nio.file.Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        for (String a : java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (!a.startsWith("-Xmx") && !a.startsWith("-agent") && !a.startsWith("-javaagent")) {
+                cmd.add(a);
+            }
+        }
+        cmd.addAll(List.of("-Xmx24m", "-cp", System.getProperty("java.class.path"), GenerateCommand.class.getName(),
+                "--model", model.toString(), "--prompt", "x", "--max-tokens", "1"));
+        Process p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        String err = new String(p.getErrorStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS), "the JVM ended");
+        assertEquals(2, p.exitValue(), err);
+        assertTrue(err.matches("(?s).*tensor '(token_embd|output)\\.weight' \\(Q8_0, 18\\.0 MiB once repacked\\) does not fit in the Java heap.*"), err);
+        assertTrue(err.contains("TNSR_JAVA_OPTS=-Xmx<size>"), err);
+        assertTrue(!err.contains("OutOfMemoryError") && !err.contains("\tat "), "no stack trace: " + err);
+    }
 }
