@@ -2,6 +2,7 @@ package io.tnsr.perf.engine;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.function.DoubleSupplier;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -31,14 +32,7 @@ final class Probes {
         for (int i = 0; i < a.length; i++) {
             a[i] = i;
         }
-        double best = 0;
-        float sink = 0;
-        for (int r = 0; r < runs + 3; r++) { // 3 warm-up runs compile the loop
-            long t0 = System.nanoTime();
-            sink += stream(a);
-            best = Math.max(best, STREAM_BYTES * 1e9 / (System.nanoTime() - t0));
-        }
-        return sink == 42f ? best + 1e-9 : best;
+        return bestRate(runs, () -> stream(a));
     }
 
     private static float stream(float[] b) {
@@ -59,14 +53,19 @@ final class Probes {
         for (int i = 0; i < STREAM_BYTES; i += 4) {
             b.putFloat(i, i);
         }
+        return bestRate(runs, () -> stream(b));
+    }
+
+    /** The best bytes per second of {@code runs} timed reads of {@link #STREAM_BYTES}, after 3 that compile the loop. */
+    private static double bestRate(int runs, DoubleSupplier read) {
         double best = 0;
-        float sink = 0;
-        for (int r = 0; r < runs + 3; r++) { // 3 warm-up runs compile the loop
+        double sink = 0;
+        for (int r = 0; r < runs + 3; r++) {
             long t0 = System.nanoTime();
-            sink += stream(b);
+            sink += read.getAsDouble();
             best = Math.max(best, STREAM_BYTES * 1e9 / (System.nanoTime() - t0));
         }
-        return sink == 42f ? best + 1e-9 : best;
+        return sink == 42 ? best + 1e-9 : best; // uses the sums, so the reads cannot be optimized away
     }
 
     private static float stream(ByteBuffer b) {
