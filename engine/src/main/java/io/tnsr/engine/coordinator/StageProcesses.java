@@ -130,7 +130,7 @@ public final class StageProcesses implements Stages {
         } catch (IOException e) {
             fileBytes = 0; // the stage itself reports the unreadable file
         }
-        return 768 + (fileBytes + fileBytes / 8 >> 20);
+        return 768 + ((fileBytes + fileBytes / 8) >> 20);
     }
 
     private List<String> command(int i, StageSpec s) {

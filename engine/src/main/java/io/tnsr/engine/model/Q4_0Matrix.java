@@ -5,7 +5,6 @@ import static io.tnsr.engine.model.TileKernels.L;
 import static io.tnsr.engine.model.TileKernels.sum;
 
 import io.tnsr.engine.gguf.GgmlType;
-import java.nio.ByteBuffer;
 import jdk.incubator.vector.FloatVector;
 
 /**
@@ -30,11 +29,6 @@ final class Q4_0Matrix extends WeightMatrix {
         packed.requireShape(name, rows, blocks, PAYLOAD);
         this.quants = packed.quants();
         this.scales = packed.scales();
-    }
-
-    /** Repacks the blocks of a {@code rows x cols} matrix from {@code data}. */
-    Q4_0Matrix(String name, int rows, int cols, ByteBuffer data) {
-        this(name, rows, cols, PackedBlocks.unpack(data, GgmlType.Q4_0, rows * (cols / QK)));
     }
 
     @Override

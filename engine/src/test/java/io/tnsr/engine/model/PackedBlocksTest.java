@@ -47,7 +47,7 @@ class PackedBlocksTest {
     void aMatrixDecodesTheSameRowsFromPackedBlocks() {
         // 3 rows of 64 (2 blocks each): row r decodes to quant * scale of its own blocks.
         ByteBuffer b = blocks(GgmlType.Q8_0, 6, new SplittableRandom(5));
-        WeightMatrix m = new Q8_0Matrix("w", 3, 64, b);
+        WeightMatrix m = new Q8_0Matrix("w", 3, 64, PackedBlocks.unpack(b, GgmlType.Q8_0, 6));
         float[] row = new float[64];
         m.readRow(2, row, 0);
         for (int e = 0; e < 64; e++) {

@@ -90,6 +90,7 @@ public final class MatrixFiles {
     }
 
     private static void fill(ByteBuffer dst, GgmlType type, int rows, int cols) {
-        SyntheticModel.fillUniform(dst, type, (long) rows * cols, new SplittableRandom(0x5EEDL * rows + cols), Math.sqrt(3.0 / cols));
+        SplittableRandom r = new SplittableRandom(0x5EEDL * rows + cols);
+        SyntheticModel.fillUniform(dst, type, (long) rows * cols, r, Math.sqrt(3.0 / cols));
     }
 }
