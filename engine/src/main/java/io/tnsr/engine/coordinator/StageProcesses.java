@@ -1,5 +1,6 @@
 package io.tnsr.engine.coordinator;
 
+import io.tnsr.engine.model.WeightMatrix;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.StageSpec;
 import io.tnsr.engine.pipeline.WaitMode;
@@ -119,9 +120,9 @@ public final class StageProcesses implements Stages {
     }
 
     /**
-     * A stage's heap limit: 768 MiB for the runtime, plus room for Q8_0/Q4_0 tensors, which are repacked onto the
-     * heap at load (up to 1.12x their bytes in the file, see the engine's PackedBlocks). Sized from the whole file,
-     * an upper bound for any layer range: a limit, not memory the JVM takes up front.
+     * A stage's heap limit: 768 MiB for the runtime, plus room for the quantized tensors, which are repacked onto
+     * the heap at load (up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x their bytes in the file: Q6_K's 1.52x).
+     * Sized from the whole file, an upper bound for any layer range: a limit, not memory the JVM takes up front.
      */
     static long heapMiB(Path model) {
         long fileBytes;
@@ -130,7 +131,7 @@ public final class StageProcesses implements Stages {
         } catch (IOException e) {
             fileBytes = 0; // the stage itself reports the unreadable file
         }
-        return 768 + ((fileBytes + fileBytes / 8) >> 20);
+        return 768 + ((long) (fileBytes * WeightMatrix.HEAP_PER_FILE_BYTE) >> 20);
     }
 
     private List<String> command(int i, StageSpec s) {

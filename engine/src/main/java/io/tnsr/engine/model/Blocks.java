@@ -11,10 +11,10 @@ import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Register-level helpers shared by the quantized matrices. They read blocks from a byte[]: the packed quants
- * of Q8_0 and Q4_0 ({@link PackedBlocks}), or one row's bytes copied from the mapped file with one bulk get
- * (Q4_K, Q6_K). Both were measured faster than loading each vector from the MappedByteBuffer, whose loads keep
- * a bounds check each (the row copy by 30%, the packed arrays by 1.5x more).
+ * Register-level helpers shared by the quantized matrices. They read the packed quants of every quantized
+ * type from a byte[] ({@link PackedBlocks}): measured faster than loading each vector from the
+ * MappedByteBuffer, whose loads keep a bounds check each (a row copied to a byte[] first was 30% faster, the
+ * packed arrays 1.5x more).
  */
 final class Blocks {
     /** As many byte lanes as a float vector has lanes (128 bits with AVX-512). */

@@ -9,28 +9,49 @@ import java.util.Locale;
 import java.util.Objects;
 
 /**
- * ggml blocks of the form {@code [d: f16][payload]} (Q8_0, Q4_0) split at load into two heap arrays: every
- * block's payload, block after block ({@code quants}), and every block's scale as a float ({@code scales}).
- * The values are the file's, bit for bit (a half converts to a float exactly); only the layout changes.
+ * A quantized tensor repacked at load into heap arrays: its quants ({@code quants}, block after block) and its
+ * block scales (and, for Q4_K, mins) as floats. The values, and so every decoded bit, are the file's; only the
+ * layout changes, to one the one-token kernels stream from plain arrays:
+ * <ul>
+ * <li>Q8_0, Q4_0 ({@code [d: f16][payload]} blocks of 32): the payload bytes as they are (32 int8, or 16 bytes
+ * of nibbles), {@code scales[b]} = d;</li>
+ * <li>Q4_K: the 128 bytes of nibbles of each super-block as they are; per 32-element sub-block s,
+ * {@code scales[s]} = d * sc and {@code mins[s]} = dmin * m, the 6-bit fields unpacked ({@link Q4KMatrix#repack});</li>
+ * <li>Q6_K: each element's 6-bit value minus 32 as one int8, in element order; per 16-element group g,
+ * {@code scales[g]} = d * scales_int8[g] ({@link Q6KMatrix#repack}).</li>
+ * </ul>
+ * Every product above is the float product the decoder computed before (the same bits).
  *
  * <p>Why: the one-token kernels are bound by the work per weight, not by memory, and in JDK 17 the Vector API
  * loads fastest from a plain array. Reading a 34-byte-stride row (Q8_0) meant one row copy per row plus
  * unaligned scale reads in the loop; the packed arrays stream 1.5x faster (a 32000 x 768 Q8_0 matvec, one
- * thread, this machine: 8-9 G weights/s from the row copy, 12-14 from the packed arrays). llama.cpp repacks Q4_0
- * for its AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap (a GGUF file's
- * Q8_0 tensor of 34 bytes per block takes 36 here, Q4_0's 18 takes 20), not in the page cache, so a process
- * needs a heap as large as its layers' quantized tensors (the stage launcher sizes it from the file).
+ * thread, this machine: 8-9 G weights/s from the row copy, 12-14 from the packed arrays), and the K-quants,
+ * whose 6-bit scales cost ~10 scalar operations each to unpack, gain more. llama.cpp repacks Q4_0 for its
+ * AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap, not in the page cache, and
+ * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 192 (144), Q6_K 320 (210),
+ * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors (the stage
+ * launcher sizes it from the file).
  *
  * @param quants [blocks * payload bytes]: the payloads, in the file's block order
- * @param scales [blocks]: each block's {@code d}
+ * @param scales [blocks]: each block's (sub-block's, group's) scale
+ * @param mins   [blocks] for Q4_K (each sub-block's dmin * m), else empty
  */
-record PackedBlocks(byte[] quants, float[] scales) {
+record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
     PackedBlocks {
         Objects.requireNonNull(quants, "quants");
         Objects.requireNonNull(scales, "scales");
+        Objects.requireNonNull(mins, "mins");
         if (scales.length == 0 ? quants.length != 0 : quants.length % scales.length != 0) {
             throw new IllegalArgumentException(quants.length + " quant bytes for " + scales.length + " blocks");
         }
+        if (mins.length != 0 && mins.length != scales.length) {
+            throw new IllegalArgumentException(mins.length + " mins for " + scales.length + " blocks");
+        }
+    }
+
+    /** Blocks without mins (Q8_0, Q4_0, Q6_K). */
+    PackedBlocks(byte[] quants, float[] scales) {
+        this(quants, scales, new float[0]);
     }
 
     /** Checks that these are {@code blocksPerRow} blocks of {@code payload} bytes for each of {@code rows} rows. */
@@ -41,14 +62,26 @@ record PackedBlocks(byte[] quants, float[] scales) {
         }
     }
 
-    /** Splits {@code blocks} blocks of {@code type} from {@code data} (little-endian, from position 0). */
+    /**
+     * Repacks {@code blocks} blocks (super-blocks for the K-quants) of {@code type} from {@code data}
+     * (little-endian, from position 0).
+     */
     static PackedBlocks unpack(ByteBuffer data, GgmlType type, int blocks) {
-        int bytes = type.blockBytes();
-        int payload = bytes - 2;
-        if ((long) blocks * bytes > data.capacity()) {
-            throw new IllegalArgumentException(blocks + " blocks of " + type + " need " + (long) blocks * bytes
+        if ((long) blocks * type.blockBytes() > data.capacity()) {
+            throw new IllegalArgumentException(blocks + " blocks of " + type + " need " + (long) blocks * type.blockBytes()
                     + " bytes; the buffer has " + data.capacity());
         }
+        return switch (type) {
+            case Q8_0, Q4_0 -> scaleFirst(data, type.blockBytes(), blocks);
+            case Q4_K -> Q4KMatrix.repack(data, blocks);
+            case Q6_K -> Q6KMatrix.repack(data, blocks);
+            default -> throw new IllegalArgumentException(type + " is not a repacked type");
+        };
+    }
+
+    /** Blocks of {@code [d: f16][payload]}, {@code bytes} each. */
+    private static PackedBlocks scaleFirst(ByteBuffer data, int bytes, int blocks) {
+        int payload = bytes - 2;
         byte[] quants = new byte[Math.multiplyExact(blocks, payload)];
         float[] scales = new float[blocks];
         for (int b = 0; b < blocks; b++) {
@@ -58,13 +91,24 @@ record PackedBlocks(byte[] quants, float[] scales) {
         return new PackedBlocks(quants, scales);
     }
 
+    /** Heap bytes {@code blocks} blocks of {@code type} take once repacked. */
+    static long heapBytes(GgmlType type, long blocks) {
+        return switch (type) {
+            case Q8_0 -> blocks * (32 + Float.BYTES);
+            case Q4_0 -> blocks * (16 + Float.BYTES);
+            case Q4_K -> blocks * (128 + 16 * Float.BYTES);
+            case Q6_K -> blocks * (256 + 16 * Float.BYTES);
+            default -> throw new IllegalArgumentException(type + " is not a repacked type");
+        };
+    }
+
     /**
      * Splits tensor {@code t} of {@code file} (mapped as {@code data}); a heap too small for it is a
      * {@link GgufException} naming the tensor, its size and the heap limit, not an OutOfMemoryError later.
      */
     static PackedBlocks unpack(GgufFile file, GgufTensorInfo t, ByteBuffer data) {
         long blocks = t.elementCount() / t.type().blockSize();
-        long need = blocks * (t.type().blockBytes() - 2 + Float.BYTES);
+        long need = heapBytes(t.type(), blocks);
         try {
             return unpack(data, t.type(), Math.toIntExact(blocks));
         } catch (OutOfMemoryError e) {

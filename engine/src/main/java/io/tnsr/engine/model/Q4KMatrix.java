@@ -2,25 +2,44 @@ package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
+import static io.tnsr.engine.model.TileKernels.sum;
 
 import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorOperators;
 
 /**
  * Q4_K weights (ggml block_q4_K): super-blocks of 256 elements, 144 bytes each,
  * {@code [d: f16][dmin: f16][scales: 12 bytes][qs: 128 bytes]}. Sub-block s (32 elements, s in [0, 8)) has a
  * 6-bit scale sc and min m packed in {@code scales} (see {@link #packedScale}); its element l is
  * {@code d * sc * q - dmin * m} with q the low (s even) or high (s odd) nibble of qs[32 * (s / 2) + l].
+ *
+ * <p>Repacked at load ({@link #repack}): the 128 bytes of nibbles of each super-block as they are
+ * ({@link #quants}), and per sub-block the float products {@code d * sc} ({@link #scales}) and {@code dmin * m}
+ * ({@link #mins}), so the kernels never unpack a 6-bit field: every 32 bytes of quants are 64 elements, the low
+ * nibbles sub-block 2p and the high nibbles sub-block 2p + 1, each value {@code q * scale - min}.
  */
 final class Q4KMatrix extends WeightMatrix {
     private static final int QK = 256;
     private static final int BYTES = 144;
-    private final int blocks; // per row
+    private static final int SUB = 32; // elements per sub-block (one scale and min)
+    private final int subs; // sub-blocks per row
+    private final byte[] quants; // [rows * cols / 2]: row r's nibbles from r * cols / 2
+    private final float[] scales; // [rows * subs]: d * sc, row r's from r * subs
+    private final float[] mins; // [rows * subs]: dmin * m
 
-    Q4KMatrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, data, GgmlType.Q4_K);
-        this.blocks = cols / QK;
+    Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
+        super(name, rows, cols);
+        this.subs = cols / SUB;
+        packed.requireShape(name, rows, subs, SUB / 2);
+        if (packed.mins().length != packed.scales().length) {
+            throw new IllegalArgumentException(name + ": Q4_K needs a min per sub-block");
+        }
+        this.quants = packed.quants();
+        this.scales = packed.scales();
+        this.mins = packed.mins();
     }
 
     @Override
@@ -43,52 +62,96 @@ final class Q4KMatrix extends WeightMatrix {
         return nib | ((qs[sb + lowByte - 4] & 0xFF) >> 6) << 4;
     }
 
-    /** L elements: low (shift 0) or high (shift 4) nibbles of qs[off..off+L), times scale, minus min. */
-    private static FloatVector chunk(byte[] qs, int off, int shift, FloatVector scale, FloatVector min) {
-        return Blocks.nibbles(qs, off, shift, 0).mul(scale).sub(min);
+    /** Splits {@code blocks} super-blocks from {@code data} into nibbles and float sub-block scales and mins. */
+    static PackedBlocks repack(ByteBuffer data, int blocks) {
+        byte[] quants = new byte[Math.multiplyExact(blocks, QK / 2)];
+        float[] scales = new float[Math.multiplyExact(blocks, QK / SUB)];
+        float[] mins = new float[scales.length];
+        byte[] sb = new byte[16];
+        for (int k = 0; k < blocks; k++) {
+            data.get(k * BYTES, sb, 0, 16);
+            float d = Blocks.half(sb, 0);
+            float dmin = Blocks.half(sb, 2);
+            for (int s = 0; s < QK / SUB; s++) {
+                scales[k * (QK / SUB) + s] = d * packedScale(sb, 4, s);
+                mins[k * (QK / SUB) + s] = dmin * packedScale(sb, 4, s + 8);
+            }
+            data.get(k * BYTES + 16, quants, k * (QK / 2), QK / 2);
+        }
+        return new PackedBlocks(quants, scales, mins);
     }
 
-    private static FloatVector scale(byte[] qs, int bb, float d, int s) {
-        return FloatVector.broadcast(F, d * packedScale(qs, bb + 4, s));
+    /** L elements from the low nibbles of q[off..off+L), times scale, minus min. */
+    private static FloatVector low(byte[] q, int off, FloatVector scale, FloatVector min) {
+        return values(Blocks.ints(q, off).and(0xF), scale, min);
     }
 
-    private static FloatVector min(byte[] qs, int bb, float dmin, int s) {
-        return FloatVector.broadcast(F, dmin * packedScale(qs, bb + 4, s + 8));
+    /** L elements from the high nibbles of q[off..off+L), times scale, minus min. */
+    private static FloatVector high(byte[] q, int off, FloatVector scale, FloatVector min) {
+        return values(Blocks.ints(q, off).lanewise(VectorOperators.LSHR, 4).and(0xF), scale, min);
     }
 
     /*
-     * decodeRow walks a super-block as 4 pairs of sub-blocks (2g: low nibbles of qs[32g..32g+32), 2g + 1: their
-     * high nibbles), so every shift is a constant at its call site (measured 2x faster than a computed shift).
+     * Not Blocks.nibbles (a shift by a parameter, then a bias subtracted): its shift by 0 and subtraction of 0
+     * are two vector operations more per chunk, and with them C2 (JDK 17) stopped inlining inside matvec's loop
+     * and boxed its vectors (2.5 MB allocated per 2048 x 768 matvec, half the speed).
      */
+    private static FloatVector values(IntVector q, FloatVector scale, FloatVector min) {
+        return ((FloatVector) q.convert(VectorOperators.I2F, 0)).mul(scale).sub(min);
+    }
 
     /*
-     * One token goes through the tile ({@link WeightMatrix#matvec}'s default: each row decoded into L1 by
-     * decodeRow, then dotted). Every in-register loop tried here (per sub-block scales, one loop per chain,
-     * scales unpacked first) left C2 (JDK 17) boxing a vector per trip (0.6-2.5 GB/s of garbage) and was no
-     * faster (3.3-4.5 vs 3.9 G weights/s on a 1024 x 2048 matrix in L2).
+     * Both loops walk a row as pairs of sub-blocks p (32 bytes: low nibbles = sub-block 2p, elements
+     * [64p, 64p + 32); high nibbles = 2p + 1, [64p + 32, 64p + 64)), so every shift is a constant at its call
+     * site (a computed shift was measured 2x slower). Chunks of one pair go even -> a, odd -> b in column order.
      */
 
     @Override
+    protected void matvec(float[] x, int xo, float[] out, int oo) {
+        byte[] q = quants; // locals: C2 keeps them in registers
+        float[] s = scales;
+        float[] m = mins;
+        for (int r = 0; r < rows; r++) {
+            int qr = r * (cols / 2);
+            int sr = r * subs;
+            FloatVector a = FloatVector.zero(F);
+            FloatVector b = a;
+            for (int p = 0; p < subs; p += 2) {
+                int qp = qr + p * (SUB / 2);
+                int xp = xo + p * SUB;
+                FloatVector sl = FloatVector.broadcast(F, s[sr + p]);
+                FloatVector ml = FloatVector.broadcast(F, m[sr + p]);
+                for (int j = 0; j < SUB; j += 2 * L) {
+                    a = low(q, qp + j, sl, ml).fma(FloatVector.fromArray(F, x, xp + j), a);
+                    b = low(q, qp + j + L, sl, ml).fma(FloatVector.fromArray(F, x, xp + j + L), b);
+                }
+                FloatVector sh = FloatVector.broadcast(F, s[sr + p + 1]);
+                FloatVector mh = FloatVector.broadcast(F, m[sr + p + 1]);
+                for (int j = 0; j < SUB; j += 2 * L) {
+                    a = high(q, qp + j, sh, mh).fma(FloatVector.fromArray(F, x, xp + SUB + j), a);
+                    b = high(q, qp + j + L, sh, mh).fma(FloatVector.fromArray(F, x, xp + SUB + j + L), b);
+                }
+            }
+            out[oo + r] = sum(a, b);
+        }
+    }
+
+    @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        byte[] qs = rowBytes;
-        copyRow(row, qs);
-        for (int k = 0; k < blocks; k++) {
-            int bb = k * BYTES;
-            float d = Blocks.half(qs, bb);
-            float dmin = Blocks.half(qs, bb + 2);
-            for (int g = 0; g < 4; g++) {
-                int q = bb + 16 + g * 32;
-                int o = off + k * QK + g * 64;
-                FloatVector sc = scale(qs, bb, d, 2 * g);
-                FloatVector mn = min(qs, bb, dmin, 2 * g);
-                for (int l = 0; l < 32; l += L) {
-                    chunk(qs, q + l, 0, sc, mn).intoArray(dst, o + l);
-                }
-                sc = scale(qs, bb, d, 2 * g + 1);
-                mn = min(qs, bb, dmin, 2 * g + 1);
-                for (int l = 0; l < 32; l += L) {
-                    chunk(qs, q + l, 4, sc, mn).intoArray(dst, o + 32 + l);
-                }
+        byte[] q = quants;
+        int qr = row * (cols / 2);
+        for (int p = 0, sr = row * subs; p < subs; p += 2) {
+            int qp = qr + p * (SUB / 2);
+            int o = off + p * SUB;
+            FloatVector sl = FloatVector.broadcast(F, scales[sr + p]);
+            FloatVector ml = FloatVector.broadcast(F, mins[sr + p]);
+            for (int j = 0; j < SUB; j += L) {
+                low(q, qp + j, sl, ml).intoArray(dst, o + j);
+            }
+            FloatVector sh = FloatVector.broadcast(F, scales[sr + p + 1]);
+            FloatVector mh = FloatVector.broadcast(F, mins[sr + p + 1]);
+            for (int j = 0; j < SUB; j += L) {
+                high(q, qp + j, sh, mh).intoArray(dst, o + SUB + j);
             }
         }
     }

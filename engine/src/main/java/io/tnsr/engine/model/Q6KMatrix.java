@@ -7,23 +7,32 @@ import static io.tnsr.engine.model.TileKernels.sum;
 import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.IntVector;
-import jdk.incubator.vector.VectorOperators;
 
 /**
  * Q6_K weights (ggml block_q6_K): super-blocks of 256 elements, 210 bytes each,
  * {@code [ql: 128 bytes][qh: 64 bytes][scales: 16 x int8][d: f16]}. Element e = 128 h + 32 q + l
  * (h in [0, 2), q in [0, 4), l in [0, 32)) is {@code d * scales[e / 16] * (q6 - 32)}, where the 6-bit q6 has
  * its low 4 bits in nibble q / 2 of ql[64 h + 32 (q % 2) + l] and its top 2 bits at bit 2q of qh[32 h + l].
+ *
+ * <p>Repacked at load ({@link #repack}) into one int8 per element, {@code q6 - 32} in element order
+ * ({@link #quants}), and one float per 16-element group, {@code d * scales[g]} ({@link #scales}): the kernels
+ * are then Q8_0's with groups of 16 (a sign-extending load, a convert, the group's scale, an FMA), where the
+ * 6-bit fields cost two loads, four shifts and masks per 16 weights in place.
  */
 final class Q6KMatrix extends WeightMatrix {
     private static final int QK = 256;
     private static final int BYTES = 210;
-    private final int blocks; // per row
+    private static final int GROUP = 16; // elements per scale
+    private final int groups; // per row
+    private final byte[] quants; // [rows * cols]: q6 - 32, row r from r * cols
+    private final float[] scales; // [rows * groups]: row r's from r * groups
 
-    Q6KMatrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, data, GgmlType.Q6_K);
-        this.blocks = cols / QK;
+    Q6KMatrix(String name, int rows, int cols, PackedBlocks packed) {
+        super(name, rows, cols);
+        this.groups = cols / GROUP;
+        packed.requireShape(name, rows, groups, GROUP);
+        this.quants = packed.quants();
+        this.scales = packed.scales();
     }
 
     @Override
@@ -31,35 +40,50 @@ final class Q6KMatrix extends WeightMatrix {
         return GgmlType.Q6_K;
     }
 
-    /** Elements [e, e + L) of the super-block at {@code bb}, times their group's scale d * scales[e / 16]. */
-    private static FloatVector chunk(byte[] qs, int bb, int e, FloatVector scale) {
-        int h = e >> 7;
-        int q = (e >> 5) & 3;
-        int l = e & 31;
-        IntVector lo = Blocks.ints(qs, bb + h * 64 + (q & 1) * 32 + l).lanewise(VectorOperators.LSHR, (q >> 1) * 4).and(0xF);
-        IntVector hi = Blocks.ints(qs, bb + 128 + h * 32 + l).lanewise(VectorOperators.LSHR, 2 * q).and(3)
-                .lanewise(VectorOperators.LSHL, 4);
-        return ((FloatVector) lo.or(hi).sub(32).convert(VectorOperators.I2F, 0)).mul(scale);
+    /** Splits {@code blocks} super-blocks from {@code data} into int8 values and float group scales. */
+    static PackedBlocks repack(ByteBuffer data, int blocks) {
+        byte[] quants = new byte[Math.multiplyExact(blocks, QK)];
+        float[] scales = new float[Math.multiplyExact(blocks, QK / GROUP)];
+        byte[] sb = new byte[BYTES];
+        for (int k = 0; k < blocks; k++) {
+            data.get(k * BYTES, sb, 0, BYTES);
+            float d = Blocks.half(sb, 208);
+            for (int g = 0; g < QK / GROUP; g++) {
+                scales[k * (QK / GROUP) + g] = d * sb[192 + g];
+            }
+            for (int e = 0; e < QK; e++) {
+                int h = e >> 7;
+                int q = (e >> 5) & 3;
+                int l = e & 31;
+                int lo = (sb[h * 64 + (q & 1) * 32 + l] & 0xFF) >> ((q >> 1) * 4) & 0xF;
+                int hi = (sb[128 + h * 32 + l] & 0xFF) >> (2 * q) & 3;
+                quants[k * QK + e] = (byte) ((lo | hi << 4) - 32);
+            }
+        }
+        return new PackedBlocks(quants, scales);
     }
 
-    /** d * scales[g] of 16-element group g. */
-    private static FloatVector scale(byte[] qs, int bb, float d, int g) {
-        return FloatVector.broadcast(F, d * qs[bb + 192 + g]);
+    /** Elements [e, e + L) of the row whose values start at {@code qr}, times their group's scale {@code s}. */
+    private static FloatVector chunk(byte[] q, int qr, int e, FloatVector s) {
+        return Blocks.signedBytes(q, qr + e).mul(s);
     }
 
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
-        byte[] qs = rowBytes;
+        byte[] q = quants; // locals: C2 keeps them in registers
+        float[] s = scales;
         for (int r = 0; r < rows; r++) {
-            copyRow(r, qs);
+            int qr = r * cols;
+            int sr = r * groups;
             FloatVector a = FloatVector.zero(F);
             FloatVector b = a;
-            for (int k = 0; k < blocks; k++) { // one induction variable: a counted loop C2 unrolls
-                int bb = k * BYTES;
-                float d = Blocks.half(qs, bb + 208);
-                for (int e = 0, xk = xo + k * QK; e < QK; e += 2 * L) { // e: even chunk, e + L: odd
-                    a = chunk(qs, bb, e, scale(qs, bb, d, e >> 4)).fma(FloatVector.fromArray(F, x, xk + e), a);
-                    b = chunk(qs, bb, e + L, scale(qs, bb, d, (e + L) >> 4)).fma(FloatVector.fromArray(F, x, xk + e + L), b);
+            for (int g = 0; g < groups; g += 4) { // 64 elements per trip by hand (cols is a multiple of 256)
+                int e = g * GROUP;
+                for (int j = 0; j < 4 * GROUP; j += 2 * L) { // chunk j: even (a), j + L: odd (b)
+                    a = chunk(q, qr, e + j, FloatVector.broadcast(F, s[sr + g + j / GROUP]))
+                            .fma(FloatVector.fromArray(F, x, xo + e + j), a);
+                    b = chunk(q, qr, e + j + L, FloatVector.broadcast(F, s[sr + g + (j + L) / GROUP]))
+                            .fma(FloatVector.fromArray(F, x, xo + e + j + L), b);
                 }
             }
             out[oo + r] = sum(a, b);
@@ -68,16 +92,12 @@ final class Q6KMatrix extends WeightMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        byte[] qs = rowBytes;
-        copyRow(row, qs);
-        for (int b = 0; b < blocks; b++) {
-            int bb = b * BYTES;
-            float d = Blocks.half(qs, bb + 208);
-            for (int g = 0; g < 16; g++) {
-                FloatVector sc = scale(qs, bb, d, g);
-                for (int e = g * 16; e < g * 16 + 16; e += L) {
-                    chunk(qs, bb, e, sc).intoArray(dst, off + b * QK + e);
-                }
+        byte[] q = quants;
+        int qr = row * cols;
+        for (int g = 0, sr = row * groups; g < groups; g++) {
+            FloatVector s = FloatVector.broadcast(F, scales[sr + g]);
+            for (int j = 0; j < GROUP; j += L) {
+                chunk(q, qr, g * GROUP + j, s).intoArray(dst, off + g * GROUP + j);
             }
         }
     }

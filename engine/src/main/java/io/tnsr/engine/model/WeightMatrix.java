@@ -7,10 +7,10 @@ import io.tnsr.engine.gguf.GgufTensorInfo;
 import java.nio.ByteBuffer;
 
 /**
- * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F32, F16, Q4_K
- * and Q6_K are read in place from the memory-mapped GGUF file; Q8_0 and Q4_0 are repacked at load into two heap
- * arrays, the blocks' quants and their scales as floats ({@link PackedBlocks}: the same values, a layout the
- * Vector API streams 1.5x faster). One final subclass per element type; each widens its own layout to floats in
+ * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F32 and F16
+ * are read in place from the memory-mapped GGUF file; the quantized types (Q8_0, Q4_0, Q4_K, Q6_K) are repacked
+ * at load into heap arrays, the blocks' quants and their scales as floats ({@link PackedBlocks}: the same
+ * values, a layout the Vector API streams 1.5x (Q8_0) to 3x (K-quants) faster). One final subclass per element type; each widens its own layout to floats in
  * registers, never into a dequantized copy of the matrix (at most one row, or a 4-row tile, lives decoded in L1
  * at a time).
  *
@@ -25,23 +25,16 @@ public abstract class WeightMatrix {
     protected final String name;
     protected final int rows;
     protected final int cols;
-    /** The tensor's bytes in the mapped file; null for the types repacked at load (Q8_0, Q4_0). */
+    /** The tensor's bytes in the mapped file; null for the types repacked at load (the quantized ones). */
     protected final ByteBuffer data;
     /** [TILE_ROWS][cols] scratch for {@link #matmul} of several tokens; one compute thread uses a matrix. */
     private final float[] tile;
-
-    /** [bytes per row]: the row being decoded, for the quantized types (see {@link Blocks}); else empty. */
-    protected final byte[] rowBytes;
     /** Which summation order this type uses ({@link TileKernels}): two chains for the quantized types. */
     private final boolean twoChains;
 
+    /** A matrix read in place from {@code data} (F32, F16): one chain. */
     protected WeightMatrix(String name, int rows, int cols, ByteBuffer data) {
-        this(name, rows, cols, data, null);
-    }
-
-    /** A matrix of ggml blocks of {@code blockType}, which decodes a row from a copy in {@link #rowBytes}. */
-    protected WeightMatrix(String name, int rows, int cols, ByteBuffer data, GgmlType blockType) {
-        this(name, rows, cols, data, blockType != null, blockType == null ? 0 : (int) blockType.bytesFor(cols));
+        this(name, rows, cols, data, false);
     }
 
     /**
@@ -50,22 +43,16 @@ public abstract class WeightMatrix {
      * null).
      */
     protected WeightMatrix(String name, int rows, int cols) {
-        this(name, rows, cols, null, true, 0);
+        this(name, rows, cols, null, true);
     }
 
-    private WeightMatrix(String name, int rows, int cols, ByteBuffer data, boolean twoChains, int rowBytes) {
+    private WeightMatrix(String name, int rows, int cols, ByteBuffer data, boolean twoChains) {
         this.name = name;
         this.rows = rows;
         this.cols = cols;
         this.data = data;
         this.tile = new float[TileKernels.TILE_ROWS * cols];
-        this.rowBytes = new byte[rowBytes];
         this.twoChains = twoChains;
-    }
-
-    /** Copies row {@code row}'s bytes into {@code dst} (of {@link #rowBytes}' length): one memcpy. */
-    protected final void copyRow(int row, byte[] dst) {
-        data.get(row * dst.length, dst, 0, dst.length);
     }
 
     public final String name() {
@@ -110,27 +97,16 @@ public abstract class WeightMatrix {
     }
 
     /**
-     * out[outOff + r] = W[r] . x[xOff..xOff+cols), every row: decode of one token. This default decodes each
-     * row into the (L1-resident) tile first; the quantized types and F32 override it to widen weights in
-     * registers, one row at a time (one sequential stream).
+     * out[outOff + r] = W[r] . x[xOff..xOff+cols), every row: decode of one token. Each type widens its weights
+     * in registers, one row at a time (one sequential stream), in the type's summation order.
      */
-    protected void matvec(float[] x, int xOff, float[] out, int outOff) {
-        matvecRowsFrom(0, x, xOff, out, outOff);
-    }
+    protected abstract void matvec(float[] x, int xOff, float[] out, int outOff);
 
     /**
      * Writes row {@code row} as floats into dst[off..off+cols), computing each value exactly as the type's
      * {@link #matvec} does in registers (so a tile and a register hold the same bits).
      */
     protected abstract void decodeRow(int row, float[] dst, int off);
-
-    /** {@link #matvec} of rows [from, rows), one at a time through the tile. */
-    protected final void matvecRowsFrom(int from, float[] x, int xOff, float[] out, int outOff) {
-        for (int r = from; r < rows; r++) {
-            decodeRow(r, tile, 0);
-            out[outOff + r] = twoChains ? TileKernels.k1x1(tile, 0, cols, x, xOff) : TileKernels.k1x1one(tile, 0, cols, x, xOff);
-        }
-    }
 
     /** Writes row {@code row} as floats into out[off..off+cols): an embedding lookup. */
     public final void readRow(int row, float[] out, int off) {
@@ -155,12 +131,18 @@ public abstract class WeightMatrix {
             case F16 -> new F16Matrix(name, rows, cols, data);
             case Q8_0 -> new Q8_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
             case Q4_0 -> new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
-            case Q4_K -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), data);
-            case Q6_K -> new Q6KMatrix(name, rows, checkBlocks(file, t, cols), data);
+            case Q4_K -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
+            case Q6_K -> new Q6KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
                     + ", which this engine does not support (supported: " + SUPPORTED + ")");
         };
     }
+
+    /**
+     * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
+     * most: Q6_K's 320 / 210 = 1.52 (Q4_K 1.33, Q4_0 1.11, Q8_0 1.06; F32 and F16 stay mapped, 0).
+     */
+    public static final double HEAP_PER_FILE_BYTE = 1.5625;
 
     /** The weight types {@link #load} accepts. */
     public static final String SUPPORTED = "F32, F16, Q8_0, Q4_0, Q4_K, Q6_K";

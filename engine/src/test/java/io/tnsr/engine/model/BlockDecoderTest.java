@@ -29,8 +29,8 @@ class BlockDecoderTest {
             case F16 -> new F16Matrix("w", rows, cols, data);
             case Q8_0 -> new Q8_0Matrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case Q4_0 -> new Q4_0Matrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
-            case Q4_K -> new Q4KMatrix("w", rows, cols, data);
-            case Q6_K -> new Q6KMatrix("w", rows, cols, data);
+            case Q4_K -> new Q4KMatrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
+            case Q6_K -> new Q6KMatrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
             default -> throw new IllegalArgumentException(t.toString());
         };
     }

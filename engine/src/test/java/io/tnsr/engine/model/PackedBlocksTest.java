@@ -12,7 +12,7 @@ import java.nio.ByteOrder;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
-/** Q8_0 and Q4_0 blocks split into quants and float scales keep the file's values, and bad shapes are refused. */
+/** Quantized blocks split into quants and float scales keep the file's values, and bad shapes are refused. */
 class PackedBlocksTest {
 
     /** Blocks of {@code type} with random payloads and scale i * 0.25 - 1 (exact in half precision). */
@@ -68,5 +68,27 @@ class PackedBlocksTest {
         assertTrue(shape.getMessage().contains("w: 2 blocks for 2 rows of 2 blocks"), shape.getMessage());
         assertThrows(IllegalArgumentException.class, () -> new PackedBlocks(new byte[33], new float[2]));
         assertArrayEquals(new float[0], new PackedBlocks(new byte[0], new float[0]).scales());
+    }
+
+    @Test
+    void everyRepackedTypeTakesTheHeapItsSizeFormulaSaysWithinTheLaunchersBound() {
+        for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K}) {
+            int cols = 2 * type.blockSize();
+            PackedBlocks p = PackedBlocks.unpack(BlockDecoderTest.randomMatrix(type, 3, cols, 9), type, 6);
+            long heap = p.quants().length + (long) Float.BYTES * (p.scales().length + p.mins().length);
+            assertEquals(PackedBlocks.heapBytes(type, 6), heap, type.toString());
+            assertTrue(heap <= WeightMatrix.HEAP_PER_FILE_BYTE * 6 * type.blockBytes(),
+                    type + ": " + heap + " heap bytes for " + 6 * type.blockBytes() + " in the file");
+            assertEquals(type == GgmlType.Q4_K ? p.scales().length : 0, p.mins().length, type + " mins");
+        }
+        IllegalArgumentException short_ = assertThrows(IllegalArgumentException.class,
+                () -> PackedBlocks.unpack(BlockDecoderTest.randomMatrix(GgmlType.Q6_K, 1, 256, 1), GgmlType.Q6_K, 2));
+        assertTrue(short_.getMessage().contains("2 blocks of Q6_K need 420 bytes; the buffer has 210"), short_.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new PackedBlocks(new byte[32], new float[2], new float[1]));
+        PackedBlocks noMins = PackedBlocks.unpack(BlockDecoderTest.randomMatrix(GgmlType.Q6_K, 1, 256, 1), GgmlType.Q6_K, 1);
+        IllegalArgumentException q4k = assertThrows(IllegalArgumentException.class,
+                () -> new Q4KMatrix("w", 1, 256, new PackedBlocks(new byte[128], new float[8])));
+        assertTrue(q4k.getMessage().contains("w: Q4_K needs a min per sub-block"), q4k.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new Q6KMatrix("w", 2, 256, noMins));
     }
 }
