@@ -23,7 +23,8 @@ public final class MakeModelCommand implements Callable<Integer> {
             description = "stories15M, stories110M or tiny (default: ${DEFAULT-VALUE}).")
     String preset;
 
-    @Option(names = "--type", paramLabel = "TYPE", description = "Weight type: f32, f16, q8_0 or q4_0 (default: the preset's, f32).")
+    @Option(names = "--type", paramLabel = "TYPE", description = {"Weight type: f32, f16, q8_0, q4_0, q4_k or q6_k (default: the preset's, f32).",
+            "q4_k and q6_k need --dim and --ffn multiples of 256 (stories110M's are; tiny's and stories15M's are not)."})
     String type;
 
     @Option(names = "--dim", paramLabel = "N", description = "Embedding length.")
@@ -77,7 +78,9 @@ public final class MakeModelCommand implements Callable<Integer> {
             case "f16" -> GgmlType.F16;
             case "q8_0" -> GgmlType.Q8_0;
             case "q4_0" -> GgmlType.Q4_0;
-            default -> throw new IllegalArgumentException("unknown weight type '" + t + "' (f32, f16, q8_0, q4_0)");
+            case "q4_k" -> GgmlType.Q4_K;
+            case "q6_k" -> GgmlType.Q6_K;
+            default -> throw new IllegalArgumentException("unknown weight type '" + t + "' (f32, f16, q8_0, q4_0, q4_k, q6_k)");
         };
     }
 

@@ -5,7 +5,9 @@ import java.util.Locale;
 
 /**
  * The shape of a synthetic llama model: every size, the weight type, and the seed of its random weights.
- * Quantized types (Q8_0, Q4_0) apply to every matrix, the embedding and classifier included; norms stay F32.
+ * Quantized types (Q8_0, Q4_0, Q4_K, Q6_K) apply to every matrix, the embedding and classifier included; norms
+ * stay F32. Q4_K and Q6_K come in super-blocks of 256, so they need dim and FFN length multiples of 256
+ * (stories110M's 768 and 2048; not tiny's 64 or stories15M's 288).
  *
  * @param name        written as general.name
  * @param tied        no output.weight: the classifier reuses token_embd.weight
@@ -31,8 +33,9 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
         if (vocabSize < MIN_VOCAB) {
             throw new IllegalArgumentException("vocabulary must have at least " + MIN_VOCAB + " tokens, got " + vocabSize);
         }
-        if (type != GgmlType.F32 && type != GgmlType.F16 && type != GgmlType.Q8_0 && type != GgmlType.Q4_0) {
-            throw new IllegalArgumentException("synthetic weights can be F32, F16, Q8_0 or Q4_0, not " + type);
+        if (type != GgmlType.F32 && type != GgmlType.F16 && type != GgmlType.Q8_0 && type != GgmlType.Q4_0
+                && type != GgmlType.Q4_K && type != GgmlType.Q6_K) {
+            throw new IllegalArgumentException("synthetic weights can be F32, F16, Q8_0, Q4_0, Q4_K or Q6_K, not " + type);
         }
         if (type.blockSize() > 1 && (dim % type.blockSize() != 0 || ffnDim % type.blockSize() != 0)) {
             throw new IllegalArgumentException(type + " weights need dim and FFN length multiples of "

@@ -38,11 +38,14 @@ public final class SyntheticModel {
         w.putU32("llama.rope.dimension_count", headDim);
         w.putF32("llama.rope.freq_base", 10000f);
         w.putF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-        w.putU32("general.file_type", switch (s.type()) { // llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q4_0, MOSTLY_Q8_0
-            case F32 -> 0;
-            case F16 -> 1;
-            case Q4_0 -> 2;
-            default -> 7;
+        w.putU32("general.file_type", switch (s.type()) { // llama_ftype (every matrix of the one type)
+            case F32 -> 0; // ALL_F32
+            case F16 -> 1; // MOSTLY_F16
+            case Q4_0 -> 2; // MOSTLY_Q4_0
+            case Q8_0 -> 7; // MOSTLY_Q8_0
+            case Q4_K -> 14; // MOSTLY_Q4_K_S, the nearest label (llama-quantize mixes other types into both Q4_K ftypes)
+            case Q6_K -> 18; // MOSTLY_Q6_K
+            default -> throw new IllegalArgumentException("cannot write " + s.type());
         });
         Vocabulary v = vocabulary(s.vocabSize());
         w.putString("tokenizer.ggml.model", "llama");
@@ -105,14 +108,24 @@ public final class SyntheticModel {
     }
 
     /**
-     * Writes n values uniform in +-bound, drawn in order from {@code r}, as F32, F16, or Q8_0 / Q4_0 blocks of 32
-     * (n is a multiple of 32 then): every synthetic weight the project writes (models here, the kernel benchmarks'
-     * single matrices) goes through this one writer and {@link Quantize}.
+     * Writes n values uniform in +-bound, drawn in order from {@code r}, as F32, F16, Q8_0 / Q4_0 blocks of 32 or
+     * Q4_K / Q6_K super-blocks of 256 (n is then a multiple of the block size): every synthetic weight the
+     * project writes (models here, the kernel benchmarks' single matrices) goes through this one writer and
+     * {@link Quantize}. Values are drawn one at a time in element order whatever the type, so the chunking does
+     * not change which value lands where.
      */
     public static void fillUniform(ByteBuffer dst, GgmlType type, long n, SplittableRandom r, double bound) {
-        float[] block = new float[Quantize.QK];
-        for (long i = 0; i < n; i += Quantize.QK) {
-            int len = (int) Math.min(Quantize.QK, n - i);
+        int chunk = switch (type) {
+            case F32, F16 -> Quantize.QK;
+            case Q8_0, Q4_0, Q4_K, Q6_K -> type.blockSize();
+            default -> throw new IllegalArgumentException("cannot write " + type);
+        };
+        if (n % type.blockSize() != 0) {
+            throw new IllegalArgumentException(type + " needs a multiple of " + type.blockSize() + " values, got " + n);
+        }
+        float[] block = new float[chunk];
+        for (long i = 0; i < n; i += chunk) {
+            int len = (int) Math.min(chunk, n - i);
             for (int j = 0; j < len; j++) {
                 block[j] = (float) ((r.nextDouble() * 2 - 1) * bound);
             }
@@ -129,6 +142,8 @@ public final class SyntheticModel {
                 }
                 case Q8_0 -> Quantize.q8_0(block, 0, dst);
                 case Q4_0 -> Quantize.q4_0(block, 0, dst);
+                case Q4_K -> Quantize.q4_K(block, 0, dst);
+                case Q6_K -> Quantize.q6_K(block, 0, dst);
                 default -> throw new IllegalArgumentException("cannot write " + type);
             }
         }

@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -32,7 +31,9 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--preset", defaultValue = "stories110M", description = "Model shape: stories110M, stories15M, tiny (default: ${DEFAULT-VALUE}).")
     String preset;
 
-    @Option(names = "--types", defaultValue = "f32,q8_0,q4_0", split = ",", description = "Weight types to measure: f32, f16, q8_0, q4_0 (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--types", defaultValue = "f32,q8_0,q4_0", split = ",",
+            description = {"Weight types to measure: f32, f16, q8_0, q4_0, q4_k, q6_k (default: ${DEFAULT-VALUE}).",
+                    "q4_k and q6_k need a preset whose dim and FFN are multiples of 256 (stories110M); llama.cpp has no figure for them."})
     List<String> types;
 
     @Option(names = "--decode-tokens", defaultValue = "48", description = "Decode steps timed per repeat (default: ${DEFAULT-VALUE}).")
@@ -65,6 +66,10 @@ public final class EngineBench implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        List<ModelSpec> specs = new ArrayList<>(); // every type checked against the preset before the probes run
+        for (String t : types) {
+            specs.add(ModelSpec.preset(preset).withType(parseType(t)));
+        }
         System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), JDK %s, %d CPUs, %s, %d-bit vectors%n",
                 preset, repeats, Runtime.version(), Runtime.getRuntime().availableProcessors(), cpuName(),
                 jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize());
@@ -79,9 +84,8 @@ public final class EngineBench implements Callable<Integer> {
         System.out.println("ratio = tokens/s / llama.cpp's (middle of its range); target ratio, '!' when missed; B/tok = bytes allocated per token");
         System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s %6s%n", "workload", "tokens/s", "spread",
                 "ceiling", "bound", "%ceil", "llama.cpp", "ratio", "target", "B/tok");
-        for (String t : types) {
-            GgmlType type = GgmlType.valueOf(t.toUpperCase(Locale.ROOT));
-            ModelSpec spec = ModelSpec.preset(preset).withType(type);
+        for (ModelSpec spec : specs) {
+            GgmlType type = spec.type();
             try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
                 LlamaConfig c = LlamaConfig.fromGguf(file);
                 Work work = Work.of(file, c);
@@ -104,6 +108,15 @@ public final class EngineBench implements Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    /** The GgmlType named {@code t} (f32, q4_k, ... any case); ModelSpec then says whether it can be written. */
+    static GgmlType parseType(String t) {
+        try {
+            return GgmlType.valueOf(t.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("unknown weight type '" + t + "' (f32, f16, q8_0, q4_0, q4_k, q6_k)");
+        }
     }
 
     private void report(String workload, String key, double[] rates, double[] ceiling, double allocPerToken) {
@@ -134,7 +147,7 @@ public final class EngineBench implements Callable<Integer> {
 
     /**
      * What one step of the model costs: the weight bytes it streams (every matrix but the embedding, which is
-     * read one row per token) and the FLOPs per token (2 per weight of the layers' matrices, 2 per classifier
+     * read one row per token; each in its file type's own bytes, e.g. 144 per 256 weights for Q4_K, 210 for Q6_K) and the FLOPs per token (2 per weight of the layers' matrices, 2 per classifier
      * weight for each token that wants logits, and attention's 4 x position x dim per layer).
      */
     record Work(long weightBytes, long layerFlops, long classifierFlops, long attentionFlopsPerPosition) {
@@ -285,6 +298,6 @@ public final class EngineBench implements Callable<Integer> {
     }
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new EngineBench()).execute(args));
+        System.exit(io.tnsr.engine.cli.Cli.run(new EngineBench(), args)); // a bad type or preset: one line, status 2
     }
 }

@@ -53,7 +53,7 @@ public class LayerBenchmark {
     @Param({"decode", "prefill"})
     public String phase;
 
-    @Param({"F32", "F16", "Q8_0", "Q4_0"})
+    @Param({"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"}) // dim 768 and FFN 2048: whole 256-element K-quant blocks
     public String type;
 
     private GgufFile file;

@@ -32,7 +32,7 @@ import picocli.CommandLine.Option;
         description = "Weight-matrix kernel throughput (GFLOP/s, GB/s) per tensor type, shape and token count (JMH).")
 public final class KernelBench implements Callable<Integer> {
 
-    @Option(names = "--types", defaultValue = "F32,F16,Q8_0,Q4_0", split = ",", description = "Tensor types (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--types", defaultValue = "F32,F16,Q8_0,Q4_0,Q4_K,Q6_K", split = ",", description = "Tensor types (default: ${DEFAULT-VALUE}).")
     List<String> types;
 
     @Option(names = "--shapes", defaultValue = "768x768,2048x768,4096x4096", split = ",", description = "ROWSxCOLS (default: ${DEFAULT-VALUE}).")
@@ -68,7 +68,8 @@ public final class KernelBench implements Callable<Integer> {
             List<String> supported = new ArrayList<>();
             for (String t : types) {
                 GgmlType type = GgmlType.valueOf(t.toUpperCase(Locale.ROOT));
-                try (MatrixFiles.Loaded ignored = MatrixFiles.load(type, 32, 64)) {
+                // a small matrix whose rows hold whole blocks (256 elements for the K-quants)
+                try (MatrixFiles.Loaded ignored = MatrixFiles.load(type, 32, Math.max(64, type.blockSize()))) {
                     supported.add(type.name());
                 } catch (MatrixFiles.UnsupportedTypeException e) {
                     System.out.println("kernel-bench: skipped: " + e.getMessage());

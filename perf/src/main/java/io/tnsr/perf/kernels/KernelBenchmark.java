@@ -39,7 +39,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 1)
 @Fork(1)
 public class KernelBenchmark {
-    @Param({"F32", "F16", "Q8_0", "Q4_0"})
+    @Param({"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"}) // the shapes' rows (768, 4096) hold whole 256-element K-quant blocks
     public String type;
 
     @Param({"768x768", "2048x768", "4096x4096"})

@@ -1,0 +1,48 @@
+package io.tnsr.engine.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.testing.CliRun;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** {@code tools/make-model}, run in-process: its weight types, and the errors of a bad one. */
+class MakeModelCommandTest {
+    @TempDir
+    Path tmp;
+
+    static Object[] run(String... args) {
+        return CliRun.run(new MakeModelCommand(), args);
+    }
+
+    @ParameterizedTest
+    @CsvSource({"q4_k, Q4_K", "Q6_K, Q6_K", "q8_0, Q8_0"})
+    void writesEveryMatrixInTheType(String arg, GgmlType type) {
+        Path out = tmp.resolve(arg + ".gguf");
+        Object[] r = run("--preset", "stories110M", "--dim", "256", "--ffn", "512", "--heads", "4", "--layers", "1",
+                "--vocab", "512", "--context", "64", "--type", arg, "--out", out.toString());
+        assertEquals(0, r[0], (String) r[2]);
+        try (GgufFile f = GgufFile.open(out)) {
+            assertEquals(type, f.tensor("blk.0.ffn_down.weight").type());
+            assertEquals(type, f.tensor("token_embd.weight").type());
+            assertEquals(type, f.tensor("output.weight").type());
+            assertEquals(GgmlType.F32, f.tensor("blk.0.attn_norm.weight").type());
+        }
+    }
+
+    @Test
+    void aKQuantOfTheWrongShapeOrAnUnknownTypeIsOneClearLine() {
+        Object[] r = run("--preset", "tiny", "--type", "q4_k", "--out", tmp.resolve("x.gguf").toString());
+        assertEquals(2, r[0]);
+        assertTrue(((String) r[2]).contains("Q4_K weights need dim and FFN length multiples of 256, got 64 and 160"), (String) r[2]);
+        r = run("--type", "q5_k", "--out", tmp.resolve("y.gguf").toString());
+        assertEquals(2, r[0]);
+        assertTrue(((String) r[2]).contains("unknown weight type 'q5_k' (f32, f16, q8_0, q4_0, q4_k, q6_k)"), (String) r[2]);
+    }
+}
