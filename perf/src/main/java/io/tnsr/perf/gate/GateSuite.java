@@ -86,6 +86,10 @@ public final class GateSuite {
         // shares with its neighbours, and the same code measured 130 to 201 times the reference from run to run.
         m.add(kernel("Q8_0", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         m.add(kernel("Q4_0", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
+        // Q4_K and Q6_K likewise (repacked since 2026-11-30: 3.3x). Q4_K's loop sits at the edge of C2's inlining
+        // budget (two vector operations more per chunk boxed its vectors, at half the speed): this catches that too.
+        m.add(kernel("Q4_K", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
+        m.add(kernel("Q6_K", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         Probe prefill = Probe.sample(LAYER, "phase", "prefill", "type", "F32").scaled(3);
         m.add(Metric.ratio("time.layer.prefill", prefill, DOT, "LayerBenchmark prefill (128 tokens) F32 p50 / L2 dot products")
                 .tolerance(COMPUTE_FLOOR));
