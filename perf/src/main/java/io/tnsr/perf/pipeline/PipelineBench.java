@@ -31,11 +31,15 @@ import picocli.CommandLine.Option;
  * {@code tools/pipeline-bench}: aggregate decode tokens/s of real pipelines (one JVM per stage, TCP on
  * loopback) on a synthetic model, for the layouts that show whether pipelining pays, and spinning against
  * blocking side by side. Each row: the median of the repeats (min..max), measured after the stages' JIT warm-up
- * (the first 16 decode steps of every sequence are left out), and its ratio to the first row's median.
+ * (the first 16 decode steps of every sequence are left out, fewer for runs shorter than 33 tokens: see
+ * {@link #warmupSteps}), and its ratio to the first row's median.
  */
 @Command(name = "pipeline-bench", mixinStandardHelpOptions = true, sortOptions = false,
         description = "Decode tokens/s of real stage pipelines on a synthetic model (generated once into .build/models).")
 public final class PipelineBench implements Callable<Integer> {
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
     @Option(names = "--preset", defaultValue = "stories110M", description = "Model shape (default: ${DEFAULT-VALUE}).")
     String preset;
@@ -58,8 +62,23 @@ public final class PipelineBench implements Callable<Integer> {
     record Scenario(String name, int stages, int microBatches, int batch, boolean spin) {
     }
 
+    /**
+     * Decode steps per sequence left out of the rate: 16, or half of them for shorter runs, so that a short
+     * {@code --tokens} still measures something (with 16 left out of 15, every row read 0.0 tokens/s).
+     */
+    static int warmupSteps(int tokens) {
+        return Math.min(16, (tokens - 1) / 2);
+    }
+
     @Override
     public Integer call() throws Exception {
+        if (repeats < 1) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--repeats must be at least 1, got " + repeats);
+        }
+        if (tokens < 3) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--tokens must be at least 3 (the first"
+                    + " token of a sequence comes from its prompt, and part of the decode steps warm the JIT up), got " + tokens);
+        }
         // A layout asked for by two scenarios is measured once, in the order first asked.
         java.util.Map<String, Scenario> byName = new java.util.LinkedHashMap<>();
         for (String name : scenarios) {
@@ -73,7 +92,7 @@ public final class PipelineBench implements Callable<Integer> {
                         new Scenario("2 stages, 4 micro-batches of 8", 2, 4, 8, false));
                 case "spin" -> List.of(new Scenario("4 stages, 4 micro-batches of 8", 4, 4, 8, false),
                         new Scenario("4 stages, 4 micro-batches of 8, --spin", 4, 4, 8, true));
-                default -> throw new CommandLine.ParameterException(new CommandLine(this),
+                default -> throw new CommandLine.ParameterException(spec.commandLine(),
                         "unknown scenario '" + name + "': expected stages, pipelining or spin");
             }) {
                 byName.putIfAbsent(sc.name(), sc);
@@ -90,8 +109,9 @@ public final class PipelineBench implements Callable<Integer> {
             tok = Tokenizers.fromGguf(f);
             classifierLayers = PipelineConfig.classifierWeightInLayers(f);
         }
-        System.out.printf(Locale.ROOT, "pipeline-bench: %s, %d tokens per sequence, %d repeats (median, min..max), %d CPUs, JDK %s%n",
-                spec.describe(), tokens, repeats, Runtime.getRuntime().availableProcessors(), Runtime.version());
+        System.out.printf(Locale.ROOT, "pipeline-bench: %s, %d tokens per sequence (rate after the first %d decode steps of each), "
+                        + "%d repeats (median, min..max), %d CPUs, JDK %s%n",
+                spec.describe(), tokens, warmupSteps(tokens), repeats, Runtime.getRuntime().availableProcessors(), Runtime.version());
         System.out.printf(Locale.ROOT, "%-42s %-18s %14s %20s %8s%n", "scenario", "layers", "decode tok/s", "spread", "ratio");
         double base = 0;
         for (Scenario sc : list) {
@@ -137,7 +157,7 @@ public final class PipelineBench implements Callable<Integer> {
         try {
             PipelineRun.Settings s = new PipelineRun.Settings(model, pc, policy.waits(), policy.cpus(),
                     new Coordinator.Options(sc.microBatches(), sc.batch(), pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(),
-                            pc.maxFrameBytes()), dir, 120_000, 120_000, 20_000, seqCount * 16);
+                            pc.maxFrameBytes()), dir, 120_000, 120_000, 20_000, seqCount * warmupSteps(tokens));
             PipelineRun.Outcome o = PipelineRun.run(s, cfg, sampler, seqs, (seq, t) -> { });
             return o.result().decodeTokensPerSecond();
         } finally {
