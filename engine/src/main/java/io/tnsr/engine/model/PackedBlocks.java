@@ -29,8 +29,8 @@ import java.util.Objects;
  * whose 6-bit scales cost ~10 scalar operations each to unpack, gain more. llama.cpp repacks Q4_0 for its
  * AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap, not in the page cache, and
  * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 192 (144), Q6_K 320 (210),
- * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors (the stage
- * launcher sizes it from the file).
+ * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors
+ * (the stage launcher sizes it from the file).
  *
  * @param quants [blocks * payload bytes]: the payloads, in the file's block order
  * @param scales [blocks]: each block's (sub-block's, group's) scale

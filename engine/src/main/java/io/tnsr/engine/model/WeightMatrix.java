@@ -10,9 +10,9 @@ import java.nio.ByteBuffer;
  * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F32 and F16
  * are read in place from the memory-mapped GGUF file; the quantized types (Q8_0, Q4_0, Q4_K, Q6_K) are repacked
  * at load into heap arrays, the blocks' quants and their scales as floats ({@link PackedBlocks}: the same
- * values, a layout the Vector API streams 1.5x (Q8_0) to 3x (K-quants) faster). One final subclass per element type; each widens its own layout to floats in
- * registers, never into a dequantized copy of the matrix (at most one row, or a 4-row tile, lives decoded in L1
- * at a time).
+ * values, a layout the Vector API streams 1.5x (Q8_0) to 3x (K-quants) faster). One final subclass per element
+ * type; each widens its own layout to floats in registers, never into a dequantized copy of the matrix (at most
+ * one row, or a 4-row tile, lives decoded in L1 at a time).
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
