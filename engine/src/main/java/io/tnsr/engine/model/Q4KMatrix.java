@@ -101,9 +101,10 @@ final class Q4KMatrix extends WeightMatrix {
     }
 
     /*
-     * Both loops walk a row as pairs of sub-blocks p (32 bytes: low nibbles = sub-block 2p, elements
-     * [64p, 64p + 32); high nibbles = 2p + 1, [64p + 32, 64p + 64)), so every shift is a constant at its call
-     * site (a computed shift was measured 2x slower). Chunks of one pair go even -> a, odd -> b in column order.
+     * Both loops walk a row two sub-blocks at a time, p and p + 1 with p even: the 32 bytes from p * 16 hold
+     * sub-block p (elements [32p, 32p + 32)) in their low nibbles and p + 1 ([32p + 32, 32p + 64)) in their high
+     * ones, so every shift is a constant at its call site (a computed shift was measured 2x slower). The chunks of
+     * L elements go even -> a, odd -> b, in column order.
      */
 
     @Override
