@@ -21,30 +21,12 @@ import jdk.incubator.vector.VectorOperators;
  * ({@link #mins}), so the kernels never unpack a 6-bit field: every 32 bytes of quants are 64 elements, the low
  * nibbles sub-block 2p and the high nibbles sub-block 2p + 1, each value {@code q * scale - min}.
  */
-final class Q4KMatrix extends WeightMatrix {
+final class Q4KMatrix extends PackedMatrix {
     private static final int QK = 256;
     private static final int BYTES = 144;
     private static final int SUB = 32; // elements per sub-block (one scale and min)
-    private final int subs; // sub-blocks per row
-    private final byte[] quants; // [rows * cols / 2]: row r's nibbles from r * cols / 2
-    private final float[] scales; // [rows * subs]: d * sc, row r's from r * subs
-    private final float[] mins; // [rows * subs]: dmin * m
-
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
-        super(name, rows, cols);
-        this.subs = cols / SUB;
-        packed.requireShape(name, rows, subs, SUB / 2);
-        if (packed.mins().length != packed.scales().length) {
-            throw new IllegalArgumentException(name + ": Q4_K needs a min per sub-block");
-        }
-        this.quants = packed.quants();
-        this.scales = packed.scales();
-        this.mins = packed.mins();
-    }
-
-    @Override
-    public GgmlType type() {
-        return GgmlType.Q4_K;
+        super(name, rows, cols, GgmlType.Q4_K, packed, SUB, SUB / 2, true); // units: sub-blocks
     }
 
     /**
@@ -114,10 +96,10 @@ final class Q4KMatrix extends WeightMatrix {
         float[] m = mins;
         for (int r = 0; r < rows; r++) {
             int qr = r * (cols / 2);
-            int sr = r * subs;
+            int sr = r * units;
             FloatVector a = FloatVector.zero(F);
             FloatVector b = a;
-            for (int p = 0; p < subs; p += 2) {
+            for (int p = 0; p < units; p += 2) {
                 int qp = qr + p * (SUB / 2);
                 int xp = xo + p * SUB;
                 FloatVector sl = FloatVector.broadcast(F, s[sr + p]);
@@ -141,7 +123,7 @@ final class Q4KMatrix extends WeightMatrix {
     protected void decodeRow(int row, float[] dst, int off) {
         byte[] q = quants;
         int qr = row * (cols / 2);
-        for (int p = 0, sr = row * subs; p < subs; p += 2) {
+        for (int p = 0, sr = row * units; p < units; p += 2) {
             int qp = qr + p * (SUB / 2);
             int o = off + p * SUB;
             FloatVector sl = FloatVector.broadcast(F, scales[sr + p]);

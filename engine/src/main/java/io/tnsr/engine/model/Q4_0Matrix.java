@@ -16,24 +16,11 @@ import jdk.incubator.vector.FloatVector;
  * differs, and a loop shared through a virtual or lambda call would not inline it, so every vector would be
  * boxed (the Vector API's pitfall). One final class per type keeps each kernel monomorphic.
  */
-final class Q4_0Matrix extends WeightMatrix {
+final class Q4_0Matrix extends PackedMatrix {
     private static final int QK = 32;
     private static final int PAYLOAD = 16; // quant bytes per block
-    private final int blocks; // per row
-    private final byte[] quants; // [rows * blocks * PAYLOAD]: row r's blocks from r * blocks * PAYLOAD
-    private final float[] scales; // [rows * blocks]: row r's from r * blocks
-
     Q4_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
-        super(name, rows, cols);
-        this.blocks = cols / QK;
-        packed.requireShape(name, rows, blocks, PAYLOAD);
-        this.quants = packed.quants();
-        this.scales = packed.scales();
-    }
-
-    @Override
-    public GgmlType type() {
-        return GgmlType.Q4_0;
+        super(name, rows, cols, GgmlType.Q4_0, packed, QK, PAYLOAD, false); // units: blocks
     }
 
     /** Elements [j, j + L) of the block whose quants start at {@code qb} (j &lt; 16: low nibbles, else high), times d. */
@@ -46,11 +33,11 @@ final class Q4_0Matrix extends WeightMatrix {
         byte[] q = quants; // locals: C2 keeps them in registers
         float[] s = scales;
         for (int r = 0; r < rows; r++) {
-            int sr = r * blocks;
+            int sr = r * units;
             FloatVector a = FloatVector.zero(F);
             FloatVector b = a;
             int k = 0;
-            for (; k + 2 <= blocks; k += 2) { // two blocks per trip by hand: C2 (JDK 17) unrolls neither this
+            for (; k + 2 <= units; k += 2) { // two blocks per trip by hand: C2 (JDK 17) unrolls neither this
                 int qb = (sr + k) * PAYLOAD;  // loop nor an inner constant-trip one here (measured +20%)
                 FloatVector d = FloatVector.broadcast(F, s[sr + k]);
                 FloatVector e = FloatVector.broadcast(F, s[sr + k + 1]);
@@ -64,7 +51,7 @@ final class Q4_0Matrix extends WeightMatrix {
                     b = chunk(q, qb + PAYLOAD, j + L, e).fma(FloatVector.fromArray(F, x, xk + QK + j + L), b);
                 }
             }
-            for (; k < blocks; k++) {
+            for (; k < units; k++) {
                 int qb = (sr + k) * PAYLOAD;
                 FloatVector d = FloatVector.broadcast(F, s[sr + k]);
                 for (int j = 0; j < QK; j += 2 * L) {
@@ -79,7 +66,7 @@ final class Q4_0Matrix extends WeightMatrix {
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
         byte[] q = quants;
-        for (int b = 0, sr = row * blocks; b < blocks; b++) {
+        for (int b = 0, sr = row * units; b < units; b++) {
             FloatVector d = FloatVector.broadcast(F, scales[sr + b]);
             for (int j = 0; j < QK; j += L) {
                 chunk(q, (sr + b) * PAYLOAD, j, d).intoArray(dst, off + b * QK + j);

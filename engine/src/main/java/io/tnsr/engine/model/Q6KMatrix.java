@@ -19,25 +19,12 @@ import jdk.incubator.vector.FloatVector;
  * are then Q8_0's with groups of 16 (a sign-extending load, a convert, the group's scale, an FMA), where the
  * 6-bit fields cost two loads, four shifts and masks per 16 weights in place.
  */
-final class Q6KMatrix extends WeightMatrix {
+final class Q6KMatrix extends PackedMatrix {
     private static final int QK = 256;
     private static final int BYTES = 210;
     private static final int GROUP = 16; // elements per scale
-    private final int groups; // per row
-    private final byte[] quants; // [rows * cols]: q6 - 32, row r from r * cols
-    private final float[] scales; // [rows * groups]: row r's from r * groups
-
     Q6KMatrix(String name, int rows, int cols, PackedBlocks packed) {
-        super(name, rows, cols);
-        this.groups = cols / GROUP;
-        packed.requireShape(name, rows, groups, GROUP);
-        this.quants = packed.quants();
-        this.scales = packed.scales();
-    }
-
-    @Override
-    public GgmlType type() {
-        return GgmlType.Q6_K;
+        super(name, rows, cols, GgmlType.Q6_K, packed, GROUP, GROUP, false); // units: groups of 16, one int8 each
     }
 
     /** Splits {@code blocks} super-blocks from {@code data} into int8 values and float group scales. */
@@ -74,10 +61,10 @@ final class Q6KMatrix extends WeightMatrix {
         float[] s = scales;
         for (int r = 0; r < rows; r++) {
             int qr = r * cols;
-            int sr = r * groups;
+            int sr = r * units;
             FloatVector a = FloatVector.zero(F);
             FloatVector b = a;
-            for (int g = 0; g < groups; g += 4) { // 64 elements per trip by hand (cols is a multiple of 256)
+            for (int g = 0; g < units; g += 4) { // 64 elements per trip by hand (cols is a multiple of 256)
                 int e = g * GROUP;
                 for (int j = 0; j < 4 * GROUP; j += 2 * L) { // chunk j: even (a), j + L: odd (b)
                     a = chunk(q, qr, e + j, FloatVector.broadcast(F, s[sr + g + j / GROUP]))
@@ -94,7 +81,7 @@ final class Q6KMatrix extends WeightMatrix {
     protected void decodeRow(int row, float[] dst, int off) {
         byte[] q = quants;
         int qr = row * cols;
-        for (int g = 0, sr = row * groups; g < groups; g++) {
+        for (int g = 0, sr = row * units; g < units; g++) {
             FloatVector s = FloatVector.broadcast(F, scales[sr + g]);
             for (int j = 0; j < GROUP; j += L) {
                 chunk(q, qr, g * GROUP + j, s).intoArray(dst, off + g * GROUP + j);

@@ -38,9 +38,8 @@ public abstract class WeightMatrix {
     }
 
     /**
-     * A matrix of ggml blocks repacked at load ({@link PackedBlocks}): the quantized types' summation order (two
-     * chains), and no reference to the mapped file, so its mapping is released once collected ({@link #data} is
-     * null).
+     * A matrix repacked at load ({@link PackedMatrix}): the quantized types' summation order (two chains), and no
+     * reference to the mapped file ({@link #data} is null).
      */
     protected WeightMatrix(String name, int rows, int cols) {
         this(name, rows, cols, null, true);
