@@ -53,7 +53,7 @@ JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -XX:+UseParallelGC
   -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")
-# Q8_0/Q4_0 weights are repacked onto the heap at load: let the heap grow to 75% of RAM (a limit, not a
+# Quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) are repacked onto the heap at load: let the heap grow to 75% of RAM (a limit, not a
 # reservation) instead of the JVM's default 25%, so that a model that fits in memory loads.
 JVM_FLAGS+=(-XX:MaxRAMPercentage=75)
 # The incubator warning goes to stderr once per JVM; keep it out of users' way unless asked for.

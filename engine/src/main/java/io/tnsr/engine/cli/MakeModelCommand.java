@@ -1,6 +1,5 @@
 package io.tnsr.engine.cli;
 
-import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.synth.SyntheticModel;
 import java.nio.file.Path;
@@ -63,25 +62,13 @@ public final class MakeModelCommand implements Callable<Integer> {
         ModelSpec s = new ModelSpec(p.name(), or(dim, p.dim()), or(layers, p.layers()), or(heads, p.heads()),
                 or(kvHeads, heads != null ? heads : p.kvHeads()), or(ffn, p.ffnDim()), or(vocab, p.vocabSize()),
                 or(context, p.contextLength()), tied != null ? tied : p.tied(),
-                type == null ? p.type() : parseType(type), seed != null ? seed : p.seed(), ropeFactors || p.ropeFactors());
+                type == null ? p.type() : ModelSpec.parseType(type), seed != null ? seed : p.seed(), ropeFactors || p.ropeFactors());
         System.err.println("writing " + s.describe() + " to " + out + " ...");
         long t0 = System.nanoTime();
         SyntheticModel.write(s, out);
         System.err.printf(Locale.ROOT, "done in %.1f s (%d MB)%n", (System.nanoTime() - t0) / 1e9,
                 java.nio.file.Files.size(out) >> 20);
         return 0;
-    }
-
-    static GgmlType parseType(String t) {
-        return switch (t.toLowerCase(Locale.ROOT)) {
-            case "f32" -> GgmlType.F32;
-            case "f16" -> GgmlType.F16;
-            case "q8_0" -> GgmlType.Q8_0;
-            case "q4_0" -> GgmlType.Q4_0;
-            case "q4_k" -> GgmlType.Q4_K;
-            case "q6_k" -> GgmlType.Q6_K;
-            default -> throw new IllegalArgumentException("unknown weight type '" + t + "' (f32, f16, q8_0, q4_0, q4_k, q6_k)");
-        };
     }
 
     private static <T> T or(T v, T dflt) {

@@ -95,6 +95,19 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
         return (long) vocabSize * dim * (tied ? 1 : 2) + dim + layers * perLayer;
     }
 
+    /** The weight type a user named ({@code f32}, {@code q4_k}, ... any case), one a synthetic model can have. */
+    public static GgmlType parseType(String name) {
+        return switch (name.trim().toLowerCase(Locale.ROOT)) {
+            case "f32" -> GgmlType.F32;
+            case "f16" -> GgmlType.F16;
+            case "q8_0" -> GgmlType.Q8_0;
+            case "q4_0" -> GgmlType.Q4_0;
+            case "q4_k" -> GgmlType.Q4_K;
+            case "q6_k" -> GgmlType.Q6_K;
+            default -> throw new IllegalArgumentException("unknown weight type '" + name + "' (f32, f16, q8_0, q4_0, q4_k, q6_k)");
+        };
+    }
+
     public String describe() {
         return String.format(Locale.ROOT, "%s: dim %d, %d layers, %d heads (%d KV), FFN %d, vocab %d, context %d, %s%s, %.1fM parameters",
                 name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, type,

@@ -68,7 +68,7 @@ public final class EngineBench implements Callable<Integer> {
     public Integer call() throws Exception {
         List<ModelSpec> specs = new ArrayList<>(); // every type checked against the preset before the probes run
         for (String t : types) {
-            specs.add(ModelSpec.preset(preset).withType(parseType(t)));
+            specs.add(ModelSpec.preset(preset).withType(ModelSpec.parseType(t)));
         }
         System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), JDK %s, %d CPUs, %s, %d-bit vectors%n",
                 preset, repeats, Runtime.version(), Runtime.getRuntime().availableProcessors(), cpuName(),
@@ -110,15 +110,6 @@ public final class EngineBench implements Callable<Integer> {
         return 0;
     }
 
-    /** The GgmlType named {@code t} (f32, q4_k, ... any case); ModelSpec then says whether it can be written. */
-    static GgmlType parseType(String t) {
-        try {
-            return GgmlType.valueOf(t.trim().toUpperCase(Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("unknown weight type '" + t + "' (f32, f16, q8_0, q4_0, q4_k, q6_k)");
-        }
-    }
-
     private void report(String workload, String key, double[] rates, double[] ceiling, double allocPerToken) {
         double[] s = rates.clone();
         Arrays.sort(s);
@@ -147,8 +138,9 @@ public final class EngineBench implements Callable<Integer> {
 
     /**
      * What one step of the model costs: the weight bytes it streams (every matrix but the embedding, which is
-     * read one row per token; each in its file type's own bytes, e.g. 144 per 256 weights for Q4_K, 210 for Q6_K) and the FLOPs per token (2 per weight of the layers' matrices, 2 per classifier
-     * weight for each token that wants logits, and attention's 4 x position x dim per layer).
+     * read one row per token; each in its file type's own bytes, e.g. 144 per 256 weights for Q4_K, 210 for
+     * Q6_K) and the FLOPs per token (2 per weight of the layers' matrices, 2 per classifier weight for each token
+     * that wants logits, and attention's 4 x position x dim per layer).
      */
     record Work(long weightBytes, long layerFlops, long classifierFlops, long attentionFlopsPerPosition) {
         static Work of(GgufFile file, LlamaConfig c) {

@@ -99,7 +99,7 @@ public final class PipelineBench implements Callable<Integer> {
             }
         }
         List<Scenario> list = new ArrayList<>(byName.values());
-        ModelSpec spec = ModelSpec.preset(preset).withType(io.tnsr.engine.gguf.GgmlType.valueOf(type.toUpperCase(Locale.ROOT)));
+        ModelSpec spec = ModelSpec.preset(preset).withType(ModelSpec.parseType(type));
         Path model = ModelCache.get(spec);
         LlamaConfig cfg;
         Tokenizer tok;
