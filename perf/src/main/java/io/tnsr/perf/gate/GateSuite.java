@@ -66,7 +66,10 @@ public final class GateSuite {
         for (String[] b : new String[][] {
                 {"encodeHeaderOnly", "encodeHeader"}, {"encodeActivation16k", "encode16k"},
                 {"decodeHeaderOnly", "decodeHeader"}, {"decodeActivation16k", "decode16k"}}) {
-            Probe p = Probe.avgt(CODEC + b[0]);
+            // The 16 KiB paths copy a frame's payload: per JVM fork their time moves by up to 14% (8 forks of
+            // encodeActivation16k: 190-216 ns, the buffers' placement), enough to fail one fresh-clone CI run at +17%;
+            // the fastest of 3 forks, as for the stage hop (noise only ever adds time).
+            Probe p = b[1].endsWith("16k") ? Probe.avgt(CODEC + b[0]).bestOfForks(3) : Probe.avgt(CODEC + b[0]);
             m.add(Metric.alloc("alloc.codec." + b[1], p, "CodecBenchmark." + b[0] + ": bytes allocated per frame"));
             if (!b[1].equals("encodeHeader")) {
                 m.add(Metric.ratio("time.codec." + b[1], p, COPY_16K, "CodecBenchmark." + b[0] + " / copy 16 KiB")
