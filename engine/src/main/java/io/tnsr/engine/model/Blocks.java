@@ -6,6 +6,7 @@ import io.tnsr.engine.kernels.Float16;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
@@ -17,16 +18,27 @@ import jdk.incubator.vector.VectorSpecies;
  * packed arrays 1.5x more).
  */
 final class Blocks {
-    /** As many byte lanes as a float vector has lanes (128 bits with AVX-512). */
-    static final VectorSpecies<Byte> B = VectorSpecies.of(byte.class, VectorShape.forBitSize(F.length() * 8));
+    /**
+     * As many byte lanes as a float vector has lanes (128 bits with AVX-512, 64 with AVX2), but at least 64 bits, the
+     * smallest vector shape: with 128-bit float vectors (NEON, SSE; L = 4) a byte vector holds 8 lanes, of which
+     * {@link #ints} loads and converts the first 4.
+     */
+    static final VectorSpecies<Byte> B =
+            VectorSpecies.of(byte.class, VectorShape.forBitSize(Math.max(64, F.length() * Byte.SIZE)));
     static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
+    /** True when {@link #B} is wider than L lanes (L = 4): loads are then masked to the L bytes they own. */
+    private static final boolean PARTIAL = B.length() > F.length();
+    private static final VectorMask<Byte> FIRST_L = B.indexInRange(0, F.length());
 
     private Blocks() {
     }
 
     /** L bytes from {@code off}, sign-extended into int lanes (mask / shift for unsigned fields). */
     static IntVector ints(byte[] row, int off) {
-        return (IntVector) ByteVector.fromArray(B, row, off).convertShape(VectorOperators.B2I, I, 0);
+        // PARTIAL is a constant, so C2 compiles one branch. The masked load reads only the L bytes asked for (the last
+        // chunk of a matrix ends its array); where all 8 bytes are in bounds, JDK 17 does a plain load and a blend.
+        ByteVector bytes = PARTIAL ? ByteVector.fromArray(B, row, off, FIRST_L) : ByteVector.fromArray(B, row, off);
+        return (IntVector) bytes.convertShape(VectorOperators.B2I, I, 0);
     }
 
     /**
