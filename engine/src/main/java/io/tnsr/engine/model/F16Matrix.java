@@ -10,6 +10,7 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
@@ -17,9 +18,15 @@ import jdk.incubator.vector.VectorSpecies;
 /** F16 weights: halves widened to floats in registers ({@link Float16#toFloat(IntVector)}), then FMA. */
 final class F16Matrix extends WeightMatrix {
     private static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
-    /** Half as many bits as a float vector: the same number of lanes, as shorts. */
+    /**
+     * Half as many bits as a float vector: the same number of lanes, as shorts; but at least 64 bits, the smallest
+     * shape (64-bit float vectors, L = 2, get 4 short lanes and convert the first 2).
+     */
     private static final VectorSpecies<Short> S =
-            VectorSpecies.of(short.class, VectorShape.forBitSize(F.vectorBitSize() / 2));
+            VectorSpecies.of(short.class, VectorShape.forBitSize(Math.max(64, F.vectorBitSize() / 2)));
+    /** True when {@link #S} is wider than L lanes: loads are then masked to the L halves they own (see Blocks). */
+    private static final boolean PARTIAL = S.length() > F.length();
+    private static final VectorMask<Short> FIRST_L = S.indexInRange(0, F.length());
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     F16Matrix(String name, int rows, int cols, ByteBuffer data) {
@@ -33,7 +40,8 @@ final class F16Matrix extends WeightMatrix {
 
     /** The L halves at {@code byteOffset}, as floats. */
     private static FloatVector load(ByteBuffer data, int byteOffset) {
-        ShortVector h = ShortVector.fromByteBuffer(S, data, byteOffset, LE);
+        ShortVector h = PARTIAL ? ShortVector.fromByteBuffer(S, data, byteOffset, LE, FIRST_L)
+                : ShortVector.fromByteBuffer(S, data, byteOffset, LE);
         return Float16.toFloat((IntVector) h.convertShape(VectorOperators.S2I, I, 0));
     }
 
