@@ -6,7 +6,11 @@ import static io.tnsr.engine.model.TileKernels.sum;
 
 import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Q6_K weights (ggml block_q6_K): super-blocks of 256 elements, 210 bytes each,
@@ -23,6 +27,9 @@ final class Q6KMatrix extends PackedMatrix {
     private static final int QK = 256;
     private static final int BYTES = 210;
     private static final int GROUP = 16; // elements per scale
+    /** Byte lanes of one repack step: 32 (or fewer, where vectors are narrower), dividing a 32-byte run of quants. */
+    private static final VectorSpecies<Byte> REPACK = VectorSpecies.of(byte.class,
+            VectorShape.forBitSize(Math.min(256, ByteVector.SPECIES_PREFERRED.vectorBitSize())));
     Q6KMatrix(String name, int rows, int cols, PackedBlocks packed) {
         super(name, rows, cols, GgmlType.Q6_K, packed, GROUP, GROUP, false); // units: groups of 16, one int8 each
     }
@@ -38,16 +45,30 @@ final class Q6KMatrix extends PackedMatrix {
             for (int g = 0; g < QK / GROUP; g++) {
                 scales[k * (QK / GROUP) + g] = d * sb[192 + g];
             }
-            for (int e = 0; e < QK; e++) {
-                int h = e >> 7;
-                int q = (e >> 5) & 3;
-                int l = e & 31;
-                int lo = (sb[h * 64 + (q & 1) * 32 + l] & 0xFF) >> ((q >> 1) * 4) & 0xF;
-                int hi = (sb[128 + h * 32 + l] & 0xFF) >> (2 * q) & 3;
-                quants[k * QK + e] = (byte) ((lo | hi << 4) - 32);
+            // Element e = 128 h + 32 q + l: low nibble from byte 64 h + 32 (q & 1) + l (its high half when q >= 2),
+            // two high bits from byte 128 + 32 h + l (bits 2q, 2q + 1). One pass per (h, l) writes all four q,
+            // REPACK.length() elements of l at a time (element by element, this loop ran at 0.36 G elements/s: 20 s
+            // for a 7B Q6_K file).
+            for (int h = 0; h < 2; h++) {
+                int out = k * QK + h * 128;
+                for (int l = 0; l < 32; l += REPACK.length()) {
+                    ByteVector ql0 = ByteVector.fromArray(REPACK, sb, h * 64 + l);
+                    ByteVector ql1 = ByteVector.fromArray(REPACK, sb, h * 64 + 32 + l);
+                    ByteVector qh = ByteVector.fromArray(REPACK, sb, 128 + h * 32 + l);
+                    six(ql0.and((byte) 0xF), qh.lanewise(VectorOperators.LSHL, 4)).intoArray(quants, out + l);
+                    six(ql1.and((byte) 0xF), qh.lanewise(VectorOperators.LSHL, 2)).intoArray(quants, out + 32 + l);
+                    six(ql0.lanewise(VectorOperators.LSHR, 4), qh).intoArray(quants, out + 64 + l);
+                    six(ql1.lanewise(VectorOperators.LSHR, 4), qh.lanewise(VectorOperators.LSHR, 2))
+                            .intoArray(quants, out + 96 + l);
+                }
             }
         }
         return new PackedBlocks(quants, scales);
+    }
+
+    /** q6 - 32 from a low nibble (0..15) and the two high bits at bits 4 and 5 of {@code high}. */
+    private static ByteVector six(ByteVector low, ByteVector high) {
+        return low.or(high.and((byte) 0x30)).sub((byte) 32);
     }
 
     /** Elements [e, e + L) of the row whose values start at {@code qr}, times their group's scale {@code s}. */
