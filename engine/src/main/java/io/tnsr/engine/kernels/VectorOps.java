@@ -38,38 +38,6 @@ public final class VectorOps {
         return sum;
     }
 
-    /** Sum of a[ao..ao+n) * the n floats of {@code buf} from byte offset {@code bo}. */
-    public static float dot(float[] a, int ao, ByteBuffer buf, int bo, int n) {
-        int i = 0;
-        float sum = 0f;
-        if (n >= F.length()) {
-            FloatVector acc = FloatVector.zero(F);
-            for (int bound = F.loopBound(n); i < bound; i += F.length()) {
-                acc = FloatVector.fromArray(F, a, ao + i).fma(FloatVector.fromByteBuffer(F, buf, bo + i * 4, LE), acc);
-            }
-            sum = acc.reduceLanes(VectorOperators.ADD);
-        }
-        for (; i < n; i++) {
-            sum += a[ao + i] * buf.getFloat(bo + i * 4);
-        }
-        return sum;
-    }
-
-    /** y[yo..yo+n) += a * (the n floats of {@code buf} from byte offset {@code bo}). */
-    public static void axpy(float[] y, int yo, float a, ByteBuffer buf, int bo, int n) {
-        int i = 0;
-        if (n >= F.length()) {
-            FloatVector va = FloatVector.broadcast(F, a);
-            for (int bound = F.loopBound(n); i < bound; i += F.length()) {
-                FloatVector.fromByteBuffer(F, buf, bo + i * 4, LE).fma(va, FloatVector.fromArray(F, y, yo + i))
-                        .intoArray(y, yo + i);
-            }
-        }
-        for (; i < n; i++) {
-            y[yo + i] += a * buf.getFloat(bo + i * 4);
-        }
-    }
-
     /** Copies n floats of {@code src} into {@code buf} at byte offset {@code bo}. */
     public static void store(ByteBuffer buf, int bo, float[] src, int so, int n) {
         int i = 0;

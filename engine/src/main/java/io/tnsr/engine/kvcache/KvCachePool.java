@@ -9,8 +9,9 @@ import org.agrona.collections.Int2ObjectHashMap;
  * The keys and values of every live sequence, for the layers one stage holds, off-heap and bounded.
  *
  * <p>Memory is handed out in pages of {@link #pageTokens()} positions. A page holds, for each local layer,
- * the keys then the values of those positions: {@code [layer][k|v][position in page][kvDim]} floats, so the
- * keys of one layer and one page are contiguous for attention. A sequence takes pages as it grows, up to the
+ * the keys then the values of those positions: keys transposed, {@code [kvDim][position in page]} floats (dimension
+ * j of consecutive positions is contiguous: attention reads it for many positions with one vector load, see
+ * {@link io.tnsr.engine.kernels.AttentionKernels}), then values {@code [position in page][kvDim]}. A sequence takes pages as it grows, up to the
  * model's context length, and gives them all back when it ends; total use never exceeds the configured
  * capacity. Pages are allocated the first time they are needed and reused after that, so the steady state
  * allocates nothing.
@@ -151,9 +152,12 @@ public final class KvCachePool {
         }
     }
 
-    /** Byte offset, inside {@link KvCache#page(int)} of {@code position}, of the key vector of a local layer. */
-    public int keyOffset(int localLayer, int position) {
-        return ((localLayer * 2) * pageTokens + position % pageTokens) * kvDim * Float.BYTES;
+    /**
+     * Byte offset, inside a page, of a local layer's keys: {@code [kvDim][pageTokens]} floats, dimension j of the
+     * page's position i at {@code keyOffset + (j * pageTokens + i) * 4}.
+     */
+    public int keyOffset(int localLayer) {
+        return localLayer * 2 * pageTokens * kvDim * Float.BYTES;
     }
 
     /** Byte offset of the value vector, like {@link #keyOffset}. */

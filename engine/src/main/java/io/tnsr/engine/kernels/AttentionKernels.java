@@ -1,0 +1,149 @@
+package io.tnsr.engine.kernels;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * One head's attention over one KV-cache page, with the sums of one dot product and one axpy per position (the order
+ * of {@link VectorOps#dot}: chunks of L into one accumulator, its lanes added from lane 0, then the scalar tail) bit
+ * for bit, but without their per-position costs: a division for the page, a fresh buffer's checks, a lane reduction.
+ *
+ * <p>Keys are stored transposed inside a page: for a head, {@code [headDim][pageTokens]} floats, so that dimension j
+ * of L consecutive positions is one vector load. {@link #scores} then makes the positions the lanes: for each lane
+ * index l of the one-position dot product it runs that lane's FMA chain (chunks c = 0, 1, ... of the head) for L
+ * positions at once, and adds the chains in lane order, from zero: exactly what {@code reduceLanes(ADD)} does with
+ * one position's accumulator (sequentially from lane 0; {@code AttentionKernelsTest} checks the bits against
+ * the per-position loop). Measured at position 960 of stories110M: see docs/engine-speed.md.
+ *
+ * <p>Values keep the {@code [position][headDim]} layout; {@link #accumulate} keeps each chunk of the output in a
+ * register across all positions of a page instead of loading and storing it per position (an axpy each).
+ *
+ * <pre>{@code
+ * for each page p0 of the sequence (positions [p0, p0 + pageTokens), the last one cut at len):
+ *     scores(q, qo, page, keys, pageTokens, count, headDim, scale, scores, p0)
+ * softmax(scores, 0, len)
+ * out[oo..oo + headDim) = 0
+ * for each page: accumulate(out, oo, scores, p0, page, values, stride, count, headDim)
+ * }</pre>
+ */
+public final class AttentionKernels {
+    private static final VectorSpecies<Float> F = VectorOps.F;
+    private static final int L = F.length();
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    private AttentionKernels() {
+    }
+
+    /** Whether pages of {@code pageTokens} positions hold whole vectors of positions (else the scalar path runs). */
+    public static boolean vectorized(int pageTokens) {
+        return pageTokens % L == 0 && L % 4 == 0;
+    }
+
+    /**
+     * scores[so + i] = scale * (q[qo..qo+headDim) . key of position i), for positions i in [0, count) of a page whose
+     * keys for this head start at byte {@code keys}: dimension j of position i at {@code keys + (j * pageTokens + i) * 4}.
+     * With {@link #vectorized} pages, {@code scores} must have room up to the end of the page (a whole vector of
+     * positions is stored; those past {@code count} hold nothing meaningful).
+     */
+    public static void scores(float[] q, int qo, ByteBuffer page, int keys, int pageTokens, int count, int headDim,
+                              float scale, float[] scores, int so) {
+        if (!vectorized(pageTokens)) {
+            for (int i = 0; i < count; i++) {
+                scores[so + i] = scalarScore(q, qo, page, keys + i * Float.BYTES, pageTokens, headDim) * scale;
+            }
+            return;
+        }
+        int chunks = headDim >= L ? headDim / L : 0; // VectorOps.dot: whole chunks only when headDim >= L
+        int dimStride = pageTokens * Float.BYTES;
+        for (int i = 0; i < count; i += L) {
+            int base = keys + i * Float.BYTES;
+            FloatVector s = FloatVector.zero(F);
+            // Lane l of the one-position accumulator, for L positions at once: its own FMA chain over the chunks,
+            // four lanes' chains interleaved (one chain at a time ran 1.5x slower: each waited on the last), then
+            // added to s in lane order.
+            for (int l = 0; chunks > 0 && l < L; l += 4) {
+                FloatVector l0 = FloatVector.zero(F), l1 = l0, l2 = l0, l3 = l0;
+                for (int c = 0, j = l; c < chunks; c++, j += L) {
+                    int o = base + j * dimStride;
+                    l0 = FloatVector.broadcast(F, q[qo + j]).fma(key(page, o), l0);
+                    l1 = FloatVector.broadcast(F, q[qo + j + 1]).fma(key(page, o + dimStride), l1);
+                    l2 = FloatVector.broadcast(F, q[qo + j + 2]).fma(key(page, o + 2 * dimStride), l2);
+                    l3 = FloatVector.broadcast(F, q[qo + j + 3]).fma(key(page, o + 3 * dimStride), l3);
+                }
+                s = s.add(l0).add(l1).add(l2).add(l3);
+            }
+            for (int j = chunks * L; j < headDim; j++) { // the scalar tail: s += q * k, two roundings
+                s = s.add(key(page, base + j * dimStride).mul(q[qo + j]));
+            }
+            s.mul(scale).intoArray(scores, so + i);
+        }
+    }
+
+    /** One dimension of L consecutive positions' keys, at byte {@code offset}. */
+    private static FloatVector key(ByteBuffer page, int offset) {
+        return FloatVector.fromByteBuffer(F, page, offset, LE);
+    }
+
+    /** q . one position's transposed key, in the order of the vector path (lane chains over chunks, lanes, tail). */
+    static float scalarScore(float[] q, int qo, ByteBuffer page, int key, int pageTokens, int headDim) {
+        int chunks = headDim >= L ? headDim / L : 0;
+        float s = 0f;
+        for (int l = 0; l < L && chunks > 0; l++) {
+            float lane = 0f;
+            for (int c = 0, j = l; c < chunks; c++, j += L) {
+                lane = Math.fma(q[qo + j], page.getFloat(key + j * pageTokens * Float.BYTES), lane);
+            }
+            s += lane;
+        }
+        for (int j = chunks * L; j < headDim; j++) {
+            s += q[qo + j] * page.getFloat(key + j * pageTokens * Float.BYTES);
+        }
+        return s;
+    }
+
+    /**
+     * out[oo..oo+headDim) += w[wo + i] * value of position i, for i in [0, count) in order, as one vector axpy per
+     * position would (fma per chunk, y + w * v for the tail): the value of position i at byte
+     * {@code values + i * stride}.
+     */
+    public static void accumulate(float[] out, int oo, float[] w, int wo, ByteBuffer page, int values, int stride,
+                                  int count, int headDim) {
+        int d = 0;
+        if (headDim >= L) {
+            int bound = F.loopBound(headDim);
+            for (; d + 4 * L <= bound; d += 4 * L) { // four chunks per pass: four independent FMA chains
+                FloatVector a0 = FloatVector.fromArray(F, out, oo + d);
+                FloatVector a1 = FloatVector.fromArray(F, out, oo + d + L);
+                FloatVector a2 = FloatVector.fromArray(F, out, oo + d + 2 * L);
+                FloatVector a3 = FloatVector.fromArray(F, out, oo + d + 3 * L);
+                for (int i = 0, o = values + d * Float.BYTES; i < count; i++, o += stride) {
+                    FloatVector wi = FloatVector.broadcast(F, w[wo + i]);
+                    a0 = FloatVector.fromByteBuffer(F, page, o, LE).fma(wi, a0);
+                    a1 = FloatVector.fromByteBuffer(F, page, o + L * Float.BYTES, LE).fma(wi, a1);
+                    a2 = FloatVector.fromByteBuffer(F, page, o + 2 * L * Float.BYTES, LE).fma(wi, a2);
+                    a3 = FloatVector.fromByteBuffer(F, page, o + 3 * L * Float.BYTES, LE).fma(wi, a3);
+                }
+                a0.intoArray(out, oo + d);
+                a1.intoArray(out, oo + d + L);
+                a2.intoArray(out, oo + d + 2 * L);
+                a3.intoArray(out, oo + d + 3 * L);
+            }
+            for (; d < bound; d += L) {
+                FloatVector acc = FloatVector.fromArray(F, out, oo + d);
+                for (int i = 0, o = values + d * Float.BYTES; i < count; i++, o += stride) {
+                    acc = FloatVector.fromByteBuffer(F, page, o, LE).fma(FloatVector.broadcast(F, w[wo + i]), acc);
+                }
+                acc.intoArray(out, oo + d);
+            }
+        }
+        for (; d < headDim; d++) {
+            float y = out[oo + d];
+            for (int i = 0, o = values + d * Float.BYTES; i < count; i++, o += stride) {
+                y += w[wo + i] * page.getFloat(o);
+            }
+            out[oo + d] = y;
+        }
+    }
+}

@@ -1,0 +1,112 @@
+package io.tnsr.engine.kernels;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.SplittableRandom;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The page kernels give the bits of one dot product and one axpy per position ({@link #dot}, {@link #axpy}: the
+ * attention loop before the page kernels), in position order, for head sizes below, at and past the vector width
+ * (with and without a scalar tail), full and partly filled pages, and page sizes the vector path cannot take (the
+ * scalar path then runs).
+ */
+class AttentionKernelsTest {
+    private static final VectorSpecies<Float> F = VectorOps.F;
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    /** Sum of a[ao..ao+n) * the n floats of {@code buf} from byte offset {@code bo}: chunks, lanes from 0, tail. */
+    static float dot(float[] a, int ao, ByteBuffer buf, int bo, int n) {
+        int i = 0;
+        float sum = 0f;
+        if (n >= F.length()) {
+            FloatVector acc = FloatVector.zero(F);
+            for (int bound = F.loopBound(n); i < bound; i += F.length()) {
+                acc = FloatVector.fromArray(F, a, ao + i).fma(FloatVector.fromByteBuffer(F, buf, bo + i * 4, LE), acc);
+            }
+            sum = acc.reduceLanes(VectorOperators.ADD);
+        }
+        for (; i < n; i++) {
+            sum += a[ao + i] * buf.getFloat(bo + i * 4);
+        }
+        return sum;
+    }
+
+    /** y[yo..yo+n) += a * (the n floats of {@code buf} from byte offset {@code bo}). */
+    static void axpy(float[] y, int yo, float a, ByteBuffer buf, int bo, int n) {
+        int i = 0;
+        if (n >= F.length()) {
+            FloatVector va = FloatVector.broadcast(F, a);
+            for (int bound = F.loopBound(n); i < bound; i += F.length()) {
+                FloatVector.fromByteBuffer(F, buf, bo + i * 4, LE).fma(va, FloatVector.fromArray(F, y, yo + i))
+                        .intoArray(y, yo + i);
+            }
+        }
+        for (; i < n; i++) {
+            y[yo + i] += a * buf.getFloat(bo + i * 4);
+        }
+    }
+
+    @ParameterizedTest(name = "head {0}, page {1}, {2} positions")
+    @CsvSource({"64, 16, 16", "64, 16, 7", "48, 16, 16", "8, 16, 13", "80, 16, 16", "72, 16, 1", "128, 32, 30",
+            "64, 5, 5", "64, 5, 3"})
+    void scoresAndOutputsAreTheBitsOfOneDotAndOneAxpyPerPosition(int headDim, int pageTokens, int count) {
+        SplittableRandom rnd = new SplittableRandom(headDim * 131L + pageTokens * 17L + count);
+        int kvDim = 2 * headDim; // two KV heads; the test reads the second
+        int keyBlock = 64;       // bytes before the key block, as for a later layer
+        ByteBuffer page = ByteBuffer.allocateDirect(keyBlock + 2 * pageTokens * kvDim * Float.BYTES)
+                .order(ByteOrder.LITTLE_ENDIAN);
+        float[][] keys = new float[pageTokens][kvDim];
+        float[][] values = new float[pageTokens][kvDim];
+        int valueBlock = keyBlock + pageTokens * kvDim * Float.BYTES;
+        for (int i = 0; i < pageTokens; i++) {
+            for (int j = 0; j < kvDim; j++) {
+                keys[i][j] = (float) rnd.nextGaussian();
+                values[i][j] = (float) rnd.nextGaussian();
+                page.putFloat(keyBlock + (j * pageTokens + i) * Float.BYTES, keys[i][j]); // transposed
+                page.putFloat(valueBlock + (i * kvDim + j) * Float.BYTES, values[i][j]);
+            }
+        }
+        float[] q = new float[3 + headDim];
+        for (int j = 0; j < q.length; j++) {
+            q[j] = (float) rnd.nextGaussian();
+        }
+        float scale = 0.125f;
+        int head = 1;
+
+        float[] scores = new float[2 + pageTokens];
+        AttentionKernels.scores(q, 3, page, keyBlock + head * headDim * pageTokens * Float.BYTES, pageTokens, count,
+                headDim, scale, scores, 2);
+        float[] out = new float[5 + headDim];
+        float[] expectedOut = new float[5 + headDim];
+        for (int d = 0; d < headDim; d++) {
+            out[5 + d] = expectedOut[5 + d] = (float) rnd.nextGaussian(); // accumulate adds to what is there
+        }
+        AttentionKernels.accumulate(out, 5, scores, 2, page, valueBlock + head * headDim * Float.BYTES,
+                kvDim * Float.BYTES, count, headDim);
+
+        ByteBuffer row = ByteBuffer.allocateDirect(headDim * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < count; i++) {
+            for (int j = 0; j < headDim; j++) {
+                row.putFloat(j * Float.BYTES, keys[i][head * headDim + j]);
+            }
+            float expected = dot(q, 3, row, 0, headDim) * scale;
+            assertEquals(Float.floatToIntBits(expected), Float.floatToIntBits(scores[2 + i]),
+                    "score of position " + i + ": " + expected + " vs " + scores[2 + i]);
+            for (int j = 0; j < headDim; j++) {
+                row.putFloat(j * Float.BYTES, values[i][head * headDim + j]);
+            }
+            axpy(expectedOut, 5, scores[2 + i], row, 0, headDim);
+        }
+        for (int d = 0; d < headDim; d++) {
+            assertEquals(Float.floatToIntBits(expectedOut[5 + d]), Float.floatToIntBits(out[5 + d]),
+                    "output " + d + ": " + expectedOut[5 + d] + " vs " + out[5 + d]);
+        }
+    }
+}
