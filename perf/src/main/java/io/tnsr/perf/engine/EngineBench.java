@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -45,6 +46,15 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--batches", defaultValue = "8,16", split = ",", description = "Batched decode sizes (default: ${DEFAULT-VALUE}).")
     List<Integer> batches;
 
+    @picocli.CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Option(names = "--decode-at", defaultValue = "0", paramLabel = "POSITION",
+            description = {"Also time one sequence decoding from POSITION on (after a prefill to it): the cost of attention"
+                    + " over a long context, which the other rows (positions 16-64) hardly see. 0 = off (default).",
+                    "Its ceiling counts the KV cache bytes read per step as well; llama.cpp has no figure for it."})
+    int decodeAt;
+
     @Option(names = "--repeats", defaultValue = "3", description = "Timed repeats per workload (default: ${DEFAULT-VALUE}).")
     int repeats;
 
@@ -70,6 +80,12 @@ public final class EngineBench implements Callable<Integer> {
         for (String t : types) {
             specs.add(ModelSpec.preset(preset).withType(ModelSpec.parseType(t)));
         }
+        int context = specs.isEmpty() ? 0 : specs.get(0).contextLength();
+        if (decodeAt < 0 || decodeAt > 0 && decodeAt + decodeSteps + 1 > context) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--decode-at " + decodeAt + " with --decode-tokens "
+                    + decodeSteps + " does not fit the " + context + "-position context of " + preset
+                    + " (at most " + Math.max(0, context - decodeSteps - 1) + ")");
+        }
         System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), JDK %s, %d CPUs, %s, %d-bit vectors%n",
                 preset, repeats, Runtime.version(), Runtime.getRuntime().availableProcessors(), cpuName(),
                 jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize());
@@ -80,7 +96,7 @@ public final class EngineBench implements Callable<Integer> {
         System.out.printf(Locale.ROOT, "probes (same JVM, 1 thread, best of %d): streaming read %.1f GB/s over %d MiB (heap array %.1f, "
                         + "off-heap buffer %.1f); FMA peak %.1f GFLOP/s%n",
                 probeRuns, bw / 1e9, Probes.STREAM_BYTES >> 20, heap / 1e9, offHeap / 1e9, peak / 1e9);
-        System.out.println("ceiling = tokens/s if the step took only max(weight bytes / bandwidth, FLOPs / peak); bound = which one;");
+        System.out.println("ceiling = tokens/s if the step took only max((weight + KV cache bytes) / bandwidth, FLOPs / peak); bound = which one;");
         System.out.println("ratio = tokens/s / llama.cpp's (middle of its range); target ratio, '!' when missed; B/tok = bytes allocated per token");
         System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s %6s%n", "workload", "tokens/s", "spread",
                 "ceiling", "bound", "%ceil", "llama.cpp", "ratio", "target", "B/tok");
@@ -97,13 +113,17 @@ public final class EngineBench implements Callable<Integer> {
                 Runner r = new Runner(range, maxTokens, maxSeqs);
                 r.warmupNanos = (long) (warmupSeconds * 1e9);
                 report("decode, 1 sequence, " + type, "decode1 " + type, r.decode(1, decodeSteps, repeats),
-                        work.ceiling(1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken);
+                        work.ceiling(1, 1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken);
                 report("prefill " + prefill + " tokens, " + type, prefill == 128 ? "prefill " + type : "-", r.prefill(prefill, repeats),
-                        work.ceiling(prefill, 1, prefill / 2, bw, peak), r.allocatedPerToken);
+                        work.ceiling(prefill, 1, 1, prefill / 2, bw, peak), r.allocatedPerToken);
                 for (int b : batches) {
                     int steps = Math.max(8, decodeSteps / 4);
                     report("decode, " + b + " sequences batched, " + type, "decode" + b + " " + type, r.decode(b, steps, repeats),
-                            work.ceiling(b, b, 16 + steps / 2, bw, peak), r.allocatedPerToken);
+                            work.ceiling(b, b, b, 16 + steps / 2, bw, peak), r.allocatedPerToken);
+                }
+                if (decodeAt > 0) {
+                    report("decode at position " + decodeAt + ", " + type, "-", r.decodeAt(decodeAt, decodeSteps, repeats),
+                            work.ceiling(1, 1, 1, decodeAt + decodeSteps / 2, bw, peak), r.allocatedPerToken);
                 }
             }
         }
@@ -139,10 +159,12 @@ public final class EngineBench implements Callable<Integer> {
     /**
      * What one step of the model costs: the weight bytes it streams (every matrix but the embedding, which is
      * read one row per token; each in its file type's own bytes, e.g. 144 per 256 weights for Q4_K, 210 for
-     * Q6_K) and the FLOPs per token (2 per weight of the layers' matrices, 2 per classifier weight for each token
-     * that wants logits, and attention's 4 x position x dim per layer).
+     * Q6_K), the KV cache bytes per cached position (keys and values, F32, every layer), and the FLOPs per token
+     * (2 per weight of the layers' matrices, 2 per classifier weight for each token that wants logits, and
+     * attention's 4 x position x dim per layer).
      */
-    record Work(long weightBytes, long layerFlops, long classifierFlops, long attentionFlopsPerPosition) {
+    record Work(long weightBytes, long kvBytesPerPosition, long layerFlops, long classifierFlops,
+                long attentionFlopsPerPosition) {
         static Work of(GgufFile file, LlamaConfig c) {
             long bytes = 0;
             long layer = 0;
@@ -159,15 +181,17 @@ public final class EngineBench implements Callable<Integer> {
             if (!file.hasTensor("output.weight")) {
                 bytes += file.tensor("token_embd.weight").byteSize();
             }
-            return new Work(bytes, layer, classifier, 4L * c.layers() * c.heads() * c.headDim());
+            return new Work(bytes, 2L * c.layers() * c.kvDim() * Float.BYTES, layer, classifier,
+                    4L * c.layers() * c.heads() * c.headDim());
         }
 
         /**
          * {tokens/s, 0 when bound by memory or 1 by arithmetic} of a step carrying {@code tokens} tokens, of which
-         * {@code logitRows} want logits, at average position {@code avgPos}.
+         * {@code logitRows} want logits, at average position {@code avgPos}; the memory side also reads the cached
+         * keys and values of {@code sequences} sequences at that position.
          */
-        double[] ceiling(int tokens, int logitRows, int avgPos, double bandwidth, double peak) {
-            double memory = weightBytes / bandwidth;
+        double[] ceiling(int tokens, int logitRows, int sequences, int avgPos, double bandwidth, double peak) {
+            double memory = (weightBytes + (double) sequences * avgPos * kvBytesPerPosition) / bandwidth;
             double flops = ((double) tokens * (layerFlops + attentionFlopsPerPosition * avgPos)
                     + (double) logitRows * classifierFlops) / peak;
             return new double[] {tokens / Math.max(memory, flops), flops > memory ? 1 : 0};
@@ -261,6 +285,42 @@ public final class EngineBench implements Callable<Integer> {
                 range.endSequence(id);
             }
             return (double) b * steps * 1e9 / t;
+        }
+
+        /**
+         * Tokens/s of {@code steps} decode calls of one sequence from position {@code from} on (after a prefill to
+         * it, in blocks of the runner's capacity), per repeat, after warming up like {@link #decode}.
+         */
+        double[] decodeAt(int from, int steps, int repeats) {
+            long until = System.nanoTime() + warmupNanos;
+            do {
+                decodeAtOnce(from, Math.min(steps, 8));
+            } while (System.nanoTime() < until);
+            double[] rates = new double[repeats];
+            for (int rep = 0; rep < repeats; rep++) {
+                rates[rep] = decodeAtOnce(from, steps);
+            }
+            return rates;
+        }
+
+        private double decodeAtOnce(int from, int steps) {
+            int id = nextSeq++;
+            for (int pos = 0; pos < from; ) {
+                int n = Math.min(tokens.length, from - pos);
+                batch.clear().add(id, pos, n, true);
+                call();
+                pos += n;
+            }
+            long a0 = allocated();
+            long t0 = System.nanoTime();
+            for (int step = 0; step < steps; step++) {
+                batch.clear().add(id, from + step, 1, true);
+                call();
+            }
+            long t = System.nanoTime() - t0;
+            allocatedPerToken = (double) (allocated() - a0 - PROBE_ALLOCATION) / steps;
+            range.endSequence(id);
+            return steps * 1e9 / t;
         }
 
         /** Tokens/s of prefilling a {@code len}-token prompt as one block, per repeat, after warming up. */
