@@ -256,15 +256,19 @@ public final class LayerRange {
             rope(q, t * dim, c.heads(), t);
             rope(k, t * kvDim, c.kvHeads(), t);
             ByteBuffer page = rowCache[t].page(rowPos[t]);
-            storeKey(page, cache.keyOffset(local), rowPos[t] % cache.pageTokens(), k, t * kvDim);
-            VectorOps.store(page, cache.valueOffset(local, rowPos[t]), v, t * kvDim, kvDim);
+            int slot = rowPos[t] % cache.pageTokens();
+            storeKey(page, cache.keyOffset(local), slot, k, t * kvDim);
+            for (int kvHead = 0; kvHead < c.kvHeads(); kvHead++) {
+                VectorOps.store(page, cache.valueOffset(local) + (kvHead * cache.pageTokens() + slot) * hd * Float.BYTES,
+                        v, t * kvDim + kvHead * hd, hd);
+            }
         }
         // Page by page, a head's scores for a whole page at a time (positions as lanes, from the transposed keys)
         // and its output in registers across a page's values: the same sums as one dot product and one axpy per
         // position, without a division, a fresh buffer's checks and a lane reduction per position (AttentionKernels).
         // (Every head page by page instead, reading each page once: no faster, measured.)
         int pageTokens = cache.pageTokens();
-        int stride = kvDim * Float.BYTES; // bytes from one position's values to the next inside a page
+        int stride = hd * Float.BYTES; // bytes from one position's values to the next (one head's) inside a page
         for (int t = 0; t < n; t++) {
             KvCache kv = rowCache[t];
             int len = rowPos[t] + 1; // causal: a token sees its own position and the ones before
@@ -272,7 +276,7 @@ public final class LayerRange {
                 int qo = t * dim + h * hd;
                 int kvHead = h / c.groupSize();
                 int keys = cache.keyOffset(local) + kvHead * hd * pageTokens * Float.BYTES;
-                int values = cache.valueOffset(local, 0) + kvHead * hd * Float.BYTES;
+                int values = cache.valueOffset(local) + kvHead * pageTokens * hd * Float.BYTES;
                 for (int p0 = 0; p0 < len; p0 += pageTokens) {
                     AttentionKernels.scores(q, qo, kv.page(p0), keys, pageTokens, Math.min(pageTokens, len - p0), hd,
                             attnScale, scores, p0);

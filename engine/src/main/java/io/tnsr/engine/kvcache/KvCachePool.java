@@ -11,7 +11,8 @@ import org.agrona.collections.Int2ObjectHashMap;
  * <p>Memory is handed out in pages of {@link #pageTokens()} positions. A page holds, for each local layer,
  * the keys then the values of those positions: keys transposed, {@code [kvDim][position in page]} floats (dimension
  * j of consecutive positions is contiguous: attention reads it for many positions with one vector load, see
- * {@link io.tnsr.engine.kernels.AttentionKernels}), then values {@code [position in page][kvDim]}. A sequence takes pages as it grows, up to the
+ * {@link io.tnsr.engine.kernels.AttentionKernels}), then values by KV head, {@code [kvHead][position in page][headDim]}
+ * (one head's values of a page are contiguous too). A sequence takes pages as it grows, up to the
  * model's context length, and gives them all back when it ends; total use never exceeds the configured
  * capacity. Pages are allocated the first time they are needed and reused after that, so the steady state
  * allocates nothing.
@@ -160,9 +161,12 @@ public final class KvCachePool {
         return localLayer * 2 * pageTokens * kvDim * Float.BYTES;
     }
 
-    /** Byte offset of the value vector, like {@link #keyOffset}. */
-    public int valueOffset(int localLayer, int position) {
-        return ((localLayer * 2 + 1) * pageTokens + position % pageTokens) * kvDim * Float.BYTES;
+    /**
+     * Byte offset, inside a page, of a local layer's values: {@code [kvHeads][pageTokens][headDim]} floats (kvDim =
+     * kvHeads x headDim), so one head's values of a page are contiguous, like its keys.
+     */
+    public int valueOffset(int localLayer) {
+        return (localLayer * 2 + 1) * pageTokens * kvDim * Float.BYTES;
     }
 
     public int layers() {
