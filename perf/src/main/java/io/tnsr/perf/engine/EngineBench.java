@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.function.DoubleSupplier;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -251,13 +252,18 @@ public final class EngineBench implements Callable<Integer> {
          * after warming up for {@link #warmupNanos}.
          */
         double[] decode(int b, int steps, int repeats) {
+            return measured(repeats, () -> decodeOnce(b, Math.min(steps, 8)), () -> decodeOnce(b, steps));
+        }
+
+        /** {@code warm} run untimed for {@link #warmupNanos}, then the rates of {@code repeats} runs of {@code timed}. */
+        private double[] measured(int repeats, DoubleSupplier warm, DoubleSupplier timed) {
             long until = System.nanoTime() + warmupNanos;
             do {
-                decodeOnce(b, Math.min(steps, 8));
+                warm.getAsDouble();
             } while (System.nanoTime() < until);
             double[] rates = new double[repeats];
             for (int rep = 0; rep < repeats; rep++) {
-                rates[rep] = decodeOnce(b, steps);
+                rates[rep] = timed.getAsDouble();
             }
             return rates;
         }
@@ -292,15 +298,7 @@ public final class EngineBench implements Callable<Integer> {
          * it, in blocks of the runner's capacity), per repeat, after warming up like {@link #decode}.
          */
         double[] decodeAt(int from, int steps, int repeats) {
-            long until = System.nanoTime() + warmupNanos;
-            do {
-                decodeAtOnce(from, Math.min(steps, 8));
-            } while (System.nanoTime() < until);
-            double[] rates = new double[repeats];
-            for (int rep = 0; rep < repeats; rep++) {
-                rates[rep] = decodeAtOnce(from, steps);
-            }
-            return rates;
+            return measured(repeats, () -> decodeAtOnce(from, Math.min(steps, 8)), () -> decodeAtOnce(from, steps));
         }
 
         private double decodeAtOnce(int from, int steps) {
@@ -325,15 +323,7 @@ public final class EngineBench implements Callable<Integer> {
 
         /** Tokens/s of prefilling a {@code len}-token prompt as one block, per repeat, after warming up. */
         double[] prefill(int len, int repeats) {
-            long until = System.nanoTime() + warmupNanos;
-            do {
-                prefillOnce(len);
-            } while (System.nanoTime() < until);
-            double[] rates = new double[repeats];
-            for (int rep = 0; rep < repeats; rep++) {
-                rates[rep] = prefillOnce(len);
-            }
-            return rates;
+            return measured(repeats, () -> prefillOnce(len), () -> prefillOnce(len));
         }
 
         private double prefillOnce(int len) {
