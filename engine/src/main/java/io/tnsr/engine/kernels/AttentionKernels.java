@@ -15,10 +15,12 @@ import jdk.incubator.vector.VectorSpecies;
  * index l of the one-position dot product it runs that lane's FMA chain (chunks c = 0, 1, ... of the head) for L
  * positions at once, and adds the chains in lane order, from zero: exactly what {@code reduceLanes(ADD)} does with
  * one position's accumulator (sequentially from lane 0; {@code AttentionKernelsTest} checks the bits against
- * the per-position loop). Measured at position 960 of stories110M: see docs/engine-speed.md.
+ * the per-position loop). Measured at position 960 of stories110M: see docs/engine-speed.md. Hazard: a vector of
+ * positions is computed and stored whole, so past {@code count} it reads stale keys and writes scores nobody may use.
  *
- * <p>Values keep the {@code [position][headDim]} layout; {@link #accumulate} keeps each chunk of the output in a
- * register across all positions of a page instead of loading and storing it per position (an axpy each).
+ * <p>Values are stored by position ({@code [position][headDim]} for a head, at any stride); {@link #accumulate}
+ * keeps each chunk of the output in a register across all positions of a page instead of loading and storing it
+ * per position (an axpy each), four chunks' FMA chains at a time.
  *
  * <pre>{@code
  * for each page p0 of the sequence (positions [p0, p0 + pageTokens), the last one cut at len):
