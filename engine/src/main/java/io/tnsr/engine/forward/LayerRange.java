@@ -10,7 +10,6 @@ import io.tnsr.engine.kvcache.SequenceException;
 import io.tnsr.engine.model.LayerWeights;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.model.WeightMatrix;
-import java.nio.ByteBuffer;
 
 /**
  * Layers [from, to) of a llama model: the compute one pipeline stage runs. The first range also embeds
@@ -255,13 +254,7 @@ public final class LayerRange {
         for (int t = 0; t < n; t++) {
             rope(q, t * dim, c.heads(), t);
             rope(k, t * kvDim, c.kvHeads(), t);
-            ByteBuffer page = rowCache[t].page(rowPos[t]);
-            int slot = rowPos[t] % cache.pageTokens();
-            storeKey(page, cache.keyOffset(local), slot, k, t * kvDim);
-            for (int kvHead = 0; kvHead < c.kvHeads(); kvHead++) {
-                VectorOps.store(page, cache.valueOffset(local) + (kvHead * cache.pageTokens() + slot) * hd * Float.BYTES,
-                        v, t * kvDim + kvHead * hd, hd);
-            }
+            cache.write(rowCache[t], local, rowPos[t], hd, k, t * kvDim, v, t * kvDim);
         }
         // Page by page, a head's scores for a whole page at a time (positions as lanes, from the transposed keys)
         // and its output in registers across a page's values: the same sums as one dot product and one axpy per
@@ -275,8 +268,8 @@ public final class LayerRange {
             for (int h = 0; h < c.heads(); h++) {
                 int qo = t * dim + h * hd;
                 int kvHead = h / c.groupSize();
-                int keys = cache.keyOffset(local) + kvHead * hd * pageTokens * Float.BYTES;
-                int values = cache.valueOffset(local) + kvHead * pageTokens * hd * Float.BYTES;
+                int keys = cache.keyOffset(local, kvHead * hd);
+                int values = cache.valueOffset(local, kvHead * hd);
                 for (int p0 = 0; p0 < len; p0 += pageTokens) {
                     AttentionKernels.scores(q, qo, kv.page(p0), keys, pageTokens, Math.min(pageTokens, len - p0), hd,
                             attnScale, scores, p0);
@@ -291,14 +284,6 @@ public final class LayerRange {
         }
         w.wo().matmul(att, 0, n, xb, 0);
         VectorOps.add(x, 0, xb, 0, n * dim);
-    }
-
-    /** Writes one position's key into its page's transposed key block: dimension j at (j * pageTokens + slot). */
-    private void storeKey(ByteBuffer page, int keyBlock, int slot, float[] key, int ko) {
-        int pageTokens = cache.pageTokens();
-        for (int j = 0, kvDim = c.kvDim(); j < kvDim; j++) {
-            page.putFloat(keyBlock + (j * pageTokens + slot) * Float.BYTES, key[ko + j]);
-        }
     }
 
     /** x += down . (silu(gate . norm(x)) * (up . norm(x))). */

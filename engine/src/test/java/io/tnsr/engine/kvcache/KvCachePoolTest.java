@@ -60,4 +60,30 @@ class KvCachePoolTest {
         pool.release(42);
         assertEquals(0, pool.liveSequences());
     }
+
+    @Test
+    void aWrittenPositionLandsWhereTheOffsetsSay() {
+        int headDim = 4, kvDim = 8, pageTokens = 16; // two KV heads
+        KvCachePool pool = new KvCachePool(2, kvDim, 100, pageTokens, 64);
+        KvCache c = pool.getOrCreate(1);
+        pool.reserve(c, 20);
+        float[] key = new float[3 + kvDim];
+        float[] value = new float[5 + kvDim];
+        for (int j = 0; j < kvDim; j++) {
+            key[3 + j] = 100 + j;
+            value[5 + j] = 200 + j;
+        }
+        pool.write(c, 1, 18, headDim, key, 3, value, 5); // layer 1, second page, slot 2
+        java.nio.ByteBuffer page = c.page(18);
+        for (int head = 0; head < 2; head++) {
+            for (int d = 0; d < headDim; d++) {
+                int j = head * headDim + d;
+                assertEquals(100 + j, page.getFloat(pool.keyOffset(1, head * headDim) + (d * pageTokens + 2) * 4),
+                        "key dimension " + j);
+                assertEquals(200 + j, page.getFloat(pool.valueOffset(1, head * headDim) + (2 * headDim + d) * 4),
+                        "value dimension " + j);
+            }
+        }
+        assertEquals(0f, c.page(2).getFloat(pool.keyOffset(1, 0) + 2 * 4), "the first page is untouched");
+    }
 }
