@@ -5,7 +5,6 @@ import io.tnsr.engine.gguf.GgufException;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.gguf.GgufTensorInfo;
 import java.nio.ByteBuffer;
-import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -112,11 +111,7 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
         try {
             return unpack(data, t.type(), Math.toIntExact(blocks));
         } catch (OutOfMemoryError e) {
-            String size = String.format(Locale.ROOT, "%.1f MiB", need / 1048576.0);
-            throw new GgufException(file.path(), "tensor '" + t.name() + "' (" + t.type() + ", " + size
-                    + " once repacked) does not fit in the Java heap (max " + (Runtime.getRuntime().maxMemory() >> 20)
-                    + " MiB): raise the heap limit to at least the size of the model's quantized tensors"
-                    + " (java -Xmx<size>; for the tools/ commands, TNSR_JAVA_OPTS=-Xmx<size>)", e);
+            throw WeightMatrix.heapTooSmall(file, t, need, e);
         }
     }
 }

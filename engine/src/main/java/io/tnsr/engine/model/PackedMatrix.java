@@ -27,7 +27,7 @@ abstract class PackedMatrix extends WeightMatrix {
      */
     PackedMatrix(String name, int rows, int cols, GgmlType type, PackedBlocks packed, int unitElements, int payload,
                  boolean withMins) {
-        super(name, rows, cols);
+        super(name, rows, cols, true);
         this.type = type;
         this.units = cols / unitElements;
         packed.requireShape(name, rows, units, payload);

@@ -7,42 +7,48 @@ import io.tnsr.engine.gguf.GgufTensorInfo;
 import java.nio.ByteBuffer;
 
 /**
- * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F32 and F16
- * are read in place from the memory-mapped GGUF file; the quantized types (Q8_0, Q4_0, Q4_K, Q6_K) are repacked
- * at load into heap arrays, the blocks' quants and their scales as floats ({@link PackedBlocks}: the same
- * values, a layout the Vector API streams 1.5x (Q8_0) to 3x (K-quants) faster). One final subclass per element
- * type; each widens its own layout to floats in registers, never into a dequantized copy of the matrix (at most
- * one row, or a 4-row tile, lives decoded in L1 at a time).
+ * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F16 is read in
+ * place from the memory-mapped GGUF file; F32 is repacked at load into row panels on the heap ({@link F32Matrix},
+ * {@link PanelKernels}); the quantized types (Q8_0, Q4_0, Q4_K, Q6_K) are repacked at load into heap arrays, the
+ * blocks' quants and their scales as floats ({@link PackedBlocks}: the same values, a layout the Vector API
+ * streams 1.5x (Q8_0) to 3x (K-quants) faster). One final subclass per element type; each widens its own layout
+ * to floats in registers, never into a dequantized copy of the matrix (at most one row, or a 4-row tile, lives
+ * decoded in L1 at a time).
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
- * micro-batch of sequences) each weight loaded serves n tokens. For every token the products are summed
+ * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
- * type's (one or two FMA chains over L-lane column chunks, then a lane reduction, see {@link TileKernels}),
- * and every kernel of the type follows it.
+ * type's (F32: one FMA chain over the columns in order, lanes being rows, see {@link PanelKernels}; the others:
+ * one or two FMA chains over L-lane column chunks, then a lane reduction, see {@link TileKernels}), and every
+ * kernel of the type follows it.
  */
 public abstract class WeightMatrix {
     protected final String name;
     protected final int rows;
     protected final int cols;
-    /** The tensor's bytes in the mapped file; null for the types repacked at load (the quantized ones). */
+    /** The tensor's bytes in the mapped file; null for the types repacked at load (F32 and the quantized ones). */
     protected final ByteBuffer data;
-    /** [TILE_ROWS][cols] scratch for {@link #matmul} of several tokens; one compute thread uses a matrix. */
-    private final float[] tile;
+    /**
+     * [TILE_ROWS][cols] scratch for the tile path of several tokens, allocated on its first use (F32 never uses
+     * it); one compute thread uses a matrix.
+     */
+    private float[] tile;
     /** Which summation order this type uses ({@link TileKernels}): two chains for the quantized types. */
     private final boolean twoChains;
 
-    /** A matrix read in place from {@code data} (F32, F16): one chain. */
+    /** A matrix read in place from {@code data} (F16): one chain. */
     protected WeightMatrix(String name, int rows, int cols, ByteBuffer data) {
         this(name, rows, cols, data, false);
     }
 
     /**
-     * A matrix repacked at load ({@link PackedMatrix}): the quantized types' summation order (two chains), and no
-     * reference to the mapped file ({@link #data} is null).
+     * A matrix repacked at load (F32, {@link PackedMatrix}), with no reference to the mapped file ({@link #data}
+     * is null): {@code twoChains} is the tile path's summation order (the quantized types'; F32 has its own
+     * kernels for several tokens).
      */
-    protected WeightMatrix(String name, int rows, int cols) {
-        this(name, rows, cols, null, true);
+    protected WeightMatrix(String name, int rows, int cols, boolean twoChains) {
+        this(name, rows, cols, null, twoChains);
     }
 
     private WeightMatrix(String name, int rows, int cols, ByteBuffer data, boolean twoChains) {
@@ -50,7 +56,6 @@ public abstract class WeightMatrix {
         this.rows = rows;
         this.cols = cols;
         this.data = data;
-        this.tile = new float[TileKernels.TILE_ROWS * cols];
         this.twoChains = twoChains;
     }
 
@@ -72,16 +77,27 @@ public abstract class WeightMatrix {
      * out[t * rows + r] (from {@code outOff}) = sum over c of W[r][c] * x[t * cols + c] (from {@code xOff}),
      * for t in [0, n). {@code x} and {@code out} must not overlap.
      *
-     * <p>One token: {@link #matvec}, the type's own kernel, which widens weights in registers from the file's
-     * bytes. More tokens: {@link TileKernels#TILE_ROWS} rows at a time are decoded into a small tile
-     * ({@link #decodeRow}, the same register arithmetic, stored) and multiplied with all n tokens from L1, so
-     * each weight is read and decoded once per call (register blocking: 4 rows x 2-4 tokens per kernel
-     * call). Both paths sum each (row, token) in the order {@link TileKernels} documents: they agree bit for bit.
+     * <p>One token: {@link #matvec}, the type's own kernel, which widens weights in registers. More tokens:
+     * {@link #matmulTokens}, which reads each weight once per call and reuses it for several tokens (register
+     * blocking). Both sum each (row, token) in the type's order: they agree bit for bit.
      */
     public final void matmul(float[] x, int xOff, int n, float[] out, int outOff) {
         if (n == 1) {
             matvec(x, xOff, out, outOff);
-            return;
+        } else {
+            matmulTokens(x, xOff, n, out, outOff);
+        }
+    }
+
+    /**
+     * {@link #matmul} of n > 1 tokens. This default is the tile path: {@link TileKernels#TILE_ROWS} rows at a
+     * time are decoded into a small tile ({@link #decodeRow}, the same register arithmetic, stored) and multiplied
+     * with all n tokens from L1 (4 rows x 2-4 tokens per kernel call), in the order {@link TileKernels} documents.
+     */
+    protected void matmulTokens(float[] x, int xOff, int n, float[] out, int outOff) {
+        float[] tile = this.tile;
+        if (tile == null) {
+            tile = this.tile = new float[TileKernels.TILE_ROWS * cols];
         }
         int groups = (n + TileKernels.groupSize(twoChains) - 1) / TileKernels.groupSize(twoChains);
         for (int r0 = 0; r0 < rows; r0 += TileKernels.TILE_ROWS) {
@@ -126,7 +142,13 @@ public abstract class WeightMatrix {
         }
         ByteBuffer data = file.map(name);
         return switch (t.type()) {
-            case F32 -> new F32Matrix(name, rows, cols, data);
+            case F32 -> {
+                try {
+                    yield new F32Matrix(name, rows, cols, data);
+                } catch (OutOfMemoryError e) {
+                    throw heapTooSmall(file, t, F32Matrix.heapBytes(rows, cols), e);
+                }
+            }
             case F16 -> new F16Matrix(name, rows, cols, data);
             case Q8_0 -> new Q8_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
             case Q4_0 -> new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
@@ -139,9 +161,22 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: Q6_K's 320 / 210 = 1.52 (Q4_K 1.33, Q4_0 1.11, Q8_0 1.06; F32 and F16 stay mapped, 0).
+     * most: Q6_K's 320 / 210 = 1.52 (Q4_K 1.33, Q4_0 1.11, Q8_0 1.06, F32 1 plus the padding of a last partial
+     * row panel; F16 stays mapped, 0).
      */
     public static final double HEAP_PER_FILE_BYTE = 1.5625;
+
+    /**
+     * The error for a tensor that does not fit in the heap once repacked ({@code need} bytes): its name, type,
+     * size and the heap limit, and how to raise it; not an OutOfMemoryError later.
+     */
+    static GgufException heapTooSmall(GgufFile file, GgufTensorInfo t, long need, OutOfMemoryError e) {
+        String size = String.format(java.util.Locale.ROOT, "%.1f MiB", need / 1048576.0);
+        return new GgufException(file.path(), "tensor '" + t.name() + "' (" + t.type() + ", " + size
+                + " once repacked) does not fit in the Java heap (max " + (Runtime.getRuntime().maxMemory() >> 20)
+                + " MiB): raise the heap limit to at least the size of the model's F32 and quantized tensors"
+                + " (java -Xmx<size>; for the tools/ commands, TNSR_JAVA_OPTS=-Xmx<size>)", e);
+    }
 
     /** The weight types {@link #load} accepts. */
     public static final String SUPPORTED = "F32, F16, Q8_0, Q4_0, Q4_K, Q6_K";
