@@ -53,8 +53,14 @@ JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -XX:+UseParallelGC
   -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")
-# Quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) are repacked onto the heap at load: let the heap grow to 75% of RAM (a limit, not a
+# F32 and quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) are repacked onto the heap at load: let the heap grow to 75% of RAM (a limit, not a
 # reservation) instead of the JVM's default 25%, so that a model that fits in memory loads.
 JVM_FLAGS+=(-XX:MaxRAMPercentage=75)
+# F32 and quantized weights live on the heap and decode streams them once per token: back the heap with transparent huge
+# pages where the kernel offers them (mode "always" or "madvise"; with "never" the flag would only print a warning).
+# F32 decode of stories110M: 67.9 / 68.2 -> 69.9 / 69.7 tokens/s, and steadier (docs/engine-speed.md).
+if grep -qE '\[(always|madvise)\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
+  JVM_FLAGS+=(-XX:+UseTransparentHugePages)
+fi
 # The incubator warning goes to stderr once per JVM; keep it out of users' way unless asked for.
 exec java "${JVM_FLAGS[@]}" ${TNSR_JAVA_OPTS:-} -cp "$CP" "$MAIN" "$@" 2> >(grep -v --line-buffered '^WARNING: Using incubator modules' >&2)
