@@ -109,7 +109,35 @@ final class PanelKernels {
         int x7 = xo + Math.min(7, valid - 1) * cols;
         FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0; // rows [0, L)
         FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;                   // rows [L, P)
-        for (int c = 0; c < cols; c++) {
+        // Two columns per trip, as a constant-count inner loop that C2 unrolls: 114 vs 95 GFLOP/s on a 2048 x 768
+        // panel set with 128 tokens (loop overhead and bounds checks per column). A count that depends on cols
+        // (to take an odd last column in the same loop) is not unrolled: 104. Hence the one-column copy below.
+        int even = cols & ~1;
+        for (int c0 = 0; c0 < even; c0 += 2) {
+            for (int u = 0; u < 2; u++) {
+                int c = c0 + u;
+                FloatVector w0 = FloatVector.fromArray(F, w, wo + c * P);
+                FloatVector w1 = FloatVector.fromArray(F, w, wo + c * P + L);
+                FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
+                a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
+                xv = FloatVector.broadcast(F, x[x1 + c]);
+                a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
+                xv = FloatVector.broadcast(F, x[x2 + c]);
+                a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
+                xv = FloatVector.broadcast(F, x[x3 + c]);
+                a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
+                xv = FloatVector.broadcast(F, x[x4 + c]);
+                a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
+                xv = FloatVector.broadcast(F, x[x5 + c]);
+                a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
+                xv = FloatVector.broadcast(F, x[x6 + c]);
+                a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
+                xv = FloatVector.broadcast(F, x[x7 + c]);
+                a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
+            }
+        }
+        if (even < cols) { // the odd last column: the same step
+            int c = even;
             FloatVector w0 = FloatVector.fromArray(F, w, wo + c * P);
             FloatVector w1 = FloatVector.fromArray(F, w, wo + c * P + L);
             FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
