@@ -52,6 +52,8 @@ CP="$ROOT/$MODULE/target/classes:$(cat "$ROOT/$MODULE/target/classpath.txt")"
 JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -XX:+UseParallelGC
+  -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec
+  -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matmulTokens
   -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")
 # F32 and quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) are repacked onto the heap at load: let the heap grow to 75% of RAM (a limit, not a
 # reservation) instead of the JVM's default 25%, so that a model that fits in memory loads.

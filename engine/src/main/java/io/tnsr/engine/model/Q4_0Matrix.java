@@ -12,9 +12,9 @@ import jdk.incubator.vector.FloatVector;
  * element i &lt; 16 = ((qs[i] &amp; 0xF) - 8) * d, element 16 + i = ((qs[i] &gt;&gt; 4) - 8) * d. Repacked at load
  * into {@link #quants} (the 16 bytes of each block) and {@link #scales} ({@link PackedBlocks}).
  *
- * <p>{@link #matvec} and {@link #decodeRow} repeat {@link Q8_0Matrix}'s loops on purpose: only {@code chunk}
- * differs, and a loop shared through a virtual or lambda call would not inline it, so every vector would be
- * boxed (the Vector API's pitfall). One final class per type keeps each kernel monomorphic.
+ * <p>{@link #matvec} and {@link #decodeRow} repeat the row-major loops of the other packed types on purpose: only
+ * {@code chunk} differs, and a loop shared through a virtual or lambda call would not inline it, so every vector
+ * would be boxed (the Vector API's pitfall). One final class per type keeps each kernel monomorphic.
  */
 final class Q4_0Matrix extends PackedMatrix {
     private static final int QK = 32;

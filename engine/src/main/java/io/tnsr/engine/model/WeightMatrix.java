@@ -8,10 +8,10 @@ import java.nio.ByteBuffer;
 
 /**
  * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F16 is read in
- * place from the memory-mapped GGUF file; F32 is repacked at load into row panels on the heap ({@link F32Matrix},
- * {@link PanelKernels}); the quantized types (Q8_0, Q4_0, Q4_K, Q6_K) are repacked at load into heap arrays, the
- * blocks' quants and their scales as floats ({@link PackedBlocks}: the same values, a layout the Vector API
- * streams 1.5x (Q8_0) to 3x (K-quants) faster). One final subclass per element type; each widens its own layout
+ * place from the memory-mapped GGUF file; F32 and Q8_0 are repacked at load into row panels on the heap
+ * ({@link PanelKernels}: lanes are rows); the other quantized types (Q4_0, Q4_K, Q6_K) are repacked at load into
+ * heap arrays, the blocks' quants and their scales as floats ({@link PackedBlocks}: the same values, a layout the
+ * Vector API streams 1.5x (Q8_0) to 3x (K-quants) faster). One final subclass per element type; each widens its own layout
  * to floats in registers, never into a dequantized copy of the matrix (at most one row, or a 4-row tile, lives
  * decoded in L1 at a time).
  *
@@ -19,9 +19,16 @@ import java.nio.ByteBuffer;
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
  * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
- * type's (F32: one FMA chain over the columns in order, lanes being rows, see {@link PanelKernels}; the others:
- * one or two FMA chains over L-lane column chunks, then a lane reduction, see {@link TileKernels}), and every
- * kernel of the type follows it.
+ * type's (F32: one FMA chain over the columns in order, lanes being rows, see {@link PanelKernels}; Q8_0: the
+ * same per block, then the block's scale, see {@link Q8_0Matrix}; the others: one or two FMA chains over L-lane
+ * column chunks, then a lane reduction, see {@link TileKernels}), and every kernel of the type follows it.
+ *
+ * <p>Performance caveat (JDK 17): a kernel inlined into a large caller (a whole layer's forward) can push C2 past
+ * its node budget ({@code NodeCountInliningCutoff}); the Vector API calls it then leaves out of line return boxed
+ * vectors, megabytes per token. The launchers and tests run with
+ * {@code -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec} (and {@code ::matmulTokens}) so that each
+ * type's kernels compile as units of their own: Q8_0 decode 117 -> 175 tokens/s and 42 MB -> 0 allocated per
+ * token. engine-bench's B/tok column and the JMH gate show when a kernel boxes.
  */
 public abstract class WeightMatrix {
     protected final String name;
@@ -150,7 +157,14 @@ public abstract class WeightMatrix {
                 }
             }
             case F16 -> new F16Matrix(name, rows, cols, data);
-            case Q8_0 -> new Q8_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
+            case Q8_0 -> {
+                PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
+                try {
+                    yield new Q8_0Matrix(name, rows, checkBlocks(file, t, cols), blocks);
+                } catch (OutOfMemoryError e) {
+                    throw heapTooSmall(file, t, Q8_0Matrix.heapBytes(rows, cols), e);
+                }
+            }
             case Q4_0 -> new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
             case Q4_K -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
             case Q6_K -> new Q6KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));

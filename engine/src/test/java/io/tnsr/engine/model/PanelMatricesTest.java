@@ -1,0 +1,155 @@
+package io.tnsr.engine.model;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The row-panel types (F32, Q8_0; {@link PanelKernels}): every (row, token) equals the scalar reference of the
+ * type's documented order, bit for bit, for one token and for any number of tokens; rows past the last whole
+ * panel and tokens past the last whole group are computed and stored like the others, and nothing outside the
+ * output rows is written. The references: F32 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in order;
+ * Q8_0 the same over each block's quants (as floats) into a block sum, then {@code acc = Math.fma(bsum, d, acc)}.
+ */
+class PanelMatricesTest {
+    private static final int P = PanelKernels.P;
+
+    /** A matrix and its scalar reference. */
+    private interface Case {
+        WeightMatrix matrix();
+
+        float weight(int row, int col);
+
+        float dot(int row, float[] x, int xo);
+    }
+
+    private static Case f32(int rows, int cols, SplittableRandom r) {
+        float[] w = new float[rows * cols];
+        ByteBuffer b = ByteBuffer.allocate(w.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < w.length; i++) {
+            w[i] = (float) r.nextGaussian();
+            b.putFloat(i * 4, w[i]);
+        }
+        WeightMatrix m = new F32Matrix("w", rows, cols, b);
+        return new Case() {
+            public WeightMatrix matrix() {
+                return m;
+            }
+
+            public float weight(int row, int col) {
+                return w[row * cols + col];
+            }
+
+            public float dot(int row, float[] x, int xo) {
+                float acc = 0f;
+                for (int c = 0; c < cols; c++) {
+                    acc = Math.fma(w[row * cols + c], x[xo + c], acc);
+                }
+                return acc;
+            }
+        };
+    }
+
+    private static Case q8_0(int rows, int cols, SplittableRandom r) {
+        int blocks = cols / 32;
+        byte[] q = new byte[rows * cols];
+        float[] d = new float[rows * blocks];
+        for (int i = 0; i < q.length; i++) {
+            q[i] = (byte) r.nextInt(-128, 128); // -128 too: a file may hold it
+        }
+        for (int i = 0; i < d.length; i++) {
+            d[i] = (float) (r.nextDouble() * 0.02);
+        }
+        WeightMatrix m = new Q8_0Matrix("w", rows, cols, new PackedBlocks(q.clone(), d.clone()));
+        return new Case() {
+            public WeightMatrix matrix() {
+                return m;
+            }
+
+            public float weight(int row, int col) {
+                return q[row * cols + col] * d[row * blocks + col / 32];
+            }
+
+            public float dot(int row, float[] x, int xo) {
+                float acc = 0f;
+                for (int b = 0; b < blocks; b++) {
+                    float s = 0f;
+                    for (int c = b * 32; c < b * 32 + 32; c++) {
+                        s = Math.fma(q[row * cols + c], x[xo + c], s);
+                    }
+                    acc = Math.fma(s, d[row * blocks + b], acc);
+                }
+                return acc;
+            }
+        };
+    }
+
+    @ParameterizedTest(name = "{0}: {1} rows x {2} cols")
+    @CsvSource({
+        "F32, 1, 5",          // one partial panel, odd columns
+        "F32, 11, 70",        // one partial panel
+        "F32, P_9, 33",       // 9 whole panels (two groups of four, one left) and no partial one
+        "F32, P_5_3, 96",     // 5 whole panels and a partial one of 3 rows
+        "F32, P_4_1, 1",      // one column
+        "Q8_0, 1, 32",        // one partial panel, one block
+        "Q8_0, 11, 96",
+        "Q8_0, P_3, 64",      // whole panels only
+        "Q8_0, P_2_5, 160",   // 2 whole panels and a partial one of 5 rows
+    })
+    void everyRowAndTokenIsTheScalarReferenceInTheTypesOrder(String type, String rowsSpec, int cols) {
+        int rows = rows(rowsSpec);
+        SplittableRandom r = new SplittableRandom(rows * 31L + cols);
+        Case k = type.equals("F32") ? f32(rows, cols, r) : q8_0(rows, cols, r);
+        WeightMatrix m = k.matrix();
+        int maxTokens = 19; // two whole groups of 8 and 3 left over (F32); four of 4 and 3 (Q8_0)
+        float[] x = new float[maxTokens * cols + 3];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) r.nextGaussian();
+        }
+        float[] row = new float[cols];
+        float[] want = new float[cols];
+        for (int i = 0; i < rows; i++) {
+            m.readRow(i, row, 0);
+            for (int c = 0; c < cols; c++) {
+                want[c] = k.weight(i, c);
+            }
+            assertArrayEquals(want, row, 0f, type + " row " + i + " reads back");
+        }
+        for (int n : new int[] {1, 2, 3, 4, 5, 7, 8, 9, 16, 19}) {
+            int xOff = 3; // offsets on both sides
+            int outOff = 5;
+            float[] out = new float[outOff + n * rows + 4];
+            Arrays.fill(out, Float.NaN);
+            m.matmul(x, xOff, n, out, outOff);
+            for (int t = 0; t < n; t++) {
+                for (int i = 0; i < rows; i++) {
+                    float ref = k.dot(i, x, xOff + t * cols);
+                    float got = out[outOff + t * rows + i];
+                    assertEquals(Float.floatToIntBits(ref), Float.floatToIntBits(got),
+                            type + ", " + n + " tokens: token " + t + " row " + i + ": " + got + " vs " + ref);
+                }
+            }
+            for (int i = 0; i < outOff; i++) {
+                assertEquals(Float.NaN, out[i], "out[" + i + "] before the output written");
+            }
+            for (int i = outOff + n * rows; i < out.length; i++) {
+                assertEquals(Float.NaN, out[i], "out[" + i + "] past the output written");
+            }
+        }
+    }
+
+    /** "P_a_b" = a whole panels and b rows more; a plain number is itself. */
+    private static int rows(String spec) {
+        if (!spec.startsWith("P_")) {
+            return Integer.parseInt(spec);
+        }
+        String[] parts = spec.split("_");
+        return Integer.parseInt(parts[1]) * P + (parts.length > 2 ? Integer.parseInt(parts[2]) : 0);
+    }
+}
