@@ -8,9 +8,9 @@ import java.nio.ByteBuffer;
 
 /**
  * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F16 is read in
- * place from the memory-mapped GGUF file; F32 and Q8_0 are repacked at load into row panels on the heap
- * ({@link PanelKernels}: lanes are rows); the other quantized types (Q4_0, Q4_K, Q6_K) are repacked at load into
- * heap arrays, the blocks' quants and their scales as floats ({@link PackedBlocks}: the same values, a layout the
+ * place from the memory-mapped GGUF file; F32, Q8_0 and Q4_0 are repacked at load into row panels on the heap
+ * ({@link PanelKernels}: lanes are rows); the K-quants (Q4_K, Q6_K) are repacked at load into row-major heap
+ * arrays, the blocks' quants and their scales as floats ({@link PackedBlocks}: the same values, a layout the
  * Vector API streams 1.5x (Q8_0) to 3x (K-quants) faster). One final subclass per element type; each widens its own layout
  * to floats in registers, never into a dequantized copy of the matrix (at most one row, or a 4-row tile, lives
  * decoded in L1 at a time).
@@ -19,8 +19,8 @@ import java.nio.ByteBuffer;
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
  * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
- * type's (F32: one FMA chain over the columns in order, lanes being rows, see {@link PanelKernels}; Q8_0: the
- * same per block, then the block's scale, see {@link Q8_0Matrix}; the others: one or two FMA chains over L-lane
+ * type's (F32: one FMA chain over the columns in order, lanes being rows, see {@link PanelKernels}; Q8_0 and
+ * Q4_0: the same per block, then the block's scale, see {@link Q8_0Matrix}; the others: one or two FMA chains over L-lane
  * column chunks, then a lane reduction, see {@link TileKernels}), and every kernel of the type follows it.
  *
  * <p>Performance caveat (JDK 17): a kernel inlined into a large caller (a whole layer's forward) can push C2 past
@@ -165,7 +165,14 @@ public abstract class WeightMatrix {
                     throw heapTooSmall(file, t, Q8_0Matrix.heapBytes(rows, cols), e);
                 }
             }
-            case Q4_0 -> new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
+            case Q4_0 -> {
+                PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
+                try {
+                    yield new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), blocks);
+                } catch (OutOfMemoryError e) {
+                    throw heapTooSmall(file, t, Q4_0Matrix.heapBytes(rows, cols), e);
+                }
+            }
             case Q4_K -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
             case Q6_K -> new Q6KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()

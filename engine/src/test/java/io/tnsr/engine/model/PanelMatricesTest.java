@@ -11,11 +11,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The row-panel types (F32, Q8_0; {@link PanelKernels}): every (row, token) equals the scalar reference of the
+ * The row-panel types (F32, Q8_0, Q4_0; {@link PanelKernels}): every (row, token) equals the scalar reference of the
  * type's documented order, bit for bit, for one token and for any number of tokens; rows past the last whole
  * panel and tokens past the last whole group are computed and stored like the others, and nothing outside the
  * output rows is written. The references: F32 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in order;
- * Q8_0 the same over each block's quants (as floats) into a block sum, then {@code acc = Math.fma(bsum, d, acc)}.
+ * Q8_0 and Q4_0 the same over each block's quants ({@code q} or {@code q - 8}, as floats) into a block sum, then
+ * {@code acc = Math.fma(bsum, d, acc)}.
  */
 class PanelMatricesTest {
     private static final int P = PanelKernels.P;
@@ -90,6 +91,43 @@ class PanelMatricesTest {
         };
     }
 
+    private static Case q4_0(int rows, int cols, SplittableRandom r) {
+        int blocks = cols / 32;
+        byte[] packed = new byte[rows * cols / 2]; // block k's 16 bytes: element i low nibble, 16 + i high
+        float[] d = new float[rows * blocks];
+        r.nextBytes(packed);
+        for (int i = 0; i < d.length; i++) {
+            d[i] = (float) (r.nextDouble() * 0.02);
+        }
+        WeightMatrix m = new Q4_0Matrix("w", rows, cols, new PackedBlocks(packed.clone(), d.clone()));
+        return new Case() {
+            public WeightMatrix matrix() {
+                return m;
+            }
+
+            private int q(int row, int col) {
+                int b = packed[(row * blocks + col / 32) * 16 + col % 16];
+                return (col % 32 < 16 ? b & 0xF : (b >> 4) & 0xF) - 8;
+            }
+
+            public float weight(int row, int col) {
+                return q(row, col) * d[row * blocks + col / 32];
+            }
+
+            public float dot(int row, float[] x, int xo) {
+                float acc = 0f;
+                for (int b = 0; b < blocks; b++) {
+                    float s = 0f;
+                    for (int c = b * 32; c < b * 32 + 32; c++) {
+                        s = Math.fma(q(row, c), x[xo + c], s);
+                    }
+                    acc = Math.fma(s, d[row * blocks + b], acc);
+                }
+                return acc;
+            }
+        };
+    }
+
     @ParameterizedTest(name = "{0}: {1} rows x {2} cols")
     @CsvSource({
         "F32, 1, 5",          // one partial panel, odd columns
@@ -101,11 +139,20 @@ class PanelMatricesTest {
         "Q8_0, 11, 96",
         "Q8_0, P_3, 64",      // whole panels only
         "Q8_0, P_2_5, 160",   // 2 whole panels and a partial one of 5 rows
+        "Q4_0, 1, 32",
+        "Q4_0, 11, 96",
+        "Q4_0, P_3, 64",
+        "Q4_0, P_2_5, 160",
+        "Q4_0, P_1_17, 32",   // a partial panel with high-nibble rows
     })
     void everyRowAndTokenIsTheScalarReferenceInTheTypesOrder(String type, String rowsSpec, int cols) {
         int rows = rows(rowsSpec);
         SplittableRandom r = new SplittableRandom(rows * 31L + cols);
-        Case k = type.equals("F32") ? f32(rows, cols, r) : q8_0(rows, cols, r);
+        Case k = switch (type) {
+            case "F32" -> f32(rows, cols, r);
+            case "Q8_0" -> q8_0(rows, cols, r);
+            default -> q4_0(rows, cols, r);
+        };
         WeightMatrix m = k.matrix();
         int maxTokens = 19; // two whole groups of 8 and 3 left over (F32); four of 4 and 3 (Q8_0)
         float[] x = new float[maxTokens * cols + 3];
