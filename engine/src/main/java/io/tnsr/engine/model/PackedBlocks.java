@@ -17,7 +17,7 @@ import java.util.Objects;
  * <li>Q4_K: the 128 bytes of nibbles of each super-block as they are; per 32-element sub-block s,
  * {@code scales[s]} = d * sc and {@code mins[s]} = dmin * m, the 6-bit fields unpacked ({@link Q4KMatrix#repack});</li>
  * <li>Q6_K: each element's 6-bit value minus 32 as one int8, in element order; per 16-element group g,
- * {@code scales[g]} = d * scales_int8[g] ({@link Q6KMatrix#repack}).</li>
+ * {@code scales[g]} = d * scales_int8[g] ({@link Q6KBlocks#repack}).</li>
  * </ul>
  * Every product above is the float product the decoder computed before (the same bits).
  *
@@ -73,7 +73,7 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
         return switch (type) {
             case Q8_0, Q4_0 -> scaleFirst(data, type.blockBytes(), blocks);
             case Q4_K -> Q4KMatrix.repack(data, blocks);
-            case Q6_K -> Q6KMatrix.repack(data, blocks);
+            case Q6_K -> Q6KBlocks.repack(data, blocks);
             default -> throw new IllegalArgumentException(type + " is not a repacked type");
         };
     }

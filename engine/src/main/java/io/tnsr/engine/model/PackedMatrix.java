@@ -3,8 +3,8 @@ package io.tnsr.engine.model;
 import io.tnsr.engine.gguf.GgmlType;
 
 /**
- * A quantized matrix repacked at load ({@link PackedBlocks}) and kept row-major: Q4_K, Q6_K (Q8_0 and Q4_0 go on into
- * row panels, {@link Q8_0Matrix}, {@link Q4_0Matrix}). Each row is {@link #units}
+ * A quantized matrix repacked at load ({@link PackedBlocks}) and kept row-major: Q4_K (Q8_0, Q6_K and Q4_0 go on into
+ * row panels, {@link Int8PanelMatrix}, {@link Q4_0Matrix}). Each row is {@link #units}
  * scale units (a block, a sub-block or a group: whatever one scale covers) of {@code payload} quant bytes each;
  * the subclasses' kernels read {@link #quants}, {@link #scales} and (Q4_K) {@link #mins} straight from these
  * arrays. They sum in the quantized types' order (two chains, see {@link TileKernels}), and hold no reference to

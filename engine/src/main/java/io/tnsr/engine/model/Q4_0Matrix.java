@@ -12,7 +12,7 @@ import jdk.incubator.vector.VectorOperators;
 /**
  * Q4_0 weights (ggml block_q4_0): blocks of 32 elements, 18 bytes each, {@code [d: f16][qs: 16 bytes]};
  * element i &lt; 16 = ((qs[i] &amp; 0xF) - 8) * d, element 16 + i = ((qs[i] &gt;&gt; 4) - 8) * d. Repacked at load
- * ({@link PackedBlocks}, then here) into row panels like Q8_0's ({@link Q8_0Matrix}, {@link PanelKernels}): per
+ * ({@link PackedBlocks}, then here) into row panels like Q8_0's ({@link Int8PanelMatrix}, {@link PanelKernels}): per
  * panel and column, L bytes whose byte i holds row i's {@code q - 8} in its low nibble and row L + i's in its
  * high nibble, both as signed 4-bit numbers; the scales as Q8_0's, {@code [blocks][P]} floats per panel.
  *
@@ -20,7 +20,7 @@ import jdk.incubator.vector.VectorOperators;
  * rows' {@code q - 8}, {@code (v << 28) >> 28} the low rows'; no mask and no bias. Summation order: Q8_0's
  * (block sums over 32 columns, then one FMA with the scale per block), checked bit for bit by PanelMatricesTest.
  *
- * <p>The loops repeat {@link Q8_0Matrix}'s on purpose: only the widening differs, and a loop shared through a
+ * <p>The loops repeat {@link Int8PanelMatrix}'s on purpose: only the widening differs, and a loop shared through a
  * virtual or lambda call, or a branch on the type inside it, would leave vectors for C2 to box (the Vector
  * API's pitfall in JDK 17). One final class per type keeps each kernel monomorphic.
  */

@@ -8,20 +8,20 @@ import java.nio.ByteBuffer;
 
 /**
  * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F16 is read in
- * place from the memory-mapped GGUF file; F32, Q8_0 and Q4_0 are repacked at load into row panels on the heap
- * ({@link PanelKernels}: lanes are rows); the K-quants (Q4_K, Q6_K) are repacked at load into row-major heap
- * arrays, the blocks' quants and their scales as floats ({@link PackedBlocks}: the same values, a layout the
- * Vector API streams 1.5x (Q8_0) to 3x (K-quants) faster). One final subclass per element type; each widens its own layout
- * to floats in registers, never into a dequantized copy of the matrix (at most one row, or a 4-row tile, lives
- * decoded in L1 at a time).
+ * place from the memory-mapped GGUF file; F32, Q8_0, Q4_0 and Q6_K are repacked at load into row panels on the
+ * heap ({@link PanelKernels}: lanes are rows); Q4_K is repacked at load into row-major heap arrays, its quants
+ * and its scales as floats ({@link PackedBlocks}: the same values, a layout the Vector API streams 3x faster
+ * than the file's). One final subclass per layout; each widens its own weights to floats in registers, never
+ * into a dequantized copy of the matrix (at most one row, or a 4-row tile, lives decoded in L1 at a time).
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
  * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
- * type's (F32: one FMA chain over the columns in order, lanes being rows, see {@link PanelKernels}; Q8_0 and
- * Q4_0: the same per block, then the block's scale, see {@link Q8_0Matrix}; the others: one or two FMA chains over L-lane
- * column chunks, then a lane reduction, see {@link TileKernels}), and every kernel of the type follows it.
+ * type's (F32: one FMA chain over the columns in order, lanes being rows, see {@link PanelKernels}; Q8_0, Q6_K
+ * and Q4_0: the same per block, then the block's scale, see {@link Int8PanelMatrix}; F16 and Q4_K: one or two
+ * FMA chains over L-lane column chunks, then a lane reduction, see {@link TileKernels}), and every kernel of the
+ * type follows it.
  *
  * <p>Performance caveat (JDK 17): a kernel inlined into a large caller (a whole layer's forward) can push C2 past
  * its node budget ({@code NodeCountInliningCutoff}); the Vector API calls it then leaves out of line return boxed
@@ -37,8 +37,8 @@ public abstract class WeightMatrix {
     /** The tensor's bytes in the mapped file; null for the types repacked at load (F32 and the quantized ones). */
     protected final ByteBuffer data;
     /**
-     * [TILE_ROWS][cols] scratch for the tile path of several tokens, allocated on its first use (F32 never uses
-     * it); one compute thread uses a matrix.
+     * [TILE_ROWS][cols] scratch for the tile path of several tokens, allocated on its first use (the panel types
+     * never use it); one compute thread uses a matrix.
      */
     private float[] tile;
     /** Which summation order this type uses ({@link TileKernels}): two chains for the quantized types. */
@@ -160,9 +160,9 @@ public abstract class WeightMatrix {
             case Q8_0 -> {
                 PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
                 try {
-                    yield new Q8_0Matrix(name, rows, checkBlocks(file, t, cols), blocks);
+                    yield Int8PanelMatrix.q8_0(name, rows, checkBlocks(file, t, cols), blocks);
                 } catch (OutOfMemoryError e) {
-                    throw heapTooSmall(file, t, Q8_0Matrix.heapBytes(rows, cols), e);
+                    throw heapTooSmall(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32), e);
                 }
             }
             case Q4_0 -> {
@@ -174,7 +174,14 @@ public abstract class WeightMatrix {
                 }
             }
             case Q4_K -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
-            case Q6_K -> new Q6KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
+            case Q6_K -> {
+                PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
+                try {
+                    yield Int8PanelMatrix.q6_K(name, rows, checkBlocks(file, t, cols), blocks);
+                } catch (OutOfMemoryError e) {
+                    throw heapTooSmall(file, t, Int8PanelMatrix.heapBytes(rows, cols, 16), e);
+                }
+            }
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
                     + ", which this engine does not support (supported: " + SUPPORTED + ")");
         };

@@ -27,10 +27,10 @@ class BlockDecoderTest {
         return switch (t) {
             case F32 -> new F32Matrix("w", rows, cols, data);
             case F16 -> new F16Matrix("w", rows, cols, data);
-            case Q8_0 -> new Q8_0Matrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
+            case Q8_0 -> Int8PanelMatrix.q8_0("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case Q4_0 -> new Q4_0Matrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case Q4_K -> new Q4KMatrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
-            case Q6_K -> new Q6KMatrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
+            case Q6_K -> Int8PanelMatrix.q6_K("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
             default -> throw new IllegalArgumentException(t.toString());
         };
     }

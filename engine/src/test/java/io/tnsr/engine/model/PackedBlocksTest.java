@@ -47,7 +47,7 @@ class PackedBlocksTest {
     void aMatrixDecodesTheSameRowsFromPackedBlocks() {
         // 3 rows of 64 (2 blocks each): row r decodes to quant * scale of its own blocks.
         ByteBuffer b = blocks(GgmlType.Q8_0, 6, new SplittableRandom(5));
-        WeightMatrix m = new Q8_0Matrix("w", 3, 64, PackedBlocks.unpack(b, GgmlType.Q8_0, 6));
+        WeightMatrix m = Int8PanelMatrix.q8_0("w", 3, 64, PackedBlocks.unpack(b, GgmlType.Q8_0, 6));
         float[] row = new float[64];
         m.readRow(2, row, 0);
         for (int e = 0; e < 64; e++) {
@@ -89,6 +89,6 @@ class PackedBlocksTest {
         IllegalArgumentException q4k = assertThrows(IllegalArgumentException.class,
                 () -> new Q4KMatrix("w", 1, 256, new PackedBlocks(new byte[128], new float[8])));
         assertTrue(q4k.getMessage().contains("w: Q4_K needs a min per sub-block"), q4k.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> new Q6KMatrix("w", 2, 256, noMins));
+        assertThrows(IllegalArgumentException.class, () -> Int8PanelMatrix.q6_K("w", 2, 256, noMins));
     }
 }

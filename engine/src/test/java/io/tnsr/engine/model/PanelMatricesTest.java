@@ -11,12 +11,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The row-panel types (F32, Q8_0, Q4_0; {@link PanelKernels}): every (row, token) equals the scalar reference of the
+ * The row-panel types (F32, Q8_0, Q6_K, Q4_0; {@link PanelKernels}): every (row, token) equals the scalar reference of the
  * type's documented order, bit for bit, for one token and for any number of tokens; rows past the last whole
  * panel and tokens past the last whole group are computed and stored like the others, and nothing outside the
  * output rows is written. The references: F32 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in order;
- * Q8_0 and Q4_0 the same over each block's quants ({@code q} or {@code q - 8}, as floats) into a block sum, then
- * {@code acc = Math.fma(bsum, d, acc)}.
+ * Q8_0, Q6_K and Q4_0 the same over each unit's quants ({@code q} or {@code q - 8}, as floats; 32 elements, 16
+ * for Q6_K) into a unit sum, then {@code acc = Math.fma(usum, scale, acc)}.
  */
 class PanelMatricesTest {
     private static final int P = PanelKernels.P;
@@ -57,8 +57,9 @@ class PanelMatricesTest {
         };
     }
 
-    private static Case q8_0(int rows, int cols, SplittableRandom r) {
-        int blocks = cols / 32;
+    /** Q8_0 (unit 32) or Q6_K as repacked (unit 16): one int8 per element, one scale per unit. */
+    private static Case int8(int rows, int cols, int unit, SplittableRandom r) {
+        int blocks = cols / unit;
         byte[] q = new byte[rows * cols];
         float[] d = new float[rows * blocks];
         for (int i = 0; i < q.length; i++) {
@@ -67,21 +68,22 @@ class PanelMatricesTest {
         for (int i = 0; i < d.length; i++) {
             d[i] = (float) (r.nextDouble() * 0.02);
         }
-        WeightMatrix m = new Q8_0Matrix("w", rows, cols, new PackedBlocks(q.clone(), d.clone()));
+        PackedBlocks packed = new PackedBlocks(q.clone(), d.clone());
+        WeightMatrix m = unit == 32 ? Int8PanelMatrix.q8_0("w", rows, cols, packed) : Int8PanelMatrix.q6_K("w", rows, cols, packed);
         return new Case() {
             public WeightMatrix matrix() {
                 return m;
             }
 
             public float weight(int row, int col) {
-                return q[row * cols + col] * d[row * blocks + col / 32];
+                return q[row * cols + col] * d[row * blocks + col / unit];
             }
 
             public float dot(int row, float[] x, int xo) {
                 float acc = 0f;
                 for (int b = 0; b < blocks; b++) {
                     float s = 0f;
-                    for (int c = b * 32; c < b * 32 + 32; c++) {
+                    for (int c = b * unit; c < b * unit + unit; c++) {
                         s = Math.fma(q[row * cols + c], x[xo + c], s);
                     }
                     acc = Math.fma(s, d[row * blocks + b], acc);
@@ -139,6 +141,8 @@ class PanelMatricesTest {
         "Q8_0, 11, 96",
         "Q8_0, P_3, 64",      // whole panels only
         "Q8_0, P_2_5, 160",   // 2 whole panels and a partial one of 5 rows
+        "Q6_K, 1, 256",
+        "Q6_K, P_2_5, 512",
         "Q4_0, 1, 32",
         "Q4_0, 11, 96",
         "Q4_0, P_3, 64",
@@ -150,7 +154,8 @@ class PanelMatricesTest {
         SplittableRandom r = new SplittableRandom(rows * 31L + cols);
         Case k = switch (type) {
             case "F32" -> f32(rows, cols, r);
-            case "Q8_0" -> q8_0(rows, cols, r);
+            case "Q8_0" -> int8(rows, cols, 32, r);
+            case "Q6_K" -> int8(rows, cols, 16, r);
             default -> q4_0(rows, cols, r);
         };
         WeightMatrix m = k.matrix();

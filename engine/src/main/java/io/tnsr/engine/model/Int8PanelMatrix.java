@@ -8,41 +8,59 @@ import io.tnsr.engine.gguf.GgmlType;
 import jdk.incubator.vector.FloatVector;
 
 /**
- * Q8_0 weights (ggml block_q8_0): blocks of 32 elements, 34 bytes each, {@code [d: f16][qs: 32 x int8]};
- * element i = qs[i] * d. Repacked at load ({@link PackedBlocks}, then here) into row panels like F32's
- * ({@link PanelKernels}): the quants of P rows column after column, {@code [cols][P]} bytes per panel, and their
- * scales block after block, {@code [blocks][P]} floats. Lanes are rows.
+ * Weights that are one int8 per element and one float scale per unit of elements, in row panels like F32's
+ * ({@link PanelKernels}): Q8_0 (ggml block_q8_0: blocks of 32 elements, {@code [d: f16][qs: 32 x int8]},
+ * element i = qs[i] * d; unit 32) and Q6_K (repacked by {@link Q6KBlocks} into {@code q6 - 32} per element and
+ * {@code d * scale} per 16 elements; unit 16). Repacked at load from {@link PackedBlocks} into, per panel, the
+ * quants of P rows column after column, {@code [cols][P]} bytes, and their scales unit after unit,
+ * {@code [units][P]} floats. Lanes are rows.
  *
- * <p>Summation order of a (row, token), one token or many: for each block, {@code bsum = fma(q[c], x[c], bsum)}
- * over its 32 columns in order from zero (q exact as a float), then {@code acc = fma(bsum, d, acc)} over the
- * blocks in order. The scale is applied once per block, not once per weight: one-token decoding converts a byte
- * and does one FMA per weight (against a conversion, a multiply and an FMA in the row-major layout): 16.5 -> 25.3 G
- * weights/s on a 2048 x 768 matrix in cache, 15.7 -> 21.8-24.8 streamed from memory (stand-alone, this machine).
+ * <p>Summation order of a (row, token), one token or many: for each unit, {@code usum = fma(q[c], x[c], usum)}
+ * over its columns in order from zero (q exact as a float), then {@code acc = fma(usum, scale, acc)} over the
+ * units in order. The scale is applied once per unit, not once per weight: one-token decoding converts a byte
+ * and does one FMA per weight (against a conversion, a multiply and an FMA in the row-major layout): Q8_0 16.5 ->
+ * 25.3 G weights/s on a 2048 x 768 matrix in cache, 15.7 -> 21.8-24.8 streamed from memory (stand-alone, this
+ * machine).
  */
-final class Q8_0Matrix extends WeightMatrix {
-    private static final int QK = 32;
+final class Int8PanelMatrix extends WeightMatrix {
+    private final GgmlType type;
+    /** Elements per scale: 32 (Q8_0) or 16 (Q6_K); even. */
+    private final int unit;
 
     private final int panels;
     private final int fullPanels;
+    /** Units per row (called blocks below). */
     private final int blocks;
     /** [panels][cols][P]: row r, column c at (r / P) * cols * P + c * P + r % P; rows past the last zero. */
     private final byte[] q;
-    /** [panels][blocks][P]: the scale of row r's block b at (r / P) * blocks * P + b * P + r % P. */
+    /** [panels][units][P]: the scale of row r's unit b at (r / P) * blocks * P + b * P + r % P. */
     private final float[] d;
     /** [TOKENS][P] outputs of a last partial panel before its valid rows are copied out. */
     private final float[] spill = new float[TOKENS * P];
     /** Tokens per {@link #k2x4} call. */
     private static final int TOKENS = 4;
 
-    Q8_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
+    /** Q8_0: {@code packed} as {@link PackedBlocks#unpack} gives it. */
+    static Int8PanelMatrix q8_0(String name, int rows, int cols, PackedBlocks packed) {
+        return new Int8PanelMatrix(name, rows, cols, GgmlType.Q8_0, 32, packed);
+    }
+
+    /** Q6_K: {@code packed} as {@link Q6KBlocks#repack} gives it. */
+    static Int8PanelMatrix q6_K(String name, int rows, int cols, PackedBlocks packed) {
+        return new Int8PanelMatrix(name, rows, cols, GgmlType.Q6_K, 16, packed);
+    }
+
+    private Int8PanelMatrix(String name, int rows, int cols, GgmlType type, int unit, PackedBlocks packed) {
         super(name, rows, cols, false);
-        this.blocks = cols / QK;
-        packed.requireShape(name, rows, blocks, QK);
+        this.type = type;
+        this.unit = unit;
+        this.blocks = cols / unit;
+        packed.requireShape(name, rows, blocks, unit);
         this.panels = (rows + P - 1) / P;
         this.fullPanels = rows / P;
         this.q = new byte[Math.toIntExact((long) panels * cols * P)];
         this.d = new float[Math.toIntExact((long) panels * blocks * P)];
-        byte[] quants = packed.quants(); // row r's quants at r * cols: a block's payload is its 32 quants
+        byte[] quants = packed.quants(); // row r's quants at r * cols, one per element
         float[] scales = packed.scales();
         for (int r = 0; r < rows; r++) {
             int base = (r / P) * cols * P + r % P;
@@ -56,23 +74,23 @@ final class Q8_0Matrix extends WeightMatrix {
         }
     }
 
-    /** Heap bytes a rows x cols Q8_0 matrix takes once repacked (its rows rounded up to whole panels). */
-    static long heapBytes(long rows, long cols) {
-        return (rows + P - 1) / P * P * (cols + cols / QK * Float.BYTES);
+    /** Heap bytes a rows x cols matrix takes once repacked (its rows rounded up to whole panels), unit 16 or 32. */
+    static long heapBytes(long rows, long cols, int unit) {
+        return (rows + P - 1) / P * P * (cols + cols / unit * Float.BYTES);
     }
 
     @Override
     public GgmlType type() {
-        return GgmlType.Q8_0;
+        return type;
     }
 
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
         for (int p = 0; p < fullPanels; p++) {
-            m1(q, d, p * cols * P, p * blocks * P, blocks, x, xo, out, oo + p * P);
+            m1(q, d, p * cols * P, p * blocks * P, blocks, unit, x, xo, out, oo + p * P);
         }
         if (fullPanels < panels) {
-            m1(q, d, fullPanels * cols * P, fullPanels * blocks * P, blocks, x, xo, spill, 0);
+            m1(q, d, fullPanels * cols * P, fullPanels * blocks * P, blocks, unit, x, xo, spill, 0);
             System.arraycopy(spill, 0, out, oo + fullPanels * P, rows - fullPanels * P);
         }
     }
@@ -81,11 +99,12 @@ final class Q8_0Matrix extends WeightMatrix {
      * One panel (quants from {@code qo}, scales from {@code so}) . one token: out[oo..oo+P). One panel at a time, two columns per trip (a constant-count inner loop
      * C2 unrolls): streamed from memory this read 21.7-24.8 G weights/s, two panels at a time 17.5-18.
      */
-    private static void m1(byte[] q, float[] d, int qo, int so, int blocks, float[] x, int xo, float[] out, int oo) {
+    private static void m1(byte[] q, float[] d, int qo, int so, int blocks, int unit, float[] x, int xo, float[] out,
+                           int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < blocks; b++) {
-            FloatVector s0 = FloatVector.zero(F), s1 = s0; // the block's sums
-            for (int k = b * QK; k < b * QK + QK; k += 2) {
+            FloatVector s0 = FloatVector.zero(F), s1 = s0; // the unit's sums
+            for (int k = b * unit; k < b * unit + unit; k += 2) {
                 for (int u = 0; u < 2; u++) {
                     int c = k + u;
                     FloatVector xv = FloatVector.broadcast(F, x[xo + c]);
@@ -136,7 +155,7 @@ final class Q8_0Matrix extends WeightMatrix {
         for (int b = 0; b < blocks; b++) {
             FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0; // block sums, rows [0, L)
             FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0;                   // block sums, rows [L, P)
-            for (int c = b * QK; c < b * QK + QK; c++) {
+            for (int c = b * unit; c < b * unit + unit; c++) {
                 FloatVector w0 = Blocks.signedBytes(q, qo + c * P);
                 FloatVector w1 = Blocks.signedBytes(q, qo + c * P + L);
                 FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
@@ -176,7 +195,7 @@ final class Q8_0Matrix extends WeightMatrix {
         int base = (row / P) * cols * P + row % P;
         int sbase = (row / P) * blocks * P + row % P;
         for (int c = 0; c < cols; c++) {
-            dst[off + c] = q[base + c * P] * d[sbase + (c / QK) * P];
+            dst[off + c] = q[base + c * P] * d[sbase + (c / unit) * P];
         }
     }
 }

@@ -1,13 +1,8 @@
 package io.tnsr.engine.model;
 
-import static io.tnsr.engine.model.TileKernels.F;
-import static io.tnsr.engine.model.TileKernels.L;
-import static io.tnsr.engine.model.TileKernels.sum;
 
-import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
 import jdk.incubator.vector.ByteVector;
-import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
@@ -18,20 +13,19 @@ import jdk.incubator.vector.VectorSpecies;
  * (h in [0, 2), q in [0, 4), l in [0, 32)) is {@code d * scales[e / 16] * (q6 - 32)}, where the 6-bit q6 has
  * its low 4 bits in nibble q / 2 of ql[64 h + 32 (q % 2) + l] and its top 2 bits at bit 2q of qh[32 h + l].
  *
- * <p>Repacked at load ({@link #repack}) into one int8 per element, {@code q6 - 32} in element order
- * ({@link #quants}), and one float per 16-element group, {@code d * scales[g]} ({@link #scales}): the kernels
- * are then Q8_0's with groups of 16 (a sign-extending load, a convert, the group's scale, an FMA), where the
- * 6-bit fields cost two loads, four shifts and masks per 16 weights in place.
+ * <p>Repacked at load ({@link #repack}) into one int8 per element, {@code q6 - 32} in element order, and one
+ * float per 16-element group, {@code d * scales[g]}: the matrix is then Q8_0's with units of 16
+ * ({@link Int8PanelMatrix}), where the 6-bit fields would cost two loads, four shifts and masks per 16 weights
+ * in place.
  */
-final class Q6KMatrix extends PackedMatrix {
+final class Q6KBlocks {
     private static final int QK = 256;
     private static final int BYTES = 210;
     private static final int GROUP = 16; // elements per scale
     /** Byte lanes of one repack step: 32 (or fewer, where vectors are narrower), dividing a 32-byte run of quants. */
     private static final VectorSpecies<Byte> REPACK = VectorSpecies.of(byte.class,
             VectorShape.forBitSize(Math.min(256, ByteVector.SPECIES_PREFERRED.vectorBitSize())));
-    Q6KMatrix(String name, int rows, int cols, PackedBlocks packed) {
-        super(name, rows, cols, GgmlType.Q6_K, packed, GROUP, GROUP, false); // units: groups of 16, one int8 each
+    private Q6KBlocks() {
     }
 
     /** Splits {@code blocks} super-blocks from {@code data} into int8 values and float group scales. */
@@ -69,44 +63,5 @@ final class Q6KMatrix extends PackedMatrix {
     /** q6 - 32 from a low nibble (0..15) and the two high bits at bits 4 and 5 of {@code high}. */
     private static ByteVector six(ByteVector low, ByteVector high) {
         return low.or(high.and((byte) 0x30)).sub((byte) 32);
-    }
-
-    /** Elements [e, e + L) of the row whose values start at {@code qr}, times their group's scale {@code s}. */
-    private static FloatVector chunk(byte[] q, int qr, int e, FloatVector s) {
-        return Blocks.signedBytes(q, qr + e).mul(s);
-    }
-
-    @Override
-    protected void matvec(float[] x, int xo, float[] out, int oo) {
-        byte[] q = quants; // locals: C2 keeps them in registers
-        float[] s = scales;
-        for (int r = 0; r < rows; r++) {
-            int qr = r * cols;
-            int sr = r * units;
-            FloatVector a = FloatVector.zero(F);
-            FloatVector b = a;
-            for (int g = 0; g < units; g += 4) { // 64 elements per trip by hand (cols is a multiple of 256)
-                int e = g * GROUP;
-                for (int j = 0; j < 4 * GROUP; j += 2 * L) { // chunk j: even (a), j + L: odd (b)
-                    a = chunk(q, qr, e + j, FloatVector.broadcast(F, s[sr + g + j / GROUP]))
-                            .fma(FloatVector.fromArray(F, x, xo + e + j), a);
-                    b = chunk(q, qr, e + j + L, FloatVector.broadcast(F, s[sr + g + (j + L) / GROUP]))
-                            .fma(FloatVector.fromArray(F, x, xo + e + j + L), b);
-                }
-            }
-            out[oo + r] = sum(a, b);
-        }
-    }
-
-    @Override
-    protected void decodeRow(int row, float[] dst, int off) {
-        byte[] q = quants;
-        int qr = row * cols;
-        for (int g = 0, sr = row * units; g < units; g++) {
-            FloatVector s = FloatVector.broadcast(F, scales[sr + g]);
-            for (int j = 0; j < GROUP; j += L) {
-                chunk(q, qr, g * GROUP + j, s).intoArray(dst, off + g * GROUP + j);
-            }
-        }
     }
 }
