@@ -1,8 +1,8 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.PanelKernels.P;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
-import static io.tnsr.engine.model.TileKernels.sum;
 
 import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
@@ -16,17 +16,79 @@ import jdk.incubator.vector.VectorOperators;
  * 6-bit scale sc and min m packed in {@code scales} (see {@link #packedScale}); its element l is
  * {@code d * sc * q - dmin * m} with q the low (s even) or high (s odd) nibble of qs[32 * (s / 2) + l].
  *
- * <p>Repacked at load ({@link #repack}): the 128 bytes of nibbles of each super-block as they are
- * ({@link #quants}), and per sub-block the float products {@code d * sc} ({@link #scales}) and {@code dmin * m}
- * ({@link #mins}), so the kernels never unpack a 6-bit field: every 32 bytes of quants are 64 elements, the low
- * nibbles sub-block 2p and the high nibbles sub-block 2p + 1, each value {@code q * scale - min}.
+ * <p>Repacked at load ({@link #repack}): the 128 bytes of nibbles of each super-block as they are, and per
+ * sub-block the float products {@code d * sc} and {@code dmin * m}, so that no kernel unpacks a 6-bit field
+ * (every 32 bytes of quants are 64 elements, the low nibbles sub-block 2p and the high nibbles sub-block 2p + 1,
+ * each value {@code q * scale - min}); then into row panels like Q4_0's ({@link Q4_0Matrix}): per panel and
+ * column, L bytes whose byte i holds row i's q in its low nibble and row L + i's in its high nibble, and per
+ * panel the scales and the negated mins, {@code [subBlocks][P]} floats each.
+ *
+ * <p>Summation order of a (row, token): for each sub-block, {@code usum = fma(q[c], x[c], usum)} over its 32
+ * columns in order from zero, then {@code acc = fma(usum, scale, acc)} and {@code acc = fma(-min, sx, acc)},
+ * where sx is the token's sum of x over the sub-block's columns (in order, from zero; computed once per
+ * matmul call for every token). The loops repeat Q4_0's on purpose (see there).
  */
-final class Q4KMatrix extends PackedMatrix {
+final class Q4KMatrix extends WeightMatrix {
     private static final int QK = 256;
     private static final int BYTES = 144;
     private static final int SUB = 32; // elements per sub-block (one scale and min)
+    /** Tokens per {@link #k2x4} call. */
+    private static final int TOKENS = 4;
+
+    private final int panels;
+    private final int fullPanels;
+    private final int units;
+    /** [panels][cols][L]: rows p * P + i (low nibble) and p * P + L + i (high) of column c at p * cols * L + c * L + i. */
+    private final byte[] q;
+    /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
+    private final float[] s;
+    /** [panels][units][P]: minus the min of row r's sub-block b, laid out as {@link #s}. */
+    private final float[] mneg;
+    /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
+    private float[] sx = new float[0];
+    /** [TOKENS][P] outputs of a last partial panel before its valid rows are copied out. */
+    private final float[] spill = new float[TOKENS * P];
+
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
-        super(name, rows, cols, GgmlType.Q4_K, packed, SUB, SUB / 2, true); // units: sub-blocks
+        super(name, rows, cols, false);
+        this.units = cols / SUB;
+        packed.requireShape(name, rows, units, SUB / 2);
+        if (packed.mins().length == 0) {
+            throw new IllegalArgumentException(name + ": Q4_K needs a min per sub-block, but the packed blocks have none");
+        }
+        this.panels = (rows + P - 1) / P;
+        this.fullPanels = rows / P;
+        this.q = new byte[Math.toIntExact((long) panels * cols * L)];
+        this.s = new float[Math.toIntExact((long) panels * units * P)];
+        this.mneg = new float[s.length];
+        byte[] quants = packed.quants(); // row r's at r * cols / 2: element c in byte (c / 64) * 32 + c % 32
+        for (int r = 0; r < rows; r++) {
+            int i = r % P;
+            int base = (r / P) * cols * L + i % L;
+            int shift = i < L ? 0 : 4;
+            int keep = i < L ? 0xF0 : 0x0F; // the other row's nibble in the same byte
+            for (int c = 0; c < cols; c++) {
+                int b = quants[r * (cols / 2) + (c / 64) * 32 + c % 32];
+                int n = (c / 32) % 2 == 0 ? b & 0xF : (b >> 4) & 0xF;
+                int at = base + c * L;
+                q[at] = (byte) (q[at] & keep | n << shift);
+            }
+            int sbase = (r / P) * units * P + i;
+            for (int u = 0; u < units; u++) {
+                s[sbase + u * P] = packed.scales()[r * units + u];
+                mneg[sbase + u * P] = -packed.mins()[r * units + u];
+            }
+        }
+    }
+
+    /** Heap bytes a rows x cols Q4_K matrix takes once repacked (its rows rounded up to whole panels). */
+    static long heapBytes(long rows, long cols) {
+        return (rows + P - 1) / P * P * (cols / 2 + 2 * (cols / SUB) * Float.BYTES);
+    }
+
+    @Override
+    public GgmlType type() {
+        return GgmlType.Q4_K;
     }
 
     /**
@@ -63,79 +125,171 @@ final class Q4KMatrix extends PackedMatrix {
         return new PackedBlocks(quants, scales, mins);
     }
 
-    /** L elements from the low nibbles of q[off..off+L), times scale, minus min. */
-    private static FloatVector low(byte[] q, int off, FloatVector scale, FloatVector min) {
-        return values(Blocks.ints(q, off).and(0xF), scale, min);
+    /** Rows [0, L) of a panel column: the low nibbles of v. */
+    private static FloatVector low(IntVector v) {
+        return (FloatVector) v.and(0xF).convert(VectorOperators.I2F, 0);
     }
 
-    /** L elements from the high nibbles of q[off..off+L), times scale, minus min. */
-    private static FloatVector high(byte[] q, int off, FloatVector scale, FloatVector min) {
-        return values(Blocks.ints(q, off).lanewise(VectorOperators.LSHR, 4).and(0xF), scale, min);
+    /** Rows [L, P) of a panel column: the high nibbles of v. */
+    private static FloatVector high(IntVector v) {
+        return (FloatVector) v.lanewise(VectorOperators.ASHR, 4).and(0xF).convert(VectorOperators.I2F, 0);
     }
 
-    /*
-     * Not Blocks.nibbles (a shift by a parameter, then a bias subtracted): its shift by 0 and subtraction of 0
-     * are two vector operations more per chunk, and with them C2 (JDK 17) stopped inlining inside matvec's loop
-     * and boxed its vectors (2.5 MB allocated per 2048 x 768 matvec, half the speed).
-     */
-    private static FloatVector values(IntVector q, FloatVector scale, FloatVector min) {
-        return ((FloatVector) q.convert(VectorOperators.I2F, 0)).mul(scale).sub(min);
+    /** sx[t * units + u] = sum of x[t] over sub-block u's columns, in order from zero, for t in [0, n). */
+    private float[] subBlockSums(float[] x, int xo, int n) {
+        if (sx.length < n * units) {
+            sx = new float[n * units]; // grows to the largest call once; steady state allocates nothing
+        }
+        for (int t = 0; t < n; t++) {
+            for (int u = 0; u < units; u++) {
+                float sum = 0f;
+                for (int c = u * SUB, o = xo + t * cols; c < u * SUB + SUB; c++) {
+                    sum += x[o + c];
+                }
+                sx[t * units + u] = sum;
+            }
+        }
+        return sx;
     }
-
-    /*
-     * Both loops walk a row two sub-blocks at a time, p and p + 1 with p even: the 32 bytes from p * 16 hold
-     * sub-block p (elements [32p, 32p + 32)) in their low nibbles and p + 1 ([32p + 32, 32p + 64)) in their high
-     * ones, so every shift is a constant at its call site (a computed shift was measured 2x slower). The chunks of
-     * L elements go even -> a, odd -> b, in column order.
-     */
 
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
-        byte[] q = quants; // locals: C2 keeps them in registers
-        float[] s = scales;
-        float[] m = mins;
-        for (int r = 0; r < rows; r++) {
-            int qr = r * (cols / 2);
-            int sr = r * units;
-            FloatVector a = FloatVector.zero(F);
-            FloatVector b = a;
-            for (int p = 0; p < units; p += 2) {
-                int qp = qr + p * (SUB / 2);
-                int xp = xo + p * SUB;
-                FloatVector sl = FloatVector.broadcast(F, s[sr + p]);
-                FloatVector ml = FloatVector.broadcast(F, m[sr + p]);
-                for (int j = 0; j < SUB; j += 2 * L) {
-                    a = low(q, qp + j, sl, ml).fma(FloatVector.fromArray(F, x, xp + j), a);
-                    b = low(q, qp + j + L, sl, ml).fma(FloatVector.fromArray(F, x, xp + j + L), b);
-                }
-                FloatVector sh = FloatVector.broadcast(F, s[sr + p + 1]);
-                FloatVector mh = FloatVector.broadcast(F, m[sr + p + 1]);
-                for (int j = 0; j < SUB; j += 2 * L) {
-                    a = high(q, qp + j, sh, mh).fma(FloatVector.fromArray(F, x, xp + SUB + j), a);
-                    b = high(q, qp + j + L, sh, mh).fma(FloatVector.fromArray(F, x, xp + SUB + j + L), b);
+        float[] sums = subBlockSums(x, xo, 1);
+        for (int p = 0; p < fullPanels; p++) {
+            m1(q, s, mneg, sums, p * cols * L, p * units * P, units, x, xo, out, oo + p * P);
+        }
+        if (fullPanels < panels) {
+            m1(q, s, mneg, sums, fullPanels * cols * L, fullPanels * units * P, units, x, xo, spill, 0);
+            System.arraycopy(spill, 0, out, oo + fullPanels * P, rows - fullPanels * P);
+        }
+    }
+
+    /** One panel (quants from {@code qo}, scales and mins from {@code so}) . one token: out[oo..oo+P). */
+    private static void m1(byte[] q, float[] s, float[] mneg, float[] sx, int qo, int so, int units, float[] x, int xo,
+                           float[] out, int oo) {
+        FloatVector a0 = FloatVector.zero(F), a1 = a0;
+        for (int b = 0; b < units; b++) {
+            FloatVector s0 = FloatVector.zero(F), s1 = s0; // the sub-block's sums
+            for (int k = b * SUB; k < b * SUB + SUB; k += 2) {
+                for (int u = 0; u < 2; u++) {
+                    int c = k + u;
+                    FloatVector xv = FloatVector.broadcast(F, x[xo + c]);
+                    IntVector v = Blocks.ints(q, qo + c * L);
+                    s0 = low(v).fma(xv, s0);
+                    s1 = high(v).fma(xv, s1);
                 }
             }
-            out[oo + r] = sum(a, b);
+            int sb = so + b * P;
+            FloatVector sxv = FloatVector.broadcast(F, sx[b]);
+            a0 = s0.fma(FloatVector.fromArray(F, s, sb), a0);
+            a1 = s1.fma(FloatVector.fromArray(F, s, sb + L), a1);
+            a0 = FloatVector.fromArray(F, mneg, sb).fma(sxv, a0);
+            a1 = FloatVector.fromArray(F, mneg, sb + L).fma(sxv, a1);
+        }
+        a0.intoArray(out, oo);
+        a1.intoArray(out, oo + L);
+    }
+
+    @Override
+    protected void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
+        float[] sums = subBlockSums(x, xo, n);
+        for (int p = 0; p < panels; p++) {
+            int r0 = p * P;
+            for (int t0 = 0; t0 < n; t0 += TOKENS) {
+                int valid = Math.min(TOKENS, n - t0);
+                if (p < fullPanels) {
+                    k2x4(p, x, xo + t0 * cols, sums, t0 * units, valid, out, oo + t0 * rows + r0, rows);
+                } else {
+                    k2x4(p, x, xo + t0 * cols, sums, t0 * units, valid, spill, 0, P);
+                    for (int j = 0; j < valid; j++) {
+                        System.arraycopy(spill, j * P, out, oo + (t0 + j) * rows + r0, rows - r0);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Panel p . tokens j in [0, valid) (valid 1..4) of x (token j at {@code xo + j * cols}, its sub-block sums at
+     * {@code sums[sumo + j * units]}): out[oo + j * os + i] for the panel's P rows i. Missing tokens repeat the
+     * last valid one and are not stored.
+     */
+    private void k2x4(int p, float[] x, int xo, float[] sums, int sumo, int valid, float[] out, int oo, int os) {
+        byte[] q = this.q;
+        float[] s = this.s;
+        float[] mneg = this.mneg;
+        int qo = p * cols * L;
+        int so = p * units * P;
+        int x0 = xo;
+        int x1 = xo + Math.min(1, valid - 1) * cols;
+        int x2 = xo + Math.min(2, valid - 1) * cols;
+        int x3 = xo + Math.min(3, valid - 1) * cols;
+        int y0 = sumo;                                   // token j's sub-block sums at y<j>
+        int y1 = sumo + Math.min(1, valid - 1) * units;
+        int y2 = sumo + Math.min(2, valid - 1) * units;
+        int y3 = sumo + Math.min(3, valid - 1) * units;
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0; // totals, rows [0, L), per token
+        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0;                   // totals, rows [L, P)
+        for (int b = 0; b < units; b++) {
+            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0; // sub-block sums, rows [0, L)
+            FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0;                   // sub-block sums, rows [L, P)
+            for (int c = b * SUB; c < b * SUB + SUB; c++) {
+                IntVector v = Blocks.ints(q, qo + c * L);
+                FloatVector w0 = low(v);
+                FloatVector w1 = high(v);
+                FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
+                s0 = w0.fma(xv, s0); t0 = w1.fma(xv, t0);
+                xv = FloatVector.broadcast(F, x[x1 + c]);
+                s1 = w0.fma(xv, s1); t1 = w1.fma(xv, t1);
+                xv = FloatVector.broadcast(F, x[x2 + c]);
+                s2 = w0.fma(xv, s2); t2 = w1.fma(xv, t2);
+                xv = FloatVector.broadcast(F, x[x3 + c]);
+                s3 = w0.fma(xv, s3); t3 = w1.fma(xv, t3);
+            }
+            int sb = so + b * P;
+            FloatVector d0 = FloatVector.fromArray(F, s, sb);
+            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
+            a0 = s0.fma(d0, a0); b0 = t0.fma(d1, b0);
+            a1 = s1.fma(d0, a1); b1 = t1.fma(d1, b1);
+            a2 = s2.fma(d0, a2); b2 = t2.fma(d1, b2);
+            a3 = s3.fma(d0, a3); b3 = t3.fma(d1, b3);
+            d0 = FloatVector.fromArray(F, mneg, sb);
+            d1 = FloatVector.fromArray(F, mneg, sb + L);
+            FloatVector sxv = FloatVector.broadcast(F, sums[y0 + b]);
+            a0 = d0.fma(sxv, a0); b0 = d1.fma(sxv, b0);
+            sxv = FloatVector.broadcast(F, sums[y1 + b]);
+            a1 = d0.fma(sxv, a1); b1 = d1.fma(sxv, b1);
+            sxv = FloatVector.broadcast(F, sums[y2 + b]);
+            a2 = d0.fma(sxv, a2); b2 = d1.fma(sxv, b2);
+            sxv = FloatVector.broadcast(F, sums[y3 + b]);
+            a3 = d0.fma(sxv, a3); b3 = d1.fma(sxv, b3);
+        }
+        a0.intoArray(out, oo);
+        b0.intoArray(out, oo + L);
+        if (valid > 1) {
+            a1.intoArray(out, oo + os);
+            b1.intoArray(out, oo + os + L);
+        }
+        if (valid > 2) {
+            a2.intoArray(out, oo + 2 * os);
+            b2.intoArray(out, oo + 2 * os + L);
+        }
+        if (valid > 3) {
+            a3.intoArray(out, oo + 3 * os);
+            b3.intoArray(out, oo + 3 * os + L);
         }
     }
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        byte[] q = quants;
-        int qr = row * (cols / 2);
-        for (int p = 0, sr = row * units; p < units; p += 2) {
-            int qp = qr + p * (SUB / 2);
-            int o = off + p * SUB;
-            FloatVector sl = FloatVector.broadcast(F, scales[sr + p]);
-            FloatVector ml = FloatVector.broadcast(F, mins[sr + p]);
-            for (int j = 0; j < SUB; j += L) {
-                low(q, qp + j, sl, ml).intoArray(dst, o + j);
-            }
-            FloatVector sh = FloatVector.broadcast(F, scales[sr + p + 1]);
-            FloatVector mh = FloatVector.broadcast(F, mins[sr + p + 1]);
-            for (int j = 0; j < SUB; j += L) {
-                high(q, qp + j, sh, mh).intoArray(dst, o + SUB + j);
-            }
+        int i = row % P;
+        int base = (row / P) * cols * L + i % L;
+        int sbase = (row / P) * units * P + i;
+        for (int c = 0; c < cols; c++) {
+            int v = q[base + c * L];
+            int n = i < L ? v & 0xF : (v >> 4) & 0xF;
+            int u = sbase + (c / SUB) * P;
+            dst[off + c] = n * s[u] + mneg[u]; // q * scale - min, as the repack defines it
         }
     }
 }

@@ -173,7 +173,14 @@ public abstract class WeightMatrix {
                     throw heapTooSmall(file, t, Q4_0Matrix.heapBytes(rows, cols), e);
                 }
             }
-            case Q4_K -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data));
+            case Q4_K -> {
+                PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
+                try {
+                    yield new Q4KMatrix(name, rows, checkBlocks(file, t, cols), blocks);
+                } catch (OutOfMemoryError e) {
+                    throw heapTooSmall(file, t, Q4KMatrix.heapBytes(rows, cols), e);
+                }
+            }
             case Q6_K -> {
                 PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
                 try {

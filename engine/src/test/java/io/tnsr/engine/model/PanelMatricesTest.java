@@ -11,12 +11,13 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The row-panel types (F32, Q8_0, Q6_K, Q4_0; {@link PanelKernels}): every (row, token) equals the scalar reference of the
+ * The row-panel types (F32, Q8_0, Q6_K, Q4_0, Q4_K; {@link PanelKernels}): every (row, token) equals the scalar reference of the
  * type's documented order, bit for bit, for one token and for any number of tokens; rows past the last whole
  * panel and tokens past the last whole group are computed and stored like the others, and nothing outside the
  * output rows is written. The references: F32 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in order;
  * Q8_0, Q6_K and Q4_0 the same over each unit's quants ({@code q} or {@code q - 8}, as floats; 32 elements, 16
- * for Q6_K) into a unit sum, then {@code acc = Math.fma(usum, scale, acc)}.
+ * for Q6_K) into a unit sum, then {@code acc = Math.fma(usum, scale, acc)}; Q4_K then also
+ * {@code acc = Math.fma(-min, sx, acc)} with sx the sum of x over the sub-block, in order.
  */
 class PanelMatricesTest {
     private static final int P = PanelKernels.P;
@@ -130,6 +131,49 @@ class PanelMatricesTest {
         };
     }
 
+    /** Q4_K as repacked: nibbles (sub-blocks 2p and 2p + 1 in the low and high halves of 32 bytes), scale and min per 32. */
+    private static Case q4_K(int rows, int cols, SplittableRandom r) {
+        int units = cols / 32;
+        byte[] packed = new byte[rows * cols / 2];
+        float[] sc = new float[rows * units];
+        float[] mn = new float[rows * units];
+        r.nextBytes(packed);
+        for (int i = 0; i < sc.length; i++) {
+            sc[i] = (float) (r.nextDouble() * 0.02);
+            mn[i] = (float) (r.nextDouble() * 0.1);
+        }
+        WeightMatrix m = new Q4KMatrix("w", rows, cols, new PackedBlocks(packed.clone(), sc.clone(), mn.clone()));
+        return new Case() {
+            public WeightMatrix matrix() {
+                return m;
+            }
+
+            private int q(int row, int col) {
+                int b = packed[row * (cols / 2) + (col / 64) * 32 + col % 32];
+                return (col / 32) % 2 == 0 ? b & 0xF : (b >> 4) & 0xF;
+            }
+
+            public float weight(int row, int col) {
+                return q(row, col) * sc[row * units + col / 32] - mn[row * units + col / 32];
+            }
+
+            public float dot(int row, float[] x, int xo) {
+                float acc = 0f;
+                for (int u = 0; u < units; u++) {
+                    float s = 0f;
+                    float sx = 0f;
+                    for (int c = u * 32; c < u * 32 + 32; c++) {
+                        s = Math.fma(q(row, c), x[xo + c], s);
+                        sx += x[xo + c];
+                    }
+                    acc = Math.fma(s, sc[row * units + u], acc);
+                    acc = Math.fma(-mn[row * units + u], sx, acc);
+                }
+                return acc;
+            }
+        };
+    }
+
     @ParameterizedTest(name = "{0}: {1} rows x {2} cols")
     @CsvSource({
         "F32, 1, 5",          // one partial panel, odd columns
@@ -143,6 +187,9 @@ class PanelMatricesTest {
         "Q8_0, P_2_5, 160",   // 2 whole panels and a partial one of 5 rows
         "Q6_K, 1, 256",
         "Q6_K, P_2_5, 512",
+        "Q4_K, 1, 256",
+        "Q4_K, 11, 256",
+        "Q4_K, P_2_17, 512",
         "Q4_0, 1, 32",
         "Q4_0, 11, 96",
         "Q4_0, P_3, 64",
@@ -156,6 +203,7 @@ class PanelMatricesTest {
             case "F32" -> f32(rows, cols, r);
             case "Q8_0" -> int8(rows, cols, 32, r);
             case "Q6_K" -> int8(rows, cols, 16, r);
+            case "Q4_K" -> q4_K(rows, cols, r);
             default -> q4_0(rows, cols, r);
         };
         WeightMatrix m = k.matrix();
