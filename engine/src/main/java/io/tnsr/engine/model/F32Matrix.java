@@ -30,7 +30,7 @@ final class F32Matrix extends WeightMatrix {
 
     /** Repacks {@code data}: rows x cols little-endian floats, row-major (the GGUF tensor). */
     F32Matrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, false);
+        super(name, rows, cols);
         this.panels = (rows + P - 1) / P;
         this.fullPanels = rows / P;
         long size = (long) panels * cols * P;

@@ -51,7 +51,7 @@ final class Int8PanelMatrix extends WeightMatrix {
     }
 
     private Int8PanelMatrix(String name, int rows, int cols, GgmlType type, int unit, PackedBlocks packed) {
-        super(name, rows, cols, false);
+        super(name, rows, cols);
         this.type = type;
         this.unit = unit;
         this.blocks = cols / unit;

@@ -50,7 +50,7 @@ final class Q4KMatrix extends WeightMatrix {
     private final float[] spill = new float[TOKENS * P];
 
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
-        super(name, rows, cols, false);
+        super(name, rows, cols);
         this.units = cols / SUB;
         packed.requireShape(name, rows, units, SUB / 2);
         if (packed.mins().length == 0) {

@@ -40,7 +40,7 @@ final class Q4_0Matrix extends WeightMatrix {
     private final float[] spill = new float[TOKENS * P];
 
     Q4_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
-        super(name, rows, cols, false);
+        super(name, rows, cols);
         this.blocks = cols / QK;
         packed.requireShape(name, rows, blocks, QK / 2);
         this.panels = (rows + P - 1) / P;

@@ -6,27 +6,20 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Matrix x matrix micro-kernels over a <em>tile</em>: up to {@link #TILE_ROWS} weight rows already
- * widened to floats in a small heap array (L1-resident), against n tokens. Every weight type fills the tile
- * with its own decoder ({@link WeightMatrix#decodeRow}) and then shares these kernels, so a prefill or a
- * micro-batch decodes each weight once per matmul and then reuses it for every token from L1.
+ * widened to floats in a small heap array (L1-resident), against n tokens: F16's path for several tokens (every
+ * other type has row panels, {@link PanelKernels}). {@link WeightMatrix#decodeRow} fills the tile, so a prefill
+ * or a micro-batch decodes each weight once per matmul and then reuses it for every token from L1.
  *
  * <p>The summation order of one (row, token) product is the contract of the whole engine (see
- * {@link WeightMatrix}). Each type uses one of two orders, fixed per type:
- * <ul>
- * <li>one chain (F32, F16): one accumulator vector of {@code L} lanes, {@code acc = w * x + acc} over the column
- * chunks [0, L), [L, 2L)... in order, then a lane reduction;</li>
- * <li>two chains (the quantized types): the even chunks into one accumulator and the odd ones into a second,
- * then their lane-wise sum, then the lane reduction. A one-token quantized kernel spends most of its time
- * widening bytes, and one FMA chain per row would cap it at L elements per FMA latency.</li>
- * </ul>
- * then the scalar tail {@code s += w * x} for the columns past the last whole chunk. The one-token kernels of
- * each type (which read weights straight from the file's bytes, one row at a time: interleaving several
- * rows' streams was measured 3x slower than one sequential stream here) follow the same order, so the
- * results of a row do not depend on which kernel, or which grouping of tokens, produced them.
+ * {@link WeightMatrix}): one accumulator vector of {@code L} lanes, {@code acc = w * x + acc} over the column
+ * chunks [0, L), [L, 2L)... in order, then a lane reduction, then the scalar tail {@code s += w * x} for the
+ * columns past the last whole chunk. F16's one-token kernel (which reads weights straight from the file's bytes,
+ * one row at a time) follows the same order, so the results of a row do not depend on which kernel, or which
+ * grouping of tokens, produced them.
  *
- * <p>Register budget (AVX-512: 32 registers): 16 accumulators (4 rows x 4 tokens, or 4 rows x 2 tokens x 2
- * chains) plus 4 weight vectors and 1-2 token vectors. A 4 x 3 x 2 kernel (24 accumulators) was measured 6x
- * slower: C2 (JDK 17) spills or boxes the vectors.
+ * <p>Register budget (AVX-512: 32 registers): 16 accumulators (4 rows x 4 tokens) plus 4 weight vectors and a
+ * token vector. A 4 x 3 x 2 kernel (24 accumulators) was measured 6x slower: C2 (JDK 17) spills or boxes the
+ * vectors.
  */
 final class TileKernels {
     static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
@@ -42,15 +35,8 @@ final class TileKernels {
         return acc.reduceLanes(VectorOperators.ADD);
     }
 
-    /** The reduction every two-chain kernel ends with: even + odd lane-wise, then the lanes. */
-    static float sum(FloatVector even, FloatVector odd) {
-        return even.add(odd).reduceLanes(VectorOperators.ADD);
-    }
-
-    /** Tokens one kernel call carries: {@link #group} g covers tokens [g * size, (g + 1) * size). */
-    static int groupSize(boolean twoChains) {
-        return twoChains ? 2 : 4;
-    }
+    /** Tokens one kernel call carries: {@link #group} g covers tokens [g * GROUP, (g + 1) * GROUP). */
+    static final int GROUP = 4;
 
     /**
      * out[t * outStride + r] (from {@code oo}) = row r of the tile . x[t] (from {@code xo}, token stride
@@ -58,29 +44,23 @@ final class TileKernels {
      *
      * @param w tile: [tileRows][cols] floats
      */
-    static void group(boolean twoChains, float[] w, int tileRows, int cols, float[] x, int xo, int n, int g,
-                      float[] out, int oo, int outStride) {
-        int size = groupSize(twoChains);
-        int t0 = g * size;
-        int valid = Math.min(size, n - t0);
+    static void group(float[] w, int tileRows, int cols, float[] x, int xo, int n, int g, float[] out, int oo,
+                      int outStride) {
+        int t0 = g * GROUP;
+        int valid = Math.min(GROUP, n - t0);
         if (tileRows == TILE_ROWS) {
-            if (twoChains) {
-                k4x2(w, cols, x, xo, t0, valid, out, oo, outStride);
-            } else {
-                k4x4(w, cols, x, xo, t0, valid, out, oo, outStride);
-            }
+            k4x4(w, cols, x, xo, t0, valid, out, oo, outStride);
             return;
         }
         for (int r = 0; r < tileRows; r++) {
             for (int t = t0; t < t0 + valid; t++) {
-                out[oo + t * outStride + r] = twoChains ? k1x1(w, r * cols, cols, x, xo + t * cols)
-                        : k1x1one(w, r * cols, cols, x, xo + t * cols);
+                out[oo + t * outStride + r] = k1x1(w, r * cols, cols, x, xo + t * cols);
             }
         }
     }
 
-    /** One tile row (from {@code wo}) . one token, one chain. */
-    static float k1x1one(float[] w, int wo, int cols, float[] x, int xo) {
+    /** One tile row (from {@code wo}) . one token. */
+    static float k1x1(float[] w, int wo, int cols, float[] x, int xo) {
         FloatVector a = FloatVector.zero(F);
         int c = 0;
         for (int bound = F.loopBound(cols); c < bound; c += L) {
@@ -128,77 +108,6 @@ final class TileKernels {
         }
         if (valid > 3) {
             store4(out, o + 3 * outStride, sum(a03), sum(a13), sum(a23), sum(a33), w, x, x3, c, cols);
-        }
-    }
-
-    /** One tile row (from {@code wo}) . one token. */
-    static float k1x1(float[] w, int wo, int cols, float[] x, int xo) {
-        FloatVector a = FloatVector.zero(F);
-        FloatVector b = a;
-        int c = 0;
-        for (int bound = cols - cols % (2 * L); c < bound; c += 2 * L) {
-            a = FloatVector.fromArray(F, w, wo + c).fma(FloatVector.fromArray(F, x, xo + c), a);
-            b = FloatVector.fromArray(F, w, wo + c + L).fma(FloatVector.fromArray(F, x, xo + c + L), b);
-        }
-        if (c + L <= cols) {
-            a = FloatVector.fromArray(F, w, wo + c).fma(FloatVector.fromArray(F, x, xo + c), a);
-            c += L;
-        }
-        return tail(sum(a, b), w, wo, x, xo, c, cols);
-    }
-
-    /**
-     * 4 tile rows . tokens [t0, t0 + valid) (valid 1 or 2), two chains: out[oo + t * outStride + r]. A missing
-     * second token repeats the first and is not stored. Each weight and token vector is loaded once per chunk.
-     */
-    private static void k4x2(float[] w, int cols, float[] x, int xo0, int t0, int valid, float[] out, int oo0,
-                             int outStride) {
-        int xo = xo0 + t0 * cols;
-        int xo1 = xo + (valid - 1) * cols;
-        int oo = oo0 + t0 * outStride;
-        FloatVector a00 = FloatVector.zero(F), a01 = a00, a10 = a00, a11 = a00; // a<row><token>: even chunks
-        FloatVector a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-        FloatVector b00 = a00, b01 = a00, b10 = a00, b11 = a00;                 // b<row><token>: odd chunks
-        FloatVector b20 = a00, b21 = a00, b30 = a00, b31 = a00;
-        int c = 0;
-        for (int bound = cols - cols % (2 * L); c < bound; c += 2 * L) {
-            FloatVector x0 = FloatVector.fromArray(F, x, xo + c);
-            FloatVector x1 = FloatVector.fromArray(F, x, xo1 + c);
-            FloatVector w0 = FloatVector.fromArray(F, w, c);
-            a00 = w0.fma(x0, a00); a01 = w0.fma(x1, a01);
-            FloatVector w1 = FloatVector.fromArray(F, w, cols + c);
-            a10 = w1.fma(x0, a10); a11 = w1.fma(x1, a11);
-            FloatVector w2 = FloatVector.fromArray(F, w, 2 * cols + c);
-            a20 = w2.fma(x0, a20); a21 = w2.fma(x1, a21);
-            FloatVector w3 = FloatVector.fromArray(F, w, 3 * cols + c);
-            a30 = w3.fma(x0, a30); a31 = w3.fma(x1, a31);
-            x0 = FloatVector.fromArray(F, x, xo + c + L);
-            x1 = FloatVector.fromArray(F, x, xo1 + c + L);
-            w0 = FloatVector.fromArray(F, w, c + L);
-            b00 = w0.fma(x0, b00); b01 = w0.fma(x1, b01);
-            w1 = FloatVector.fromArray(F, w, cols + c + L);
-            b10 = w1.fma(x0, b10); b11 = w1.fma(x1, b11);
-            w2 = FloatVector.fromArray(F, w, 2 * cols + c + L);
-            b20 = w2.fma(x0, b20); b21 = w2.fma(x1, b21);
-            w3 = FloatVector.fromArray(F, w, 3 * cols + c + L);
-            b30 = w3.fma(x0, b30); b31 = w3.fma(x1, b31);
-        }
-        if (c + L <= cols) {
-            FloatVector x0 = FloatVector.fromArray(F, x, xo + c);
-            FloatVector x1 = FloatVector.fromArray(F, x, xo1 + c);
-            FloatVector w0 = FloatVector.fromArray(F, w, c);
-            a00 = w0.fma(x0, a00); a01 = w0.fma(x1, a01);
-            FloatVector w1 = FloatVector.fromArray(F, w, cols + c);
-            a10 = w1.fma(x0, a10); a11 = w1.fma(x1, a11);
-            FloatVector w2 = FloatVector.fromArray(F, w, 2 * cols + c);
-            a20 = w2.fma(x0, a20); a21 = w2.fma(x1, a21);
-            FloatVector w3 = FloatVector.fromArray(F, w, 3 * cols + c);
-            a30 = w3.fma(x0, a30); a31 = w3.fma(x1, a31);
-            c += L;
-        }
-        store4(out, oo, sum(a00, b00), sum(a10, b10), sum(a20, b20), sum(a30, b30), w, x, xo, c, cols);
-        if (valid > 1) {
-            store4(out, oo + outStride, sum(a01, b01), sum(a11, b11), sum(a21, b21), sum(a31, b31), w, x, xo1, c, cols);
         }
     }
 

@@ -41,29 +41,18 @@ public abstract class WeightMatrix {
      * never use it); one compute thread uses a matrix.
      */
     private float[] tile;
-    /** Which summation order this type uses ({@link TileKernels}): two chains for the quantized types. */
-    private final boolean twoChains;
 
-    /** A matrix read in place from {@code data} (F16): one chain. */
+    /** A matrix read in place from {@code data} (F16). */
     protected WeightMatrix(String name, int rows, int cols, ByteBuffer data) {
-        this(name, rows, cols, data, false);
-    }
-
-    /**
-     * A matrix repacked at load (F32, {@link PackedMatrix}), with no reference to the mapped file ({@link #data}
-     * is null): {@code twoChains} is the tile path's summation order (the quantized types'; F32 has its own
-     * kernels for several tokens).
-     */
-    protected WeightMatrix(String name, int rows, int cols, boolean twoChains) {
-        this(name, rows, cols, null, twoChains);
-    }
-
-    private WeightMatrix(String name, int rows, int cols, ByteBuffer data, boolean twoChains) {
         this.name = name;
         this.rows = rows;
         this.cols = cols;
         this.data = data;
-        this.twoChains = twoChains;
+    }
+
+    /** A matrix repacked at load (F32 and the quantized types), with no reference to the mapped file. */
+    protected WeightMatrix(String name, int rows, int cols) {
+        this(name, rows, cols, null);
     }
 
     public final String name() {
@@ -99,21 +88,22 @@ public abstract class WeightMatrix {
     /**
      * {@link #matmul} of n > 1 tokens. This default is the tile path: {@link TileKernels#TILE_ROWS} rows at a
      * time are decoded into a small tile ({@link #decodeRow}, the same register arithmetic, stored) and multiplied
-     * with all n tokens from L1 (4 rows x 2-4 tokens per kernel call), in the order {@link TileKernels} documents.
+     * with all n tokens from L1 (4 rows x 4 tokens per kernel call), in the order {@link TileKernels} documents.
+     * F16's; the panel types override it.
      */
     protected void matmulTokens(float[] x, int xOff, int n, float[] out, int outOff) {
         float[] tile = this.tile;
         if (tile == null) {
             tile = this.tile = new float[TileKernels.TILE_ROWS * cols];
         }
-        int groups = (n + TileKernels.groupSize(twoChains) - 1) / TileKernels.groupSize(twoChains);
+        int groups = (n + TileKernels.GROUP - 1) / TileKernels.GROUP;
         for (int r0 = 0; r0 < rows; r0 += TileKernels.TILE_ROWS) {
             int nr = Math.min(TileKernels.TILE_ROWS, rows - r0);
             for (int i = 0; i < nr; i++) { // one sequential stream; spreading these between the kernel calls
                 decodeRow(r0 + i, tile, i * cols); // (to overlap memory and arithmetic) was measured slower
             }
             for (int g = 0; g < groups; g++) {
-                TileKernels.group(twoChains, tile, nr, cols, x, xOff, n, g, out, outOff + r0, rows);
+                TileKernels.group(tile, nr, cols, x, xOff, n, g, out, outOff + r0, rows);
             }
         }
     }
