@@ -10,6 +10,7 @@ import io.tnsr.engine.kvcache.SequenceException;
 import io.tnsr.engine.model.LayerWeights;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.model.WeightMatrix;
+import java.nio.ByteBuffer;
 
 /**
  * Layers [from, to) of a llama model: the compute one pipeline stage runs. The first range also embeds
@@ -46,7 +47,8 @@ public final class LayerRange {
     private final float[] k;     // [maxTokens][kvDim]   new keys
     private final float[] v;     // [maxTokens][kvDim]   new values
     private final float[] att;   // [maxTokens][dim]     attention output, before wo
-    private final float[] scores; // [contextLength + pageTokens] one head's attention weights (whole pages)
+    private final float[] scores; // [heads][scoreStride] every head's attention weights of one token (whole pages)
+    private final int scoreStride; // contextLength + pageTokens
     private final float[] hb;    // [maxTokens][ffn]     gate, then silu(gate) * up
     private final float[] hb2;   // [maxTokens][ffn]     up
     private final float[] cos;   // [maxTokens][ropeDim / 2]
@@ -100,7 +102,8 @@ public final class LayerRange {
         v = new float[maxTokens * c.kvDim()];
         att = new float[maxTokens * dim];
         // whole pages: AttentionKernels.scores stores a vector of positions at a time
-        scores = new float[Math.addExact(c.contextLength(), cache.pageTokens())];
+        scoreStride = Math.addExact(c.contextLength(), cache.pageTokens());
+        scores = new float[Math.multiplyExact(c.heads(), scoreStride)];
         hb = new float[maxTokens * c.ffnDim()];
         hb2 = new float[maxTokens * c.ffnDim()];
         cos = new float[maxTokens * c.ropeDim() / 2];
@@ -256,29 +259,34 @@ public final class LayerRange {
             rope(k, t * kvDim, c.kvHeads(), t);
             cache.write(rowCache[t], local, rowPos[t], hd, k, t * kvDim, v, t * kvDim);
         }
-        // Page by page, a head's scores for a whole page at a time (positions as lanes, from the transposed keys)
+        // Page by page, every head of the page in turn (a page's keys, then its values, for all heads are one
+        // contiguous run): a head's scores for a whole page at a time (positions as lanes, from the transposed keys)
         // and its output in registers across a page's values: the same sums as one dot product and one axpy per
         // position, without a division, a fresh buffer's checks and a lane reduction per position (AttentionKernels).
-        // (Every head page by page instead, reading each page once: no faster, measured.)
         int pageTokens = cache.pageTokens();
         int stride = hd * Float.BYTES; // bytes from one position's values to the next (one head's) inside a page
+        int heads = c.heads();
         for (int t = 0; t < n; t++) {
             KvCache kv = rowCache[t];
             int len = rowPos[t] + 1; // causal: a token sees its own position and the ones before
-            for (int h = 0; h < c.heads(); h++) {
-                int qo = t * dim + h * hd;
-                int kvHead = h / c.groupSize();
-                int keys = cache.keyOffset(local, kvHead * hd);
-                int values = cache.valueOffset(local, kvHead * hd);
-                for (int p0 = 0; p0 < len; p0 += pageTokens) {
-                    AttentionKernels.scores(q, qo, kv.page(p0), keys, pageTokens, Math.min(pageTokens, len - p0), hd,
-                            attnScale, scores, p0);
+            for (int p0 = 0; p0 < len; p0 += pageTokens) {
+                ByteBuffer page = kv.page(p0);
+                int count = Math.min(pageTokens, len - p0);
+                for (int h = 0; h < heads; h++) {
+                    AttentionKernels.scores(q, t * dim + h * hd, page, cache.keyOffset(local, h / c.groupSize() * hd),
+                            pageTokens, count, hd, attnScale, scores, h * scoreStride + p0);
                 }
-                VectorOps.softmax(scores, 0, len);
-                java.util.Arrays.fill(att, qo, qo + hd, 0f);
-                for (int p0 = 0; p0 < len; p0 += pageTokens) {
-                    AttentionKernels.accumulate(att, qo, scores, p0, kv.page(p0), values, stride,
-                            Math.min(pageTokens, len - p0), hd);
+            }
+            for (int h = 0; h < heads; h++) {
+                VectorOps.softmax(scores, h * scoreStride, len);
+            }
+            java.util.Arrays.fill(att, t * dim, t * dim + heads * hd, 0f);
+            for (int p0 = 0; p0 < len; p0 += pageTokens) {
+                ByteBuffer page = kv.page(p0);
+                int count = Math.min(pageTokens, len - p0);
+                for (int h = 0; h < heads; h++) {
+                    AttentionKernels.accumulate(att, t * dim + h * hd, scores, h * scoreStride + p0, page,
+                            cache.valueOffset(local, h / c.groupSize() * hd), stride, count, hd);
                 }
             }
         }
