@@ -84,7 +84,7 @@ public final class StageRuntime implements AutoCloseable {
                     : Math.max(c.contextLength(), Math.min((long) c.contextLength() * 64, (2L << 30) / bytesPerToken));
             KvCachePool pool = new KvCachePool(layers, c.kvDim(), c.contextLength(), KvCachePool.DEFAULT_PAGE_TOKENS, kvTokens);
             this.range = new LayerRange(file, c, o.layerFrom(), o.layerTo(), pool, o.maxTokensPerFrame(), o.maxSequencesPerFrame());
-            log(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights mapped, KV cache up to %d positions (%.0f MB)",
+            log(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights loaded, KV cache up to %d positions (%.0f MB)",
                     o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(), file.mappedBytes() / 1e6, kvTokens,
                     pool.capacityBytes() / 1e6));
         } catch (RuntimeException e) {
