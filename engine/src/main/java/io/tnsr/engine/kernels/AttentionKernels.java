@@ -29,8 +29,12 @@ import jdk.incubator.vector.VectorSpecies;
  * for each page: for each head h: accumulate(out, oo(h), scores, so(h) + p0, page, values(h), stride, count, headDim)
  * }</pre>
  * Pages outside, heads inside: a page's keys (and values) for all heads of a layer are one contiguous run (48 KB for
- * stories110M) instead of one 4 KB run per head, which the prefetcher follows (with {@link #scores}'s in-order reads:
- * 62 -> 27 ns per head and position over a model-sized cache at position 960).
+ * stories110M) instead of one 4 KB run per head, which the prefetcher follows: the outputs 30 -> 15 ns per head and
+ * position over a model-sized cache at position 960. The scores stay at ~31 ns: the four-chain loop visits a head's
+ * key dimensions 0-3, 16-19, 32-35, 48-51, then 4-7, ... A 16-chain loop reading them in order measured 14 ns, but
+ * in a JVM that had run F16 matrices first its compiled code allocated ~320 bytes per call (engine-bench B/tok
+ * 31 KB per token on stories15M, every type after F16), so it was not kept; storing the keys in the four-chain
+ * loop's read order is the way to get the same reads without it.
  */
 public final class AttentionKernels {
     private static final VectorSpecies<Float> F = VectorOps.F;
@@ -60,10 +64,6 @@ public final class AttentionKernels {
             return;
         }
         int chunks = headDim >= L ? headDim / L : 0; // VectorOps.dot: whole chunks only when headDim >= L
-        if (L == 16 && chunks > 0) {
-            scores16(q, qo, page, keys, pageTokens, count, headDim, chunks, scale, scores, so);
-            return;
-        }
         int dimStride = pageTokens * Float.BYTES;
         for (int i = 0; i < count; i += L) {
             int base = keys + i * Float.BYTES;
@@ -84,49 +84,6 @@ public final class AttentionKernels {
             }
             for (int j = chunks * L; j < headDim; j++) { // the scalar tail: s += q * k, two roundings
                 s = s.add(key(page, base + j * dimStride).mul(q[qo + j]));
-            }
-            s.mul(scale).intoArray(scores, so + i);
-        }
-    }
-
-    /**
-     * {@link #scores} with 16 lanes (AVX-512): all 16 lane chains at once, so that the head's key dimensions are read
-     * in order, one 4 KB run front to back (the four-chain loop above visits dimensions 0-3, 16-19, 32-35, ... then
-     * 4-7, ...: over a model-sized cache, 31 vs 14 ns per head and position). Same sums: each lane's chain over the
-     * chunks from zero, the chains added to zero in lane order.
-     */
-    private static void scores16(float[] q, int qo, ByteBuffer page, int keys, int pageTokens, int count, int headDim,
-                                 int chunks, float scale, float[] scores, int so) {
-        int ds = pageTokens * Float.BYTES; // bytes from one dimension's positions to the next dimension's
-        for (int i = 0; i < count; i += 16) {
-            int base = keys + i * Float.BYTES;
-            FloatVector z = FloatVector.zero(F);
-            FloatVector c0 = z, c1 = z, c2 = z, c3 = z, c4 = z, c5 = z, c6 = z, c7 = z; // lane l's chain: c<l>
-            FloatVector c8 = z, c9 = z, c10 = z, c11 = z, c12 = z, c13 = z, c14 = z, c15 = z;
-            for (int c = 0; c < chunks; c++) {
-                int j = qo + c * 16;
-                int o = base + c * 16 * ds;
-                c0 = FloatVector.broadcast(F, q[j]).fma(key(page, o), c0);
-                c1 = FloatVector.broadcast(F, q[j + 1]).fma(key(page, o + ds), c1);
-                c2 = FloatVector.broadcast(F, q[j + 2]).fma(key(page, o + 2 * ds), c2);
-                c3 = FloatVector.broadcast(F, q[j + 3]).fma(key(page, o + 3 * ds), c3);
-                c4 = FloatVector.broadcast(F, q[j + 4]).fma(key(page, o + 4 * ds), c4);
-                c5 = FloatVector.broadcast(F, q[j + 5]).fma(key(page, o + 5 * ds), c5);
-                c6 = FloatVector.broadcast(F, q[j + 6]).fma(key(page, o + 6 * ds), c6);
-                c7 = FloatVector.broadcast(F, q[j + 7]).fma(key(page, o + 7 * ds), c7);
-                c8 = FloatVector.broadcast(F, q[j + 8]).fma(key(page, o + 8 * ds), c8);
-                c9 = FloatVector.broadcast(F, q[j + 9]).fma(key(page, o + 9 * ds), c9);
-                c10 = FloatVector.broadcast(F, q[j + 10]).fma(key(page, o + 10 * ds), c10);
-                c11 = FloatVector.broadcast(F, q[j + 11]).fma(key(page, o + 11 * ds), c11);
-                c12 = FloatVector.broadcast(F, q[j + 12]).fma(key(page, o + 12 * ds), c12);
-                c13 = FloatVector.broadcast(F, q[j + 13]).fma(key(page, o + 13 * ds), c13);
-                c14 = FloatVector.broadcast(F, q[j + 14]).fma(key(page, o + 14 * ds), c14);
-                c15 = FloatVector.broadcast(F, q[j + 15]).fma(key(page, o + 15 * ds), c15);
-            }
-            FloatVector s = z.add(c0).add(c1).add(c2).add(c3).add(c4).add(c5).add(c6).add(c7)
-                    .add(c8).add(c9).add(c10).add(c11).add(c12).add(c13).add(c14).add(c15);
-            for (int j = chunks * 16; j < headDim; j++) { // the scalar tail: s += q * k, two roundings
-                s = s.add(key(page, base + j * ds).mul(q[qo + j]));
             }
             s.mul(scale).intoArray(scores, so + i);
         }
