@@ -11,7 +11,7 @@ import jdk.incubator.vector.VectorSpecies;
  * for bit, but without their per-position costs: a division for the page, a fresh buffer's checks, a lane reduction.
  *
  * <p>Keys are stored transposed inside a page: for a head, {@code [headDim][pageTokens]} floats, so that dimension j
- * of L consecutive positions is one vector load. {@link #scores} then makes the positions the lanes: for each lane
+ * of L consecutive positions is one vector load; the rows are in {@link #scores}' read order ({@link #keyRow}). {@link #scores} then makes the positions the lanes: for each lane
  * index l of the one-position dot product it runs that lane's FMA chain (chunks c = 0, 1, ... of the head) for L
  * positions at once, and adds the chains in lane order, from zero: exactly what {@code reduceLanes(ADD)} does with
  * one position's accumulator (sequentially from lane 0; {@code AttentionKernelsTest} checks the bits against
@@ -30,11 +30,9 @@ import jdk.incubator.vector.VectorSpecies;
  * }</pre>
  * Pages outside, heads inside: a page's keys (and values) for all heads of a layer are one contiguous run (48 KB for
  * stories110M) instead of one 4 KB run per head, which the prefetcher follows: the outputs 30 -> 15 ns per head and
- * position over a model-sized cache at position 960. The scores stay at ~31 ns: the four-chain loop visits a head's
- * key dimensions 0-3, 16-19, 32-35, 48-51, then 4-7, ... A 16-chain loop reading them in order measured 14 ns, but
- * in a JVM that had run F16 matrices first its compiled code allocated ~320 bytes per call (engine-bench B/tok
- * 31 KB per token on stories15M, every type after F16), so it was not kept; storing the keys in the four-chain
- * loop's read order is the way to get the same reads without it.
+ * position over a model-sized cache at position 960; with the keys in read order ({@link #keyRow}) the scores 31 ->
+ * ~15. (A 16-chain scores loop over keys in dimension order read as well, but in a JVM that had run F16 matrices
+ * first its compiled code allocated ~320 bytes per call: not kept.)
  */
 public final class AttentionKernels {
     private static final VectorSpecies<Float> F = VectorOps.F;
@@ -51,7 +49,8 @@ public final class AttentionKernels {
 
     /**
      * scores[so + i] = scale * (q[qo..qo+headDim) . key of position i), for positions i in [0, count) of a page whose
-     * keys for this head start at byte {@code keys}: dimension j of position i at {@code keys + (j * pageTokens + i) * 4}.
+     * keys for this head start at byte {@code keys}: dimension j of position i at
+     * {@code keys + (keyRow(j, headDim) * pageTokens + i) * 4}.
      * With {@link #vectorized} pages, {@code scores} must have room up to the end of the page (a whole vector of
      * positions is stored; those past {@code count} hold nothing meaningful).
      */
@@ -74,7 +73,7 @@ public final class AttentionKernels {
             for (int l = 0; chunks > 0 && l < L; l += 4) {
                 FloatVector l0 = FloatVector.zero(F), l1 = l0, l2 = l0, l3 = l0;
                 for (int c = 0, j = l; c < chunks; c++, j += L) {
-                    int o = base + j * dimStride;
+                    int o = base + (l * chunks + c * 4) * dimStride; // keyRow(j): the rows in this loop's order
                     l0 = FloatVector.broadcast(F, q[qo + j]).fma(key(page, o), l0);
                     l1 = FloatVector.broadcast(F, q[qo + j + 1]).fma(key(page, o + dimStride), l1);
                     l2 = FloatVector.broadcast(F, q[qo + j + 2]).fma(key(page, o + 2 * dimStride), l2);
@@ -94,6 +93,23 @@ public final class AttentionKernels {
         return FloatVector.fromByteBuffer(F, page, offset, LE);
     }
 
+    /**
+     * The row, inside a head's transposed key block, that holds dimension {@code j} (of {@code headDim}): the order in
+     * which {@link #scores} reads them, so that its reads run front to back. The four-chain loop takes lanes l..l+3
+     * of chunk 0, 1, ... (dimensions l + c * L + k), then the next four lanes: dimension l + c * L + k (l a multiple
+     * of 4, k < 4) is row l * chunks + 4c + k; the tail past the whole chunks, and heads narrower than a vector or
+     * vectors of fewer than 4 lanes, keep their order. Reading dimensions 0-3, 16-19, 32-35, 48-51, 4-7, ... in
+     * place of rows 0..63 cost 31 instead of ~15 ns per head and position over a model-sized cache.
+     */
+    public static int keyRow(int j, int headDim) {
+        int chunks = headDim >= L ? headDim / L : 0;
+        if (j >= chunks * L || L % 4 != 0) {
+            return j;
+        }
+        int l = j % L;
+        return (l & ~3) * chunks + (j / L) * 4 + (l & 3);
+    }
+
     /** q . one position's transposed key, in the order of the vector path (lane chains over chunks, lanes, tail). */
     static float scalarScore(float[] q, int qo, ByteBuffer page, int key, int pageTokens, int headDim) {
         int chunks = headDim >= L ? headDim / L : 0;
@@ -101,7 +117,7 @@ public final class AttentionKernels {
         for (int l = 0; l < L && chunks > 0; l++) {
             float lane = 0f;
             for (int c = 0, j = l; c < chunks; c++, j += L) {
-                lane = Math.fma(q[qo + j], page.getFloat(key + j * pageTokens * Float.BYTES), lane);
+                lane = Math.fma(q[qo + j], page.getFloat(key + keyRow(j, headDim) * pageTokens * Float.BYTES), lane);
             }
             s += lane;
         }

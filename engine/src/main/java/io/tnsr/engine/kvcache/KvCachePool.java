@@ -1,5 +1,6 @@
 package io.tnsr.engine.kvcache;
 
+import io.tnsr.engine.kernels.AttentionKernels;
 import io.tnsr.engine.kernels.VectorOps;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -157,7 +158,7 @@ public final class KvCachePool {
     /**
      * Byte offset, inside a page, of the keys of a local layer's dimensions from {@code firstDim} on (a KV head's
      * first dimension, kvHead x headDim): transposed, dimension firstDim + j of the page's position i at
-     * {@code keyOffset + (j * pageTokens + i) * 4}.
+     * {@code keyOffset + (AttentionKernels.keyRow(j, headDim) * pageTokens + i) * 4}.
      */
     public int keyOffset(int localLayer, int firstDim) {
         return (localLayer * 2 * kvDim + firstDim) * pageTokens * Float.BYTES;
@@ -180,8 +181,9 @@ public final class KvCachePool {
         ByteBuffer page = cache.page(position);
         int slot = position % pageTokens;
         int keys = keyOffset(localLayer, 0);
-        for (int j = 0; j < kvDim; j++) {
-            page.putFloat(keys + (j * pageTokens + slot) * Float.BYTES, key[ko + j]);
+        for (int j = 0; j < kvDim; j++) { // each head's rows in the order the scores kernel reads them
+            int row = j - j % headDim + AttentionKernels.keyRow(j % headDim, headDim);
+            page.putFloat(keys + (row * pageTokens + slot) * Float.BYTES, key[ko + j]);
         }
         // Values through VectorOps.store, not a scalar loop like the keys: with a scalar loop here (same bytes),
         // C2 (JDK 17) compiled Q8_0's tile decoding with boxed vectors in engine-bench's JVM (batched 8: 131 vs 187

@@ -69,7 +69,8 @@ class AttentionKernelsTest {
             for (int j = 0; j < kvDim; j++) {
                 keys[i][j] = (float) rnd.nextGaussian();
                 values[i][j] = (float) rnd.nextGaussian();
-                page.putFloat(keyBlock + (j * pageTokens + i) * Float.BYTES, keys[i][j]); // transposed
+                int row = j - j % headDim + AttentionKernels.keyRow(j % headDim, headDim); // transposed, read order
+                page.putFloat(keyBlock + (row * pageTokens + i) * Float.BYTES, keys[i][j]);
                 page.putFloat(valueBlock + (i * kvDim + j) * Float.BYTES, values[i][j]);
             }
         }

@@ -78,7 +78,8 @@ class KvCachePoolTest {
         for (int head = 0; head < 2; head++) {
             for (int d = 0; d < headDim; d++) {
                 int j = head * headDim + d;
-                assertEquals(100 + j, page.getFloat(pool.keyOffset(1, head * headDim) + (d * pageTokens + 2) * 4),
+                int row = io.tnsr.engine.kernels.AttentionKernels.keyRow(d, headDim);
+                assertEquals(100 + j, page.getFloat(pool.keyOffset(1, head * headDim) + (row * pageTokens + 2) * 4),
                         "key dimension " + j);
                 assertEquals(200 + j, page.getFloat(pool.valueOffset(1, head * headDim) + (2 * headDim + d) * 4),
                         "value dimension " + j);
