@@ -22,21 +22,17 @@ import jdk.incubator.vector.FloatVector;
  * 25.3 G weights/s on a 2048 x 768 matrix in cache, 15.7 -> 21.8-24.8 streamed from memory (stand-alone, this
  * machine).
  */
-final class Int8PanelMatrix extends WeightMatrix {
+final class Int8PanelMatrix extends PanelMatrix {
     private final GgmlType type;
     /** Elements per scale: 32 (Q8_0) or 16 (Q6_K); even. */
     private final int unit;
 
-    private final int panels;
-    private final int fullPanels;
     /** Units per row (called blocks below). */
     private final int blocks;
     /** [panels][cols][P]: row r, column c at (r / P) * cols * P + c * P + r % P; rows past the last zero. */
     private final byte[] q;
     /** [panels][units][P]: the scale of row r's unit b at (r / P) * blocks * P + b * P + r % P. */
     private final float[] d;
-    /** [TOKENS][P] outputs of a last partial panel before its valid rows are copied out. */
-    private final float[] spill = new float[TOKENS * P];
     /** Tokens per {@link #k2x4} call. */
     private static final int TOKENS = 4;
 
@@ -51,15 +47,13 @@ final class Int8PanelMatrix extends WeightMatrix {
     }
 
     private Int8PanelMatrix(String name, int rows, int cols, GgmlType type, int unit, PackedBlocks packed) {
-        super(name, rows, cols);
+        super(name, rows, cols, TOKENS);
         this.type = type;
         this.unit = unit;
         this.blocks = cols / unit;
         packed.requireShape(name, rows, blocks, unit);
-        this.panels = (rows + P - 1) / P;
-        this.fullPanels = rows / P;
-        this.q = new byte[Math.toIntExact((long) panels * cols * P)];
-        this.d = new float[Math.toIntExact((long) panels * blocks * P)];
+        this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * P)];
+        this.d = new float[arrayLength(name, rows, cols, (long) panels * blocks * P)];
         byte[] quants = packed.quants(); // row r's quants at r * cols, one per element
         float[] scales = packed.scales();
         for (int r = 0; r < rows; r++) {
@@ -85,14 +79,8 @@ final class Int8PanelMatrix extends WeightMatrix {
     }
 
     @Override
-    protected void matvec(float[] x, int xo, float[] out, int oo) {
-        for (int p = 0; p < fullPanels; p++) {
-            m1(q, d, p * cols * P, p * blocks * P, blocks, unit, x, xo, out, oo + p * P);
-        }
-        if (fullPanels < panels) {
-            m1(q, d, fullPanels * cols * P, fullPanels * blocks * P, blocks, unit, x, xo, spill, 0);
-            System.arraycopy(spill, 0, out, oo + fullPanels * P, rows - fullPanels * P);
-        }
+    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
+        m1(q, d, p * cols * P, p * blocks * P, blocks, unit, x, xo, out, oo);
     }
 
     /**
@@ -120,21 +108,8 @@ final class Int8PanelMatrix extends WeightMatrix {
     }
 
     @Override
-    protected void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
-        for (int p = 0; p < panels; p++) {
-            int r0 = p * P;
-            for (int t0 = 0; t0 < n; t0 += TOKENS) {
-                int valid = Math.min(TOKENS, n - t0);
-                if (p < fullPanels) {
-                    k2x4(p, x, xo + t0 * cols, valid, out, oo + t0 * rows + r0, rows);
-                } else {
-                    k2x4(p, x, xo + t0 * cols, valid, spill, 0, P);
-                    for (int j = 0; j < valid; j++) {
-                        System.arraycopy(spill, j * P, out, oo + (t0 + j) * rows + r0, rows - r0);
-                    }
-                }
-            }
-        }
+    protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
+        k2x4(p, x, xo, valid, out, oo, os);
     }
 
     /**

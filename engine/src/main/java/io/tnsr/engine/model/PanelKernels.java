@@ -38,6 +38,27 @@ final class PanelKernels {
     private PanelKernels() {
     }
 
+    /*
+     * Warm-up with short rows, once per JVM. With long rows first (4096 columns), C2 compiled m4 from a profile in
+     * which nothing after its column loop had run (the first calls went into on-stack-replaced code at the loop's
+     * back edge, so the level-3 code never reached its stores): the stores were compiled as virtual calls that box
+     * the accumulators, 768 bytes per call, 24 KB per 4096 x 4096 matvec, for good (PrintInlining: "failed to
+     * inline (intrinsic)" at VectorSupport.store). Rows of 768 first, or -XX:-UseOnStackReplacement, gave 0 bytes.
+     * Calling the kernels on tiny panels a few thousand times here (well under a millisecond) puts their exits in
+     * the profile before any real matrix runs.
+     */
+    static {
+        int cols = 4;
+        float[] w = new float[5 * (cols + 1) * P];   // five panels of up to cols + 1 columns
+        float[] x = new float[TOKENS * (cols + 1)];  // eight tokens
+        float[] out = new float[TOKENS * 5 * P];
+        for (int i = 0; i < 3000; i++) {
+            matvec(w, 0, 5, cols, x, 0, out, 0); // one group of four panels and one panel alone
+            k2x8(w, 0, cols, x, 0, 1 + i % TOKENS, out, 0, P);
+            k2x8(w, 0, cols + 1, x, 0, TOKENS, out, 0, P); // the odd last column too
+        }
+    }
+
     /**
      * One token: out[oo + r] = W[r] . x[xo..xo+cols) for the rows of {@code panels} whole panels from panel
      * offset {@code wo}, four panels at a time (eight FMA chains and four streams: 30 GB/s from the heap against

@@ -28,15 +28,13 @@ import jdk.incubator.vector.VectorOperators;
  * where sx is the token's sum of x over the sub-block's columns (in order, from zero; computed once per
  * matmul call for every token). The loops repeat Q4_0's on purpose (see there).
  */
-final class Q4KMatrix extends WeightMatrix {
+final class Q4KMatrix extends PanelMatrix {
     private static final int QK = 256;
     private static final int BYTES = 144;
     private static final int SUB = 32; // elements per sub-block (one scale and min)
     /** Tokens per {@link #k2x4} call. */
     private static final int TOKENS = 4;
 
-    private final int panels;
-    private final int fullPanels;
     private final int units;
     /** [panels][cols][L]: rows p * P + i (low nibble) and p * P + L + i (high) of column c at p * cols * L + c * L + i. */
     private final byte[] q;
@@ -46,20 +44,16 @@ final class Q4KMatrix extends WeightMatrix {
     private final float[] mneg;
     /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
     private float[] sx = new float[0];
-    /** [TOKENS][P] outputs of a last partial panel before its valid rows are copied out. */
-    private final float[] spill = new float[TOKENS * P];
 
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
-        super(name, rows, cols);
+        super(name, rows, cols, TOKENS);
         this.units = cols / SUB;
         packed.requireShape(name, rows, units, SUB / 2);
         if (packed.mins().length == 0) {
             throw new IllegalArgumentException(name + ": Q4_K needs a min per sub-block, but the packed blocks have none");
         }
-        this.panels = (rows + P - 1) / P;
-        this.fullPanels = rows / P;
-        this.q = new byte[Math.toIntExact((long) panels * cols * L)];
-        this.s = new float[Math.toIntExact((long) panels * units * P)];
+        this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
+        this.s = new float[arrayLength(name, rows, cols, (long) panels * units * P)];
         this.mneg = new float[s.length];
         byte[] quants = packed.quants(); // row r's at r * cols / 2: element c in byte (c / 64) * 32 + c % 32
         for (int r = 0; r < rows; r++) {
@@ -136,7 +130,8 @@ final class Q4KMatrix extends WeightMatrix {
     }
 
     /** sx[t * units + u] = sum of x[t] over sub-block u's columns, in order from zero, for t in [0, n). */
-    private float[] subBlockSums(float[] x, int xo, int n) {
+    @Override
+    protected void prepare(float[] x, int xo, int n) {
         if (sx.length < n * units) {
             sx = new float[n * units]; // grows to the largest call once; steady state allocates nothing
         }
@@ -149,19 +144,11 @@ final class Q4KMatrix extends WeightMatrix {
                 sx[t * units + u] = sum;
             }
         }
-        return sx;
     }
 
     @Override
-    protected void matvec(float[] x, int xo, float[] out, int oo) {
-        float[] sums = subBlockSums(x, xo, 1);
-        for (int p = 0; p < fullPanels; p++) {
-            m1(q, s, mneg, sums, p * cols * L, p * units * P, units, x, xo, out, oo + p * P);
-        }
-        if (fullPanels < panels) {
-            m1(q, s, mneg, sums, fullPanels * cols * L, fullPanels * units * P, units, x, xo, spill, 0);
-            System.arraycopy(spill, 0, out, oo + fullPanels * P, rows - fullPanels * P);
-        }
+    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
+        m1(q, s, mneg, sx, p * cols * L, p * units * P, units, x, xo, out, oo);
     }
 
     /** One panel (quants from {@code qo}, scales and mins from {@code so}) . one token: out[oo..oo+P). */
@@ -191,22 +178,8 @@ final class Q4KMatrix extends WeightMatrix {
     }
 
     @Override
-    protected void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
-        float[] sums = subBlockSums(x, xo, n);
-        for (int p = 0; p < panels; p++) {
-            int r0 = p * P;
-            for (int t0 = 0; t0 < n; t0 += TOKENS) {
-                int valid = Math.min(TOKENS, n - t0);
-                if (p < fullPanels) {
-                    k2x4(p, x, xo + t0 * cols, sums, t0 * units, valid, out, oo + t0 * rows + r0, rows);
-                } else {
-                    k2x4(p, x, xo + t0 * cols, sums, t0 * units, valid, spill, 0, P);
-                    for (int j = 0; j < valid; j++) {
-                        System.arraycopy(spill, j * P, out, oo + (t0 + j) * rows + r0, rows - r0);
-                    }
-                }
-            }
-        }
+    protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
+        k2x4(p, x, xo, sx, t0 * units, valid, out, oo, os);
     }
 
     /**

@@ -24,29 +24,23 @@ import jdk.incubator.vector.VectorOperators;
  * virtual or lambda call, or a branch on the type inside it, would leave vectors for C2 to box (the Vector
  * API's pitfall in JDK 17). One final class per type keeps each kernel monomorphic.
  */
-final class Q4_0Matrix extends WeightMatrix {
+final class Q4_0Matrix extends PanelMatrix {
     private static final int QK = 32;
     /** Tokens per {@link #k2x4} call. */
     private static final int TOKENS = 4;
 
-    private final int panels;
-    private final int fullPanels;
     private final int blocks;
     /** [panels][cols][L]: rows p * P + i (low nibble) and p * P + L + i (high) of column c at p * cols * L + c * L + i. */
     private final byte[] q;
     /** [panels][blocks][P]: the scale of row r's block b at (r / P) * blocks * P + b * P + r % P. */
     private final float[] d;
-    /** [TOKENS][P] outputs of a last partial panel before its valid rows are copied out. */
-    private final float[] spill = new float[TOKENS * P];
 
     Q4_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
-        super(name, rows, cols);
+        super(name, rows, cols, TOKENS);
         this.blocks = cols / QK;
         packed.requireShape(name, rows, blocks, QK / 2);
-        this.panels = (rows + P - 1) / P;
-        this.fullPanels = rows / P;
-        this.q = new byte[Math.toIntExact((long) panels * cols * L)];
-        this.d = new float[Math.toIntExact((long) panels * blocks * P)];
+        this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
+        this.d = new float[arrayLength(name, rows, cols, (long) panels * blocks * P)];
         byte[] quants = packed.quants(); // block k's 16 bytes at k * 16: element i low nibble, 16 + i high
         float[] scales = packed.scales();
         for (int r = 0; r < rows; r++) {
@@ -89,14 +83,8 @@ final class Q4_0Matrix extends WeightMatrix {
     }
 
     @Override
-    protected void matvec(float[] x, int xo, float[] out, int oo) {
-        for (int p = 0; p < fullPanels; p++) {
-            m1(q, d, p * cols * L, p * blocks * P, blocks, x, xo, out, oo + p * P);
-        }
-        if (fullPanels < panels) {
-            m1(q, d, fullPanels * cols * L, fullPanels * blocks * P, blocks, x, xo, spill, 0);
-            System.arraycopy(spill, 0, out, oo + fullPanels * P, rows - fullPanels * P);
-        }
+    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
+        m1(q, d, p * cols * L, p * blocks * P, blocks, x, xo, out, oo);
     }
 
     /** One panel (quants from {@code qo}, scales from {@code so}) . one token: out[oo..oo+P). */
@@ -121,21 +109,8 @@ final class Q4_0Matrix extends WeightMatrix {
     }
 
     @Override
-    protected void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
-        for (int p = 0; p < panels; p++) {
-            int r0 = p * P;
-            for (int t0 = 0; t0 < n; t0 += TOKENS) {
-                int valid = Math.min(TOKENS, n - t0);
-                if (p < fullPanels) {
-                    k2x4(p, x, xo + t0 * cols, valid, out, oo + t0 * rows + r0, rows);
-                } else {
-                    k2x4(p, x, xo + t0 * cols, valid, spill, 0, P);
-                    for (int j = 0; j < valid; j++) {
-                        System.arraycopy(spill, j * P, out, oo + (t0 + j) * rows + r0, rows - r0);
-                    }
-                }
-            }
-        }
+    protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
+        k2x4(p, x, xo, valid, out, oo, os);
     }
 
     /**

@@ -139,49 +139,32 @@ public abstract class WeightMatrix {
         }
         ByteBuffer data = file.map(name);
         return switch (t.type()) {
-            case F32 -> {
-                try {
-                    yield new F32Matrix(name, rows, cols, data);
-                } catch (OutOfMemoryError e) {
-                    throw heapTooSmall(file, t, F32Matrix.heapBytes(rows, cols), e);
-                }
-            }
+            case F32 -> repacked(file, t, F32Matrix.heapBytes(rows, cols), () -> new F32Matrix(name, rows, cols, data));
             case F16 -> new F16Matrix(name, rows, cols, data);
-            case Q8_0 -> {
-                PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
-                try {
-                    yield Int8PanelMatrix.q8_0(name, rows, checkBlocks(file, t, cols), blocks);
-                } catch (OutOfMemoryError e) {
-                    throw heapTooSmall(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32), e);
-                }
-            }
-            case Q4_0 -> {
-                PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
-                try {
-                    yield new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), blocks);
-                } catch (OutOfMemoryError e) {
-                    throw heapTooSmall(file, t, Q4_0Matrix.heapBytes(rows, cols), e);
-                }
-            }
-            case Q4_K -> {
-                PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
-                try {
-                    yield new Q4KMatrix(name, rows, checkBlocks(file, t, cols), blocks);
-                } catch (OutOfMemoryError e) {
-                    throw heapTooSmall(file, t, Q4KMatrix.heapBytes(rows, cols), e);
-                }
-            }
-            case Q6_K -> {
-                PackedBlocks blocks = PackedBlocks.unpack(file, t, data);
-                try {
-                    yield Int8PanelMatrix.q6_K(name, rows, checkBlocks(file, t, cols), blocks);
-                } catch (OutOfMemoryError e) {
-                    throw heapTooSmall(file, t, Int8PanelMatrix.heapBytes(rows, cols, 16), e);
-                }
-            }
+            case Q8_0 -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
+                    () -> Int8PanelMatrix.q8_0(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q4_0 -> repacked(file, t, Q4_0Matrix.heapBytes(rows, cols),
+                    () -> new Q4_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q4_K -> repacked(file, t, Q4KMatrix.heapBytes(rows, cols),
+                    () -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q6_K -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 16),
+                    () -> Int8PanelMatrix.q6_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
                     + ", which this engine does not support (supported: " + SUPPORTED + ")");
         };
+    }
+
+    /**
+     * {@code make} (a repack onto the heap: PackedBlocks, then panels), or, when the heap is too small for it, the
+     * clear error of {@link #heapTooSmall} with the panels' size, {@code heapBytes}.
+     */
+    private static WeightMatrix repacked(GgufFile file, GgufTensorInfo t, long heapBytes,
+                                         java.util.function.Supplier<WeightMatrix> make) {
+        try {
+            return make.get();
+        } catch (OutOfMemoryError e) {
+            throw heapTooSmall(file, t, heapBytes, e);
+        }
     }
 
     /**

@@ -1,0 +1,96 @@
+package io.tnsr.engine.model;
+
+import static io.tnsr.engine.model.PanelKernels.P;
+
+/**
+ * A matrix stored in row panels ({@link PanelKernels}): the loops over panels and token groups, the same for every
+ * panel type (F32, Q8_0, Q6_K, Q4_0, Q4_K); each type supplies its kernels for one panel and one token
+ * ({@link #panel}) and for one panel and a group of tokens ({@link #group}).
+ *
+ * <pre>{@code
+ * matvec:        prepare(x, 1); wholePanels(x, out); panel(last partial one) into the spill
+ * matmulTokens:  prepare(x, n); for each panel p (read from memory once): for each group of tokens (from L2):
+ *                    group(p, tokens t0 .. t0 + valid)
+ * }</pre>
+ *
+ * The kernels always store whole panels, P outputs per token: a last partial panel (rows % P != 0) is computed
+ * into a scratch and only its valid rows are copied out. The calls into the kernels are virtual and pass no vector:
+ * each type's kernels compile as units of their own, which keeps C2 (JDK 17) within its inlining budget (see
+ * {@link WeightMatrix}). One compute thread uses a matrix (the scratch is the matrix's).
+ */
+abstract class PanelMatrix extends WeightMatrix {
+    /** Panels, the last one partial when rows % P != 0. */
+    protected final int panels;
+    /** Panels of P whole rows. */
+    protected final int fullPanels;
+    /** Tokens per {@link #group} call. */
+    private final int tokens;
+    /** [tokens][P] outputs of the last partial panel before its valid rows are copied out. */
+    private final float[] spill;
+
+    PanelMatrix(String name, int rows, int cols, int tokens) {
+        super(name, rows, cols);
+        this.panels = (rows + P - 1) / P;
+        this.fullPanels = rows / P;
+        this.tokens = tokens;
+        this.spill = new float[tokens * P];
+    }
+
+    /** {@code length} as an array length, or a clear error for a matrix larger than one Java array holds. */
+    static int arrayLength(String name, int rows, int cols, long length) {
+        if (length > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(name + ": " + rows + " x " + cols
+                    + " is more than one Java array holds once repacked (" + length + " elements)");
+        }
+        return (int) length;
+    }
+
+    @Override
+    protected final void matvec(float[] x, int xo, float[] out, int oo) {
+        prepare(x, xo, 1);
+        wholePanels(x, xo, out, oo);
+        if (fullPanels < panels) {
+            panel(fullPanels, x, xo, spill, 0);
+            System.arraycopy(spill, 0, out, oo + fullPanels * P, rows - fullPanels * P);
+        }
+    }
+
+    @Override
+    protected final void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
+        prepare(x, xo, n);
+        for (int p = 0; p < panels; p++) {
+            int r0 = p * P;
+            for (int t0 = 0; t0 < n; t0 += tokens) {
+                int valid = Math.min(tokens, n - t0);
+                if (p < fullPanels) {
+                    group(p, x, xo + t0 * cols, t0, valid, out, oo + t0 * rows + r0, rows);
+                } else {
+                    group(p, x, xo + t0 * cols, t0, valid, spill, 0, P);
+                    for (int j = 0; j < valid; j++) {
+                        System.arraycopy(spill, j * P, out, oo + (t0 + j) * rows + r0, rows - r0);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Before the kernels of a call over tokens [0, n) of x run (Q4_K sums x over its sub-blocks here). */
+    protected void prepare(float[] x, int xo, int n) {
+    }
+
+    /** One token: out[oo + p * P ..] for every whole panel p. One panel at a time unless a type knows better. */
+    protected void wholePanels(float[] x, int xo, float[] out, int oo) {
+        for (int p = 0; p < fullPanels; p++) {
+            panel(p, x, xo, out, oo + p * P);
+        }
+    }
+
+    /** Panel p . one token (x from {@code xo}): out[oo..oo+P). */
+    protected abstract void panel(int p, float[] x, int xo, float[] out, int oo);
+
+    /**
+     * Panel p . tokens j in [0, valid) (token j's x at {@code xo + j * cols}; the first is token t0 of the call):
+     * out[oo + j * os + i] for the panel's P rows i. Missing tokens repeat the last valid one and are not stored.
+     */
+    protected abstract void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os);
+}
