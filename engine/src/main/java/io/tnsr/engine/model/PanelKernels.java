@@ -6,9 +6,10 @@ import static io.tnsr.engine.model.TileKernels.L;
 import jdk.incubator.vector.FloatVector;
 
 /**
- * Matrix kernels over <em>row panels</em> (F32's layout, {@link F32Matrix}): panel p holds rows [p * P, p * P + P)
- * column after column, {@code [cols][P]} floats, so one vector load is L rows' weights of one column and the
- * vector lanes are rows. A (row, token) product is then one FMA chain over the columns in order,
+ * F32's matrix kernels over <em>row panels</em> ({@link F32Matrix}; the quantized panel types have their own, with
+ * the same shape, and {@link PanelMatrix} the loops around them): panel p holds rows [p * P, p * P + P) column
+ * after column, {@code [cols][P]} floats, so one vector load is L rows' weights of one column and the vector lanes
+ * are rows. A (row, token) product is then one FMA chain over the columns in order,
  * {@code acc = fma(w[c], x[c], acc)} from zero, per lane: no lane reduction, and the same order for one token
  * ({@link #matvec}) and for any grouping of tokens ({@link #k2x8}), so results never depend on the batch.
  * {@code Math.fma} over the columns in order computes the same bits in scalar code.
@@ -16,8 +17,8 @@ import jdk.incubator.vector.FloatVector;
  * <p>Why lanes are rows: the row-major kernels ({@link TileKernels}) end every (row, token) with a 16-lane
  * reduction and, for several tokens, copy each weight row into an L1 tile first; here a weight is loaded once
  * per panel and serves 8 tokens straight from the panel, and x is broadcast one element at a time. Measured
- * side by side on the stories110M shape (2-core EPYC, AVX-512): 8 tokens 148 -> 418 tokens/s, 16 tokens 208 ->
- * 454, 128 tokens 351 -> 493 (108 GFLOP/s, 93% of the FMA peak); see docs/engine-speed.md.
+ * side by side on the stories110M shape (2-core EPYC, AVX-512, prototype): 8 tokens 148 -> 418 tokens/s, 16
+ * tokens 208 -> 454, 128 tokens 351 -> 493 (108 GFLOP/s, 93% of the FMA peak); see docs/engine-speed.md.
  *
  * <p>Calling pattern (one compute thread; the panel array is read-only and may be shared):
  * <pre>{@code
