@@ -51,12 +51,6 @@ final class Blocks {
         return (FloatVector) ints(row, off).convert(VectorOperators.I2F, 0);
     }
 
-    /** Unsigned 4-bit fields: (byte >> shift) & 0xF of L bytes from {@code off}, minus {@code bias}, as floats. */
-    static FloatVector nibbles(byte[] row, int off, int shift, int bias) {
-        return (FloatVector) ints(row, off).lanewise(VectorOperators.LSHR, shift).and(0xF).sub(bias)
-                .convert(VectorOperators.I2F, 0);
-    }
-
     /** Every half-precision value as a float (256 KiB): a block scale costs one L1/L2 load instead of ~10 ops. */
     private static final float[] HALF = new float[1 << 16];
 

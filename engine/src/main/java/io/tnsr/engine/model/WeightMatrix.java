@@ -34,25 +34,10 @@ public abstract class WeightMatrix {
     protected final String name;
     protected final int rows;
     protected final int cols;
-    /** The tensor's bytes in the mapped file; null for the types repacked at load (F32 and the quantized ones). */
-    protected final ByteBuffer data;
-    /**
-     * [TILE_ROWS][cols] scratch for the tile path of several tokens, allocated on its first use (the panel types
-     * never use it); one compute thread uses a matrix.
-     */
-    private float[] tile;
-
-    /** A matrix read in place from {@code data} (F16). */
-    protected WeightMatrix(String name, int rows, int cols, ByteBuffer data) {
+    protected WeightMatrix(String name, int rows, int cols) {
         this.name = name;
         this.rows = rows;
         this.cols = cols;
-        this.data = data;
-    }
-
-    /** A matrix repacked at load (F32 and the quantized types), with no reference to the mapped file. */
-    protected WeightMatrix(String name, int rows, int cols) {
-        this(name, rows, cols, null);
     }
 
     public final String name() {
@@ -86,27 +71,10 @@ public abstract class WeightMatrix {
     }
 
     /**
-     * {@link #matmul} of n > 1 tokens. This default is the tile path: {@link TileKernels#TILE_ROWS} rows at a
-     * time are decoded into a small tile ({@link #decodeRow}, the same register arithmetic, stored) and multiplied
-     * with all n tokens from L1 (4 rows x 4 tokens per kernel call), in the order {@link TileKernels} documents.
-     * F16's; the panel types override it.
+     * {@link #matmul} of n > 1 tokens: each weight read once per call and reused for several tokens, in the order of
+     * the type's {@link #matvec} (row panels: {@link PanelMatrix}; F16: 4-row tiles, {@link TileKernels}).
      */
-    protected void matmulTokens(float[] x, int xOff, int n, float[] out, int outOff) {
-        float[] tile = this.tile;
-        if (tile == null) {
-            tile = this.tile = new float[TileKernels.TILE_ROWS * cols];
-        }
-        int groups = (n + TileKernels.GROUP - 1) / TileKernels.GROUP;
-        for (int r0 = 0; r0 < rows; r0 += TileKernels.TILE_ROWS) {
-            int nr = Math.min(TileKernels.TILE_ROWS, rows - r0);
-            for (int i = 0; i < nr; i++) { // one sequential stream; spreading these between the kernel calls
-                decodeRow(r0 + i, tile, i * cols); // (to overlap memory and arithmetic) was measured slower
-            }
-            for (int g = 0; g < groups; g++) {
-                TileKernels.group(tile, nr, cols, x, xOff, n, g, out, outOff + r0, rows);
-            }
-        }
-    }
+    protected abstract void matmulTokens(float[] x, int xOff, int n, float[] out, int outOff);
 
     /**
      * out[outOff + r] = W[r] . x[xOff..xOff+cols), every row: decode of one token. Each type widens its weights
