@@ -32,6 +32,9 @@ public final class KvCachePool {
     private final int capacityPages;
     private int allocatedPages;
     private final ArrayDeque<ByteBuffer> freePages = new ArrayDeque<>();
+    /** {@link #keyRows} for {@link #keyRowsHeadDim} (one model, one head size: built on the first write). */
+    private int[] keyRows = new int[0];
+    private int keyRowsHeadDim = -1;
     private final Int2ObjectHashMap<KvCache> live = new Int2ObjectHashMap<>();
     private final ArrayDeque<KvCache> spareCaches = new ArrayDeque<>();
 
@@ -181,9 +184,9 @@ public final class KvCachePool {
         ByteBuffer page = cache.page(position);
         int slot = position % pageTokens;
         int keys = keyOffset(localLayer, 0);
+        int[] rows = keyRows(headDim);
         for (int j = 0; j < kvDim; j++) { // each head's rows in the order the scores kernel reads them
-            int row = j - j % headDim + AttentionKernels.keyRow(j % headDim, headDim);
-            page.putFloat(keys + (row * pageTokens + slot) * Float.BYTES, key[ko + j]);
+            page.putFloat(keys + (rows[j] * pageTokens + slot) * Float.BYTES, key[ko + j]);
         }
         // Values through VectorOps.store, not a scalar loop like the keys: with a scalar loop here (same bytes),
         // C2 (JDK 17) compiled Q8_0's tile decoding with boxed vectors in engine-bench's JVM (batched 8: 131 vs 187
@@ -192,6 +195,23 @@ public final class KvCachePool {
             VectorOps.store(page, valueOffset(localLayer, first) + slot * headDim * Float.BYTES, value, vo + first,
                     headDim);
         }
+    }
+
+    /**
+     * rows[j] = the row of key dimension j inside its layer's transposed key block (its head's first row plus
+     * {@link AttentionKernels#keyRow}), computed once per head size instead of a division and a remainder per
+     * dimension, position and layer.
+     */
+    private int[] keyRows(int headDim) {
+        if (keyRowsHeadDim != headDim) {
+            int[] rows = new int[kvDim];
+            for (int j = 0; j < kvDim; j++) {
+                rows[j] = j - j % headDim + AttentionKernels.keyRow(j % headDim, headDim);
+            }
+            keyRows = rows;
+            keyRowsHeadDim = headDim;
+        }
+        return keyRows;
     }
 
     public int layers() {
