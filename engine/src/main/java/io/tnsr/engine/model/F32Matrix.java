@@ -40,7 +40,7 @@ final class F32Matrix extends PanelMatrix {
 
     /** Heap bytes a rows x cols F32 matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytes(long rows, long cols) {
-        return (rows + P - 1) / P * P * cols * Float.BYTES;
+        return paddedRows(rows) * cols * Float.BYTES;
     }
 
     @Override

@@ -70,7 +70,7 @@ final class Int8PanelMatrix extends PanelMatrix {
 
     /** Heap bytes a rows x cols matrix takes once repacked (its rows rounded up to whole panels), unit 16 or 32. */
     static long heapBytes(long rows, long cols, int unit) {
-        return (rows + P - 1) / P * P * (cols + cols / unit * Float.BYTES);
+        return paddedRows(rows) * (cols + cols / unit * Float.BYTES);
     }
 
     @Override

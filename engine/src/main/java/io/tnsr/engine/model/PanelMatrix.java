@@ -36,6 +36,11 @@ abstract class PanelMatrix extends WeightMatrix {
         this.spill = new float[tokens * P];
     }
 
+    /** Rows rounded up to whole panels: what a panel type's arrays hold (its heapBytes). */
+    static long paddedRows(long rows) {
+        return (rows + P - 1) / P * P;
+    }
+
     /** {@code length} as an array length, or a clear error for a matrix larger than one Java array holds. */
     static int arrayLength(String name, int rows, int cols, long length) {
         if (length > Integer.MAX_VALUE - 8) {

@@ -77,7 +77,7 @@ final class Q4KMatrix extends PanelMatrix {
 
     /** Heap bytes a rows x cols Q4_K matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytes(long rows, long cols) {
-        return (rows + P - 1) / P * P * (cols / 2 + 2 * (cols / SUB) * Float.BYTES);
+        return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) * Float.BYTES);
     }
 
     @Override

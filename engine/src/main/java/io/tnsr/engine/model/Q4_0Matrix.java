@@ -63,7 +63,7 @@ final class Q4_0Matrix extends PanelMatrix {
 
     /** Heap bytes a rows x cols Q4_0 matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytes(long rows, long cols) {
-        return (rows + P - 1) / P * P * (cols / 2 + cols / QK * Float.BYTES);
+        return paddedRows(rows) * (cols / 2 + cols / QK * Float.BYTES);
     }
 
     @Override
