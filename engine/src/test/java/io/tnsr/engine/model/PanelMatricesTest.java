@@ -15,9 +15,10 @@ import org.junit.jupiter.params.provider.CsvSource;
  * type's documented order, bit for bit, for one token and for any number of tokens; rows past the last whole
  * panel and tokens past the last whole group are computed and stored like the others, and nothing outside the
  * output rows is written. The references: F32 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in order;
- * Q8_0, Q6_K and Q4_0 the same over each unit's quants ({@code q} or {@code q - 8}, as floats; 32 elements, 16
- * for Q6_K) into a unit sum, then {@code acc = Math.fma(usum, scale, acc)}; Q4_K then also
- * {@code acc = Math.fma(-min, sx, acc)} with sx the sum of x over the sub-block, in order.
+ * Q8_0 and Q6_K the same over each unit's quants ({@code q}, as floats; 32 elements, 16 for Q6_K) into a unit sum,
+ * then {@code acc = Math.fma(usum, scale, acc)}; Q4_K then also {@code acc = Math.fma(-min, sx, acc)} with sx the
+ * sum of x over the sub-block, in order; Q4_0 quantizes x per block of 32 ({@code xq = rint(x * 127 / amax)}), sums
+ * {@code (q - 8) * xq} as integers and does {@code acc = Math.fma((float) isum, d * (amax / 127), acc)}.
  */
 class PanelMatricesTest {
     private static final int P = PanelKernels.P;
@@ -120,11 +121,16 @@ class PanelMatricesTest {
             public float dot(int row, float[] x, int xo) {
                 float acc = 0f;
                 for (int b = 0; b < blocks; b++) {
-                    float s = 0f;
+                    float amax = 0f;
                     for (int c = b * 32; c < b * 32 + 32; c++) {
-                        s = Math.fma(q(row, c), x[xo + c], s);
+                        amax = Math.max(amax, Math.abs(x[xo + c]));
                     }
-                    acc = Math.fma(s, d[row * blocks + b], acc);
+                    float id = amax > 0f ? 127f / amax : 0f;
+                    int isum = 0;
+                    for (int c = b * 32; c < b * 32 + 32; c++) {
+                        isum += q(row, c) * (int) Math.rint(x[xo + c] * id);
+                    }
+                    acc = Math.fma((float) isum, d[row * blocks + b] * (amax / 127f), acc);
                 }
                 return acc;
             }
