@@ -1,5 +1,10 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.Int8Activations.high;
+import static io.tnsr.engine.model.Int8Activations.low;
+import static io.tnsr.engine.model.Int8Activations.pair;
+import static io.tnsr.engine.model.Int8Activations.rowSums;
+import static io.tnsr.engine.model.Int8Activations.xpair;
 import static io.tnsr.engine.model.PanelKernels.P;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
@@ -8,7 +13,9 @@ import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Q4_K weights (ggml block_q4_K): super-blocks of 256 elements, 144 bytes each,
@@ -19,24 +26,32 @@ import jdk.incubator.vector.VectorOperators;
  * <p>Repacked at load ({@link #repack}): the 128 bytes of nibbles of each super-block as they are, and per
  * sub-block the float products {@code d * sc} and {@code dmin * m}, so that no kernel unpacks a 6-bit field
  * (every 32 bytes of quants are 64 elements, the low nibbles sub-block 2p and the high nibbles sub-block 2p + 1,
- * each value {@code q * scale - min}); then into row panels like Q4_0's ({@link Q4_0Matrix}): per panel and
- * column, L bytes whose byte i holds row i's q in its low nibble and row L + i's in its high nibble, and per
- * panel the scales and the negated mins, {@code [subBlocks][P]} floats each.
+ * each value {@code q * scale - min}); then into row panels laid out as Q4_0's ({@link Q4_0Matrix}): per panel
+ * and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its low nibble and of row L + i in
+ * its high nibble, byte 2i + 1 the same for column c + 1, each nibble {@code q - 8} as a signed 4-bit number, as
+ * Q4_0's; per panel the scales and the negated mins, {@code [subBlocks][P]} floats each. With the bias, an element
+ * is {@code (q - 8) * scale + (8 * scale - min)}.
  *
- * <p>Summation order of a (row, token): for each sub-block, {@code usum = fma(q[c], x[c], usum)} over its 32
- * columns in order from zero, then {@code acc = fma(usum, scale, acc)} and {@code acc = fma(-min, sx, acc)},
- * where sx is the token's sum of x over the sub-block's columns (in order, from zero; computed once per
- * matmul call for every token). The loops repeat Q4_0's on purpose (see there).
+ * <p>Multiplied like Q4_0, in 16-bit integers against the activations quantized to 8 bits per sub-block
+ * ({@link Int8Activations}). Result of a (row, token), one token or many: for each sub-block, {@code isum} = the
+ * exact integer sum of {@code (q - 8) * xq} over its 32 columns, then {@code acc = fma((float) isum, scale * s,
+ * acc)} and {@code acc = fma(fma(scale, 8, -min), sx, acc)}, where s is the activations' scale and sx the token's
+ * sum of x over the sub-block's columns (floats, in order, from zero; computed once per matmul call for every
+ * token). Signed nibbles, not q itself: a row's two 16-bit sums then add up within Q4_0's bound (the cheap
+ * {@code rowSums}), the kernels are Q4_0's plus one FMA, and the activations' rounding meets |q - 8| &lt;= 8, not
+ * q &lt;= 15. The loops repeat Q4_0's on purpose (see there).
  */
 final class Q4KMatrix extends PanelMatrix {
     private static final int QK = 256;
     private static final int BYTES = 144;
     private static final int SUB = 32; // elements per sub-block (one scale and min)
-    /** Tokens per {@link #k2x4} call. */
-    private static final int TOKENS = 4;
+    /** Tokens per {@link #group} call. */
+    private static final int TOKENS = 1;
+    private static final VectorSpecies<Short> S = Int8Activations.S;
+    private static final FloatVector EIGHT = FloatVector.broadcast(F, 8f);
 
     private final int units;
-    /** [panels][cols][L]: rows p * P + i (low nibble) and p * P + L + i (high) of column c at p * cols * L + c * L + i. */
+    /** [panels][cols / 2][2L]: row r, column c in byte {@link #at}, laid out as above. */
     private final byte[] q;
     /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
     private final float[] s;
@@ -44,6 +59,8 @@ final class Q4KMatrix extends PanelMatrix {
     private final float[] mneg;
     /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
     private float[] sx = new float[0];
+    /** The activations of the call in progress, quantized. */
+    private final Int8Activations acts = new Int8Activations();
 
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
@@ -58,14 +75,13 @@ final class Q4KMatrix extends PanelMatrix {
         byte[] quants = packed.quants(); // row r's at r * cols / 2: element c in byte (c / 64) * 32 + c % 32
         for (int r = 0; r < rows; r++) {
             int i = r % P;
-            int base = (r / P) * cols * L + i % L;
             int shift = i < L ? 0 : 4;
             int keep = i < L ? 0xF0 : 0x0F; // the other row's nibble in the same byte
             for (int c = 0; c < cols; c++) {
                 int b = quants[r * (cols / 2) + (c / 64) * 32 + c % 32];
                 int n = (c / 32) % 2 == 0 ? b & 0xF : (b >> 4) & 0xF;
-                int at = base + c * L;
-                q[at] = (byte) (q[at] & keep | n << shift);
+                int at = at(r, c);
+                q[at] = (byte) (q[at] & keep | ((n - 8) & 0xF) << shift);
             }
             int sbase = (r / P) * units * P + i;
             for (int u = 0; u < units; u++) {
@@ -73,6 +89,11 @@ final class Q4KMatrix extends PanelMatrix {
                 mneg[sbase + u * P] = -packed.mins()[r * units + u];
             }
         }
+    }
+
+    /** The byte holding row r, column c. */
+    private int at(int r, int c) {
+        return (r / P) * cols * L + (c / 2) * P + 2 * (r % L) + c % 2;
     }
 
     /** Heap bytes a rows x cols Q4_K matrix takes once repacked (its rows rounded up to whole panels). */
@@ -119,19 +140,10 @@ final class Q4KMatrix extends PanelMatrix {
         return new PackedBlocks(quants, scales, mins);
     }
 
-    /** Rows [0, L) of a panel column: the low nibbles of v. */
-    private static FloatVector low(IntVector v) {
-        return (FloatVector) v.and(0xF).convert(VectorOperators.I2F, 0);
-    }
-
-    /** Rows [L, P) of a panel column: the high nibbles of v. */
-    private static FloatVector high(IntVector v) {
-        return (FloatVector) v.lanewise(VectorOperators.ASHR, 4).and(0xF).convert(VectorOperators.I2F, 0);
-    }
-
-    /** sx[t * units + u] = sum of x[t] over sub-block u's columns, in order from zero, for t in [0, n). */
+    /** Quantizes tokens [0, n) of x; sx[t * units + u] = sum of x[t] over sub-block u's columns, in order from zero. */
     @Override
     protected void prepare(float[] x, int xo, int n) {
+        acts.quantize(x, xo, n, cols);
         if (sx.length < n * units) {
             sx = new float[n * units]; // grows to the largest call once; steady state allocates nothing
         }
@@ -148,119 +160,55 @@ final class Q4KMatrix extends PanelMatrix {
 
     @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, s, mneg, sx, p * cols * L, p * units * P, units, x, xo, out, oo);
+        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), 0, acts.scales(), sx, 0, out, oo);
     }
 
-    /** One panel (quants from {@code qo}, scales and mins from {@code so}) . one token: out[oo..oo+P). */
-    private static void m1(byte[] q, float[] s, float[] mneg, float[] sx, int qo, int so, int units, float[] x, int xo,
-                           float[] out, int oo) {
+    /** One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). */
+    private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, int xqo, float[] xs,
+                           float[] sx, int sxo, float[] out, int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < units; b++) {
-            FloatVector s0 = FloatVector.zero(F), s1 = s0; // the sub-block's sums
-            for (int k = b * SUB; k < b * SUB + SUB; k += 2) {
-                for (int u = 0; u < 2; u++) {
-                    int c = k + u;
-                    FloatVector xv = FloatVector.broadcast(F, x[xo + c]);
-                    IntVector v = Blocks.ints(q, qo + c * L);
-                    s0 = low(v).fma(xv, s0);
-                    s1 = high(v).fma(xv, s1);
+            ShortVector s0 = ShortVector.zero(S), s1 = s0; // the sub-block's sums, rows [0, L) and [L, P)
+            for (int k = b * SUB / 2; k < b * SUB / 2 + SUB / 2; k += 2) {
+                for (int u = 0; u < 2; u++) { // two pairs per trip: a constant-count inner loop C2 unrolls
+                    int i = k + u;
+                    ShortVector v = pair(q, qo + i * P);
+                    ShortVector xv = xpair(xq, xqo + i);
+                    s0 = low(v).mul(xv).add(s0);
+                    s1 = high(v).mul(xv).add(s1);
                 }
             }
             int sb = so + b * P;
-            FloatVector sxv = FloatVector.broadcast(F, sx[b]);
-            a0 = s0.fma(FloatVector.fromArray(F, s, sb), a0);
-            a1 = s1.fma(FloatVector.fromArray(F, s, sb + L), a1);
-            a0 = FloatVector.fromArray(F, mneg, sb).fma(sxv, a0);
-            a1 = FloatVector.fromArray(F, mneg, sb + L).fma(sxv, a1);
+            FloatVector xsv = FloatVector.broadcast(F, xs[sxo + b]);
+            FloatVector sxv = FloatVector.broadcast(F, sx[sxo + b]);
+            FloatVector d0 = FloatVector.fromArray(F, s, sb);
+            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
+            a0 = rowSums(s0).fma(d0.mul(xsv), a0);
+            a1 = rowSums(s1).fma(d1.mul(xsv), a1);
+            a0 = d0.fma(EIGHT, FloatVector.fromArray(F, mneg, sb)).fma(sxv, a0);
+            a1 = d1.fma(EIGHT, FloatVector.fromArray(F, mneg, sb + L)).fma(sxv, a1);
         }
         a0.intoArray(out, oo);
         a1.intoArray(out, oo + L);
     }
 
+    /**
+     * One token at a time, the panel's weights from L1/L2 after the first: a two-token kernel with Q4_K's extra
+     * FMAs ran C2 (JDK 17) out of its node budget (NodeCountInliningCutoff) and boxed (1.2 MB per 8-token call).
+     */
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        k2x4(p, x, xo, sx, t0 * units, valid, out, oo, os);
-    }
-
-    /**
-     * Panel p . tokens j in [0, valid) (valid 1..4) of x (token j at {@code xo + j * cols}, its sub-block sums at
-     * {@code sums[sumo + j * units]}): out[oo + j * os + i] for the panel's P rows i. Missing tokens repeat the
-     * last valid one and are not stored.
-     */
-    private void k2x4(int p, float[] x, int xo, float[] sums, int sumo, int valid, float[] out, int oo, int os) {
-        byte[] q = this.q;
-        float[] s = this.s;
-        float[] mneg = this.mneg;
-        int qo = p * cols * L;
-        int so = p * units * P;
-        int x0 = xo;
-        int x1 = xo + Math.min(1, valid - 1) * cols;
-        int x2 = xo + Math.min(2, valid - 1) * cols;
-        int x3 = xo + Math.min(3, valid - 1) * cols;
-        int y0 = sumo;                                   // token j's sub-block sums at y<j>
-        int y1 = sumo + Math.min(1, valid - 1) * units;
-        int y2 = sumo + Math.min(2, valid - 1) * units;
-        int y3 = sumo + Math.min(3, valid - 1) * units;
-        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0; // totals, rows [0, L), per token
-        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0;                   // totals, rows [L, P)
-        for (int b = 0; b < units; b++) {
-            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0; // sub-block sums, rows [0, L)
-            FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0;                   // sub-block sums, rows [L, P)
-            for (int c = b * SUB; c < b * SUB + SUB; c++) {
-                IntVector v = Blocks.ints(q, qo + c * L);
-                FloatVector w0 = low(v);
-                FloatVector w1 = high(v);
-                FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
-                s0 = w0.fma(xv, s0); t0 = w1.fma(xv, t0);
-                xv = FloatVector.broadcast(F, x[x1 + c]);
-                s1 = w0.fma(xv, s1); t1 = w1.fma(xv, t1);
-                xv = FloatVector.broadcast(F, x[x2 + c]);
-                s2 = w0.fma(xv, s2); t2 = w1.fma(xv, t2);
-                xv = FloatVector.broadcast(F, x[x3 + c]);
-                s3 = w0.fma(xv, s3); t3 = w1.fma(xv, t3);
-            }
-            int sb = so + b * P;
-            FloatVector d0 = FloatVector.fromArray(F, s, sb);
-            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
-            a0 = s0.fma(d0, a0); b0 = t0.fma(d1, b0);
-            a1 = s1.fma(d0, a1); b1 = t1.fma(d1, b1);
-            a2 = s2.fma(d0, a2); b2 = t2.fma(d1, b2);
-            a3 = s3.fma(d0, a3); b3 = t3.fma(d1, b3);
-            d0 = FloatVector.fromArray(F, mneg, sb);
-            d1 = FloatVector.fromArray(F, mneg, sb + L);
-            FloatVector sxv = FloatVector.broadcast(F, sums[y0 + b]);
-            a0 = d0.fma(sxv, a0); b0 = d1.fma(sxv, b0);
-            sxv = FloatVector.broadcast(F, sums[y1 + b]);
-            a1 = d0.fma(sxv, a1); b1 = d1.fma(sxv, b1);
-            sxv = FloatVector.broadcast(F, sums[y2 + b]);
-            a2 = d0.fma(sxv, a2); b2 = d1.fma(sxv, b2);
-            sxv = FloatVector.broadcast(F, sums[y3 + b]);
-            a3 = d0.fma(sxv, a3); b3 = d1.fma(sxv, b3);
-        }
-        a0.intoArray(out, oo);
-        b0.intoArray(out, oo + L);
-        if (valid > 1) {
-            a1.intoArray(out, oo + os);
-            b1.intoArray(out, oo + os + L);
-        }
-        if (valid > 2) {
-            a2.intoArray(out, oo + 2 * os);
-            b2.intoArray(out, oo + 2 * os + L);
-        }
-        if (valid > 3) {
-            a3.intoArray(out, oo + 3 * os);
-            b3.intoArray(out, oo + 3 * os + L);
-        }
+        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), t0 * (cols / 2), acts.scales(), sx, t0 * units,
+                out, oo);
     }
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
         int i = row % P;
-        int base = (row / P) * cols * L + i % L;
         int sbase = (row / P) * units * P + i;
         for (int c = 0; c < cols; c++) {
-            int v = q[base + c * L];
-            int n = i < L ? v & 0xF : (v >> 4) & 0xF;
+            int v = q[at(row, c)]; // sign-extended, as in the kernels
+            int n = (i < L ? v << 28 >> 28 : v >> 4) + 8;
             int u = sbase + (c / SUB) * P;
             dst[off + c] = n * s[u] + mneg[u]; // q * scale - min, as the repack defines it
         }

@@ -1,16 +1,19 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.Int8Activations.high;
+import static io.tnsr.engine.model.Int8Activations.low;
+import static io.tnsr.engine.model.Int8Activations.pair;
+import static io.tnsr.engine.model.Int8Activations.rowSums;
+import static io.tnsr.engine.model.Int8Activations.xpair;
 import static io.tnsr.engine.model.PanelKernels.P;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
 
 import io.tnsr.engine.gguf.GgmlType;
-import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
-import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -25,10 +28,8 @@ import jdk.incubator.vector.VectorSpecies;
  * 4-bit number. Sign-extended to 16-bit lanes, {@code (v << 12) >> 12} is rows [0, L), {@code v >> 4} rows [L, P),
  * even lanes column c and odd lanes column c + 1. The scales as Q8_0's, {@code [blocks][P]} floats per panel.
  *
- * <p>The activations ({@link #prepare}): per token and block of 32, {@code s = amax / 127} and
- * {@code xq = rint(x * 127 / amax)} in [-127, 127] (0 for an all-zero block), kept as one int per column pair,
- * {@code xq[c] & 0xFFFF | xq[c + 1] << 16}: broadcast and seen as 16-bit lanes, it lines up with a pair's weights.
- * A 16-bit lane sums a block's 16 products of its column parity, at most 16 * 8 * 127 = 16256 in magnitude: exact.
+ * <p>The activations: {@link Int8Activations}, one int per column pair that lines up with a pair's weights. A
+ * 16-bit lane sums a block's 16 products of its column parity, at most 16 * 8 * 127 = 16256 in magnitude: exact.
  *
  * <p>Result of a (row, token), one token or many: for each block, {@code isum} = the exact integer sum of
  * {@code (q - 8) * xq} over its 32 columns, then {@code acc = fma((float) isum, d * s, acc)} over the blocks in
@@ -36,30 +37,22 @@ import jdk.incubator.vector.VectorSpecies;
  * FMA per weight), one token streams 38-42 G weights/s instead of 20 (stand-alone, this machine): the 8-bit
  * activations cost ~0.4% relative error per dot product, well under the 4-bit weights' own.
  *
- * <p>Why one int per column pair and not a vector of x per pair: the weights stream through L1 once per panel,
- * and 64 bytes of x per pair (24 KB for 768 columns) evicted each other and the stream: 20 G weights/s instead of
- * 40. The loops repeat {@link Int8PanelMatrix}'s shape on purpose (one final class per type keeps each kernel
+ * <p>The loops repeat {@link Int8PanelMatrix}'s shape on purpose (one final class per type keeps each kernel
  * monomorphic; a shared loop would leave vectors for C2 to box in JDK 17).
  */
 final class Q4_0Matrix extends PanelMatrix {
     private static final int QK = 32;
     /** Tokens per {@link #k2x2} call. */
     private static final int TOKENS = 2;
-    /** 2L bytes: one column pair of a panel. */
-    private static final VectorSpecies<Byte> PAIR = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 16));
-    /** 2L 16-bit lanes, the float vectors' shape. */
-    private static final VectorSpecies<Short> S = VectorSpecies.of(short.class, F.vectorShape());
-    private static final VectorSpecies<Integer> I = Blocks.I;
+    private static final VectorSpecies<Short> S = Int8Activations.S;
 
     private final int blocks;
     /** [panels][cols / 2][2L]: pair c / 2 of panel p at p * cols * L + (c / 2) * P, laid out as above. */
     private final byte[] q;
     /** [panels][blocks][P]: the scale of row r's block b at (r / P) * blocks * P + b * P + r % P. */
     private final float[] d;
-    /** [n][cols / 2]: the quantized activations of the call in progress, one int per column pair; grown on demand. */
-    private int[] xq = new int[0];
-    /** [n][blocks]: their scales. */
-    private float[] xs = new float[0];
+    /** The activations of the call in progress. */
+    private final Int8Activations acts = new Int8Activations();
 
     Q4_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
@@ -101,67 +94,14 @@ final class Q4_0Matrix extends PanelMatrix {
         return GgmlType.Q4_0;
     }
 
-    /** Quantizes tokens [0, n) of x, block by block, into {@link #xq} and {@link #xs}. */
     @Override
     protected void prepare(float[] x, int xo, int n) {
-        int pairs = cols / 2;
-        if (xs.length < n * blocks) {
-            xq = new int[n * pairs]; // grow to the largest call once; steady state allocates nothing
-            xs = new float[n * blocks];
-        }
-        for (int t = 0; t < n; t++) {
-            for (int b = 0; b < blocks; b++) {
-                int o = xo + t * cols + b * QK;
-                float amax = 0f;
-                for (int c = 0; c < QK; c++) {
-                    amax = Math.max(amax, Math.abs(x[o + c]));
-                }
-                float id = amax > 0f ? 127f / amax : 0f;
-                xs[t * blocks + b] = amax / 127f;
-                for (int c = 0, to = t * pairs + b * (QK / 2); c < QK; c += 2) {
-                    int lo = (int) Math.rint(x[o + c] * id);
-                    int hi = (int) Math.rint(x[o + c + 1] * id);
-                    xq[to + c / 2] = lo & 0xFFFF | hi << 16;
-                }
-            }
-        }
+        acts.quantize(x, xo, n, cols);
     }
-
-    /** One column pair of a panel from {@code off}, sign-extended to 16-bit lanes. */
-    private static ShortVector pair(byte[] q, int off) {
-        return (ShortVector) ByteVector.fromArray(PAIR, q, off).convertShape(VectorOperators.B2S, S, 0);
-    }
-
-    /** Rows [0, L) of a pair: the low nibbles, sign-extended. */
-    private static ShortVector low(ShortVector v) {
-        return v.lanewise(VectorOperators.LSHL, 12).lanewise(VectorOperators.ASHR, 12);
-    }
-
-    /** Rows [L, P) of a pair: the high nibbles, sign-extended. */
-    private static ShortVector high(ShortVector v) {
-        return v.lanewise(VectorOperators.ASHR, 4);
-    }
-
-    /** An activation pair (xq[c], xq[c + 1]) in every even and odd 16-bit lane. */
-    private static ShortVector xpair(int[] xq, int i) {
-        return IntVector.broadcast(I, xq[i]).reinterpretAsShorts();
-    }
-
-    /**
-     * Per row: its even lane plus its odd lane (its even and odd columns' sums), as floats; exact. Seen as an int,
-     * a row is {@code v = odd * 65536 + (even & 0xFFFF)} and {@code (v << 16) + v = (even + odd) * 65536 + (even &
-     * 0xFFFF)}: shifted right by 16, the sum. It fits an int as |even + odd| &lt;= 32512.
-     */
-    private static FloatVector rowSums(ShortVector s) {
-        IntVector v = s.reinterpretAsInts();
-        return (FloatVector) v.lanewise(VectorOperators.LSHL, 16).add(v).lanewise(VectorOperators.ASHR, 16)
-                .convert(VectorOperators.I2F, 0);
-    }
-
 
     @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, d, p * cols * L, p * blocks * P, blocks, xq, xs, out, oo);
+        m1(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), out, oo);
     }
 
     /** One panel (quants from {@code qo}, scales from {@code so}) . the prepared token: out[oo..oo+P). */
@@ -199,7 +139,8 @@ final class Q4_0Matrix extends PanelMatrix {
      */
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
         byte[] q = this.q;
-        int[] xq = this.xq;
+        int[] xq = acts.pairs();
+        float[] xs = acts.scales();
         int qo = p * cols * L;
         int so = p * blocks * P;
         int pairs = cols / 2;

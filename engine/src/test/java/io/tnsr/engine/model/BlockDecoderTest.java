@@ -233,6 +233,7 @@ class BlockDecoderTest {
         for (int i = 0; i < x.length; i++) {
             x[i] = (float) r.nextGaussian();
         }
+        float[] q4kScales = t == GgmlType.Q4_K ? Q4KMatrix.repack(b, rows * cols / 256).scales() : null;
         float[] batched = new float[n * rows];
         w.matmul(x, 0, n, batched, 0);
         float[] decoded = new float[cols];
@@ -243,16 +244,20 @@ class BlockDecoderTest {
             for (int tok = 0; tok < n; tok++) {
                 double dot = 0;
                 double mag = 0;
-                double rounding = 0; // Q4_0 rounds x to 8 bits per block of 32: at most half a step, amax / 254, each
+                // Q4_0 and Q4_K round x to 8 bits per block of 32, at most half a step (amax / 254) each, and multiply
+                // the rounded x by (q - 8) * scale: |ref| for Q4_0, at most 8 * scale for Q4_K (its min is applied
+                // to the sum of x itself)
+                double rounding = 0;
                 for (int c = 0; c < cols; c++) {
                     dot += (double) ref[c] * x[tok * cols + c];
                     mag += Math.abs((double) ref[c] * x[tok * cols + c]);
-                    if (t == GgmlType.Q4_0) {
+                    if (t == GgmlType.Q4_0 || t == GgmlType.Q4_K) {
                         double amax = 0;
                         for (int k = c / 32 * 32; k < c / 32 * 32 + 32; k++) {
                             amax = Math.max(amax, Math.abs(x[tok * cols + k]));
                         }
-                        rounding += Math.abs(ref[c]) * amax / 254;
+                        double weight = t == GgmlType.Q4_0 ? Math.abs(ref[c]) : 8 * Math.abs(q4kScales[row * (cols / 32) + c / 32]);
+                        rounding += weight * amax / 254;
                     }
                 }
                 float got = batched[tok * rows + row];

@@ -16,9 +16,10 @@ import org.junit.jupiter.params.provider.CsvSource;
  * panel and tokens past the last whole group are computed and stored like the others, and nothing outside the
  * output rows is written. The references: F32 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in order;
  * Q8_0 and Q6_K the same over each unit's quants ({@code q}, as floats; 32 elements, 16 for Q6_K) into a unit sum,
- * then {@code acc = Math.fma(usum, scale, acc)}; Q4_K then also {@code acc = Math.fma(-min, sx, acc)} with sx the
- * sum of x over the sub-block, in order; Q4_0 quantizes x per block of 32 ({@code xq = rint(x * 127 / amax)}), sums
- * {@code (q - 8) * xq} as integers and does {@code acc = Math.fma((float) isum, d * (amax / 127), acc)}.
+ * then {@code acc = Math.fma(usum, scale, acc)}; Q4_0 and Q4_K quantize x per block of 32
+ * ({@code xq = rint(x * 127 / amax)}), sum {@code (q - 8) * xq} as integers and do
+ * {@code acc = Math.fma((float) isum, scale * (amax / 127), acc)}; Q4_K then also
+ * {@code acc = Math.fma(Math.fma(scale, 8, -min), sx, acc)} with sx the sum of x over the sub-block, in order.
  */
 class PanelMatricesTest {
     private static final int P = PanelKernels.P;
@@ -166,14 +167,19 @@ class PanelMatricesTest {
             public float dot(int row, float[] x, int xo) {
                 float acc = 0f;
                 for (int u = 0; u < units; u++) {
-                    float s = 0f;
+                    float amax = 0f;
                     float sx = 0f;
                     for (int c = u * 32; c < u * 32 + 32; c++) {
-                        s = Math.fma(q(row, c), x[xo + c], s);
+                        amax = Math.max(amax, Math.abs(x[xo + c]));
                         sx += x[xo + c];
                     }
-                    acc = Math.fma(s, sc[row * units + u], acc);
-                    acc = Math.fma(-mn[row * units + u], sx, acc);
+                    float id = amax > 0f ? 127f / amax : 0f;
+                    int isum = 0;
+                    for (int c = u * 32; c < u * 32 + 32; c++) {
+                        isum += (q(row, c) - 8) * (int) Math.rint(x[xo + c] * id);
+                    }
+                    acc = Math.fma((float) isum, sc[row * units + u] * (amax / 127f), acc);
+                    acc = Math.fma(Math.fma(sc[row * units + u], 8f, -mn[row * units + u]), sx, acc);
                 }
                 return acc;
             }
