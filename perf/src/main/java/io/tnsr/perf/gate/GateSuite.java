@@ -83,12 +83,15 @@ public final class GateSuite {
         m.add(Metric.info("info.dot", DOT, "reference: dot products over 512 KiB in L2, p50 (ns)"));
         m.add(kernel("F32", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         m.add(kernel("F32", "2048x768", "16", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
-        // Q8_0 and Q4_0 one-token kernels: compute-bound (about 13 G weights/s from their packed heap arrays), so
-        // against the dot products, on the 768x768 matrix that stays in L2. They guard the repack (PackedBlocks: 1.5x)
-        // and the C2 boxing accident once seen on Q4_0. Not 4096x4096: its 19 MB of Q8_0 sit in the L3 that this VM
-        // shares with its neighbours, and the same code measured 130 to 201 times the reference from run to run.
+        // Q8_0 and Q4_0 one-token kernels: compute-bound (25 and 40 G weights/s in cache), so against the dot
+        // products, on the 768x768 matrix that stays in L2. They guard the repack (row panels) and the C2 boxing
+        // accidents once seen on Q4_0. Not 4096x4096: its 19 MB of Q8_0 sit in the L3 that this VM shares with its
+        // neighbours, and the same code measured 130 to 201 times the reference from run to run.
         m.add(kernel("Q8_0", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         m.add(kernel("Q4_0", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
+        // Q4_0's two-token integer kernel sits at the edge of C2's node budget: with four tokens it boxed 3.5 MB per
+        // 8-token call at a third of the speed (NodeCountInliningCutoff); this catches a relapse.
+        m.add(kernel("Q4_0", "2048x768", "16", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         // Q4_K and Q6_K likewise (repacked since 2026-11-30: 3.3x). Q4_K's loop sits at the edge of C2's inlining
         // budget (two vector operations more per chunk boxed its vectors, at half the speed): this catches that too.
         m.add(kernel("Q4_K", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
