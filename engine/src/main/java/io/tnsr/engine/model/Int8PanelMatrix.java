@@ -14,20 +14,22 @@ import jdk.incubator.vector.FloatVector;
  * Weights that are one int8 per element and one float scale per unit of elements, in row panels like F32's
  * ({@link PanelKernels}): Q8_0 (ggml block_q8_0: blocks of 32 elements, {@code [d: f16][qs: 32 x int8]},
  * element i = qs[i] * d; unit 32) and Q6_K (repacked by {@link Q6KBlocks} into {@code q6 - 32} per element and
- * {@code d * scale} per 16 elements; unit 16). Repacked at load from {@link PackedBlocks} into one byte array, per
- * panel and unit: the quants of P rows column after column, {@code [unit][P]} bytes, then their P scales as
- * little-endian floats. Lanes are rows.
+ * {@code d * scale} per 16 elements; unit 16). Repacked at load from {@link PackedBlocks} into one byte array, in
+ * panels of H = 2P rows (PanelMatrix), per panel and unit: the quants of H rows column after column,
+ * {@code [unit][H]} bytes, then their H scales as little-endian floats. Lanes are rows.
  *
  * <p>Why the scales sit between the quants and not in an array of their own: a one-token call then reads one
  * sequential stream instead of two, and the hardware prefetcher keeps up better: 21.0-21.6 -> 24.1-24.7 G
  * weights/s streamed from memory (a 131072 x 768 Q8_0 matrix, stand-alone, this machine); the same in cache.
+ * Why panels of 2P rows: one token then runs four independent FMA chains instead of two (each row's order
+ * unchanged) and reads a whole cache line per column: 25.2 -> 27.7 G weights/s in cache, 24.1 -> 24.9-26.5
+ * streamed (the same matrices; 2P rows with four chains, even and odd columns apart, changes the order for 26.3 /
+ * 24.5-24.7). Tokens in groups run over the panel in slices of P rows ({@link #k2x4}).
  *
  * <p>Summation order of a (row, token), one token or many: for each unit, {@code usum = fma(q[c], x[c], usum)}
  * over its columns in order from zero (q exact as a float), then {@code acc = fma(usum, scale, acc)} over the
  * units in order. The scale is applied once per unit, not once per weight: one-token decoding converts a byte
- * and does one FMA per weight (against a conversion, a multiply and an FMA in the row-major layout): Q8_0 16.5 ->
- * 25.3 G weights/s on a 2048 x 768 matrix in cache, 15.7 -> 21.8-24.8 streamed from memory (stand-alone, this
- * machine).
+ * and does one FMA per weight (against a conversion, a multiply and an FMA in the row-major layout).
  */
 final class Int8PanelMatrix extends PanelMatrix {
     private final GgmlType type;
@@ -36,7 +38,9 @@ final class Int8PanelMatrix extends PanelMatrix {
 
     /** Units per row (called blocks below). */
     private final int blocks;
-    /** Bytes per panel and unit: its quants, [unit][P], then its scales, [P] floats. */
+    /** Rows per panel. */
+    private static final int H = 2 * P;
+    /** Bytes per panel and unit: its quants, [unit][H], then its scales, [H] floats. */
     private final int unitBytes;
     /**
      * [panels][units][unitBytes]: row r, column c at {@link #quant}, the scale of row r's unit b at {@link #scale};
@@ -58,11 +62,11 @@ final class Int8PanelMatrix extends PanelMatrix {
     }
 
     private Int8PanelMatrix(String name, int rows, int cols, GgmlType type, int unit, PackedBlocks packed) {
-        super(name, rows, cols, TOKENS);
+        super(name, rows, cols, TOKENS, H);
         this.type = type;
         this.unit = unit;
         this.blocks = cols / unit;
-        this.unitBytes = unit * P + P * Float.BYTES;
+        this.unitBytes = unit * H + H * Float.BYTES;
         packed.requireShape(name, rows, blocks, unit);
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * blocks * unitBytes)];
         byte[] quants = packed.quants(); // row r's quants at r * cols, one per element
@@ -79,12 +83,12 @@ final class Int8PanelMatrix extends PanelMatrix {
 
     /** Where row r's quant of column c is. */
     private int quant(int r, int c) {
-        return ((r / P) * blocks + c / unit) * unitBytes + (c % unit) * P + r % P;
+        return ((r / H) * blocks + c / unit) * unitBytes + (c % unit) * H + r % H;
     }
 
     /** Where row r's scale of unit b is (4 bytes). */
     private int scale(int r, int b) {
-        return ((r / P) * blocks + b) * unitBytes + unit * P + (r % P) * Float.BYTES;
+        return ((r / H) * blocks + b) * unitBytes + unit * H + (r % H) * Float.BYTES;
     }
 
     /** L scales from byte {@code off}. */
@@ -94,7 +98,7 @@ final class Int8PanelMatrix extends PanelMatrix {
 
     /** Heap bytes a rows x cols matrix takes once repacked (its rows rounded up to whole panels), unit 16 or 32. */
     static long heapBytes(long rows, long cols, int unit) {
-        return paddedRows(rows) * (cols + cols / unit * Float.BYTES);
+        return paddedRows(rows, H) * (cols + cols / unit * Float.BYTES);
     }
 
     @Override
@@ -108,45 +112,52 @@ final class Int8PanelMatrix extends PanelMatrix {
     }
 
     /**
-     * One panel (from {@code qo}) . one token: out[oo..oo+P). One panel at a time, two columns per trip (a
-     * constant-count inner loop C2 unrolls): streamed from memory this read 21.7-24.8 G weights/s, two panels at a
-     * time 17.5-18 (scales in their own array then).
+     * One panel of H rows (from {@code qo}) . one token: out[oo..oo+H). One column per trip, four vectors of L rows
+     * each: four independent FMA chains, where a panel of 2L rows had two. Not eight (H = 8L: 29.4 G weights/s in
+     * cache stand-alone): C2 ran out of nodes in this method and boxed (NodeCountInliningCutoff).
      */
     private static void m1(byte[] q, int qo, int blocks, int unit, float[] x, int xo, float[] out, int oo) {
-        int unitBytes = unit * P + P * Float.BYTES;
-        FloatVector a0 = FloatVector.zero(F), a1 = a0;
+        int unitBytes = unit * H + H * Float.BYTES;
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
         for (int b = 0; b < blocks; b++) {
             int bo = qo + b * unitBytes;
             int xb = xo + b * unit;
-            FloatVector s0 = FloatVector.zero(F), s1 = s0; // the unit's sums
-            for (int k = 0; k < unit; k += 2) {
-                for (int u = 0; u < 2; u++) {
-                    int c = k + u;
-                    FloatVector xv = FloatVector.broadcast(F, x[xb + c]);
-                    s0 = Blocks.signedBytes(q, bo + c * P).fma(xv, s0);
-                    s1 = Blocks.signedBytes(q, bo + c * P + L).fma(xv, s1);
-                }
+            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0; // the unit's sums
+            for (int c = 0; c < unit; c++) {
+                FloatVector xv = FloatVector.broadcast(F, x[xb + c]);
+                int o = bo + c * H;
+                s0 = Blocks.signedBytes(q, o).fma(xv, s0);
+                s1 = Blocks.signedBytes(q, o + L).fma(xv, s1);
+                s2 = Blocks.signedBytes(q, o + 2 * L).fma(xv, s2);
+                s3 = Blocks.signedBytes(q, o + 3 * L).fma(xv, s3);
             }
-            a0 = s0.fma(scales(q, bo + unit * P), a0);
-            a1 = s1.fma(scales(q, bo + unit * P + L * Float.BYTES), a1);
+            int so = bo + unit * H; // the unit's H scales
+            a0 = s0.fma(scales(q, so), a0);
+            a1 = s1.fma(scales(q, so + L * Float.BYTES), a1);
+            a2 = s2.fma(scales(q, so + 2 * L * Float.BYTES), a2);
+            a3 = s3.fma(scales(q, so + 3 * L * Float.BYTES), a3);
         }
         a0.intoArray(out, oo);
         a1.intoArray(out, oo + L);
+        a2.intoArray(out, oo + 2 * L);
+        a3.intoArray(out, oo + 3 * L);
     }
 
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        k2x4(p, x, xo, valid, out, oo, os);
+        for (int h = 0; h < H; h += P) { // the panel's rows in slices of P, each from L2 after the first token group
+            k2x4(p, h, x, xo, valid, out, oo + h, os);
+        }
     }
 
     /**
-     * Panel p . tokens j in [0, valid) (valid 1..4) of x (token j at {@code xo + j * cols}): out[oo + j * os + i]
-     * for the panel's P rows i. Missing tokens repeat the last valid one and are not stored. 16 accumulators (4
-     * tokens x 2 vectors, block sums and totals): C2's limit (see TileKernels).
+     * Rows [h, h + P) of panel p . tokens j in [0, valid) (valid 1..4) of x (token j at {@code xo + j * cols}):
+     * out[oo + j * os + i] for those P rows i. Missing tokens repeat the last valid one and are not stored. 16
+     * accumulators (4 tokens x 2 vectors, block sums and totals): C2's limit (see TileKernels).
      */
-    private void k2x4(int p, float[] x, int xo, int valid, float[] out, int oo, int os) {
+    private void k2x4(int p, int h, float[] x, int xo, int valid, float[] out, int oo, int os) {
         byte[] q = this.q;
-        int qo = p * blocks * unitBytes;
+        int qo = p * blocks * unitBytes + h;
         int x0 = xo;
         int x1 = xo + Math.min(1, valid - 1) * cols;
         int x2 = xo + Math.min(2, valid - 1) * cols;
@@ -154,12 +165,12 @@ final class Int8PanelMatrix extends PanelMatrix {
         FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0; // totals, rows [0, L), per token
         FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0;                   // totals, rows [L, P)
         for (int b = 0; b < blocks; b++) {
-            int bo = qo + b * unitBytes - b * unit * P; // column c's quants at bo + c * P
-            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0; // block sums, rows [0, L)
-            FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0;                   // block sums, rows [L, P)
+            int bo = qo + b * unitBytes - b * unit * H; // column c's quants (of rows h..) at bo + c * H
+            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0; // block sums, rows h + [0, L)
+            FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0;                   // block sums, rows h + [L, P)
             for (int c = b * unit; c < b * unit + unit; c++) {
-                FloatVector w0 = Blocks.signedBytes(q, bo + c * P);
-                FloatVector w1 = Blocks.signedBytes(q, bo + c * P + L);
+                FloatVector w0 = Blocks.signedBytes(q, bo + c * H);
+                FloatVector w1 = Blocks.signedBytes(q, bo + c * H + L);
                 FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
                 s0 = w0.fma(xv, s0); t0 = w1.fma(xv, t0);
                 xv = FloatVector.broadcast(F, x[x1 + c]);
@@ -169,8 +180,9 @@ final class Int8PanelMatrix extends PanelMatrix {
                 xv = FloatVector.broadcast(F, x[x3 + c]);
                 s3 = w0.fma(xv, s3); t3 = w1.fma(xv, t3);
             }
-            FloatVector d0 = scales(q, bo + (b + 1) * unit * P);
-            FloatVector d1 = scales(q, bo + (b + 1) * unit * P + L * Float.BYTES);
+            int so = bo + (b + 1) * unit * H - h + h * Float.BYTES; // scales of rows h..
+            FloatVector d0 = scales(q, so);
+            FloatVector d1 = scales(q, so + L * Float.BYTES);
             a0 = s0.fma(d0, a0); b0 = t0.fma(d1, b0);
             a1 = s1.fma(d0, a1); b1 = t1.fma(d1, b1);
             a2 = s2.fma(d0, a2); b2 = t2.fma(d1, b2);

@@ -13,32 +13,48 @@ import static io.tnsr.engine.model.PanelKernels.P;
  *                    group(p, tokens t0 .. t0 + valid)
  * }</pre>
  *
- * The kernels always store whole panels, P outputs per token: a last partial panel (rows % P != 0) is computed
- * into a scratch and only its valid rows are copied out. The calls into the kernels are virtual and pass no vector:
+ * A panel is {@link #panelRows} rows, P (= 2L, {@link PanelKernels}) unless a type stacks more (Int8PanelMatrix: 4P,
+ * more independent sums per column). The kernels always store whole panels, panelRows outputs per token: a last
+ * partial panel (rows % panelRows != 0) is computed into a scratch and only its valid rows are copied out. The calls into the kernels are virtual and pass no vector:
  * each type's kernels compile as units of their own, which keeps C2 (JDK 17) within its inlining budget (see
  * {@link WeightMatrix}). One compute thread uses a matrix (the scratch is the matrix's).
  */
 abstract class PanelMatrix extends WeightMatrix {
-    /** Panels, the last one partial when rows % P != 0. */
+    /** Rows per panel: a multiple of P. */
+    protected final int panelRows;
+    /** Panels, the last one partial when rows % panelRows != 0. */
     protected final int panels;
-    /** Panels of P whole rows. */
+    /** Panels of panelRows whole rows. */
     protected final int fullPanels;
     /** Tokens per {@link #group} call. */
     private final int tokens;
-    /** [tokens][P] outputs of the last partial panel before its valid rows are copied out. */
+    /** [tokens][panelRows] outputs of the last partial panel before its valid rows are copied out. */
     private final float[] spill;
 
     PanelMatrix(String name, int rows, int cols, int tokens) {
-        super(name, rows, cols);
-        this.panels = (rows + P - 1) / P;
-        this.fullPanels = rows / P;
-        this.tokens = tokens;
-        this.spill = new float[tokens * P];
+        this(name, rows, cols, tokens, P);
     }
 
-    /** Rows rounded up to whole panels: what a panel type's arrays hold (its heapBytes). */
+    PanelMatrix(String name, int rows, int cols, int tokens, int panelRows) {
+        super(name, rows, cols);
+        if (panelRows <= 0 || panelRows % P != 0) {
+            throw new IllegalArgumentException("panel of " + panelRows + " rows: not a multiple of " + P);
+        }
+        this.panelRows = panelRows;
+        this.panels = (rows + panelRows - 1) / panelRows;
+        this.fullPanels = rows / panelRows;
+        this.tokens = tokens;
+        this.spill = new float[tokens * panelRows];
+    }
+
+    /** Rows rounded up to whole panels of P rows: what a panel type's arrays hold (its heapBytes). */
     static long paddedRows(long rows) {
-        return (rows + P - 1) / P * P;
+        return paddedRows(rows, P);
+    }
+
+    /** Rows rounded up to whole panels of {@code panelRows}. */
+    static long paddedRows(long rows, int panelRows) {
+        return (rows + panelRows - 1) / panelRows * panelRows;
     }
 
     /** {@code length} as an array length, or a clear error for a matrix larger than one Java array holds. */
@@ -56,7 +72,7 @@ abstract class PanelMatrix extends WeightMatrix {
         wholePanels(x, xo, out, oo);
         if (fullPanels < panels) {
             panel(fullPanels, x, xo, spill, 0);
-            System.arraycopy(spill, 0, out, oo + fullPanels * P, rows - fullPanels * P);
+            System.arraycopy(spill, 0, out, oo + fullPanels * panelRows, rows - fullPanels * panelRows);
         }
     }
 
@@ -64,15 +80,15 @@ abstract class PanelMatrix extends WeightMatrix {
     protected final void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
         prepare(x, xo, n);
         for (int p = 0; p < panels; p++) {
-            int r0 = p * P;
+            int r0 = p * panelRows;
             for (int t0 = 0; t0 < n; t0 += tokens) {
                 int valid = Math.min(tokens, n - t0);
                 if (p < fullPanels) {
                     group(p, x, xo + t0 * cols, t0, valid, out, oo + t0 * rows + r0, rows);
                 } else {
-                    group(p, x, xo + t0 * cols, t0, valid, spill, 0, P);
+                    group(p, x, xo + t0 * cols, t0, valid, spill, 0, panelRows);
                     for (int j = 0; j < valid; j++) {
-                        System.arraycopy(spill, j * P, out, oo + (t0 + j) * rows + r0, rows - r0);
+                        System.arraycopy(spill, j * panelRows, out, oo + (t0 + j) * rows + r0, rows - r0);
                     }
                 }
             }
@@ -83,19 +99,19 @@ abstract class PanelMatrix extends WeightMatrix {
     protected void prepare(float[] x, int xo, int n) {
     }
 
-    /** One token: out[oo + p * P ..] for every whole panel p. One panel at a time unless a type knows better. */
+    /** One token: out[oo + p * panelRows ..] for every whole panel p. One panel at a time unless a type knows better. */
     protected void wholePanels(float[] x, int xo, float[] out, int oo) {
         for (int p = 0; p < fullPanels; p++) {
-            panel(p, x, xo, out, oo + p * P);
+            panel(p, x, xo, out, oo + p * panelRows);
         }
     }
 
-    /** Panel p . one token (x from {@code xo}): out[oo..oo+P). */
+    /** Panel p . one token (x from {@code xo}): out[oo..oo+panelRows). */
     protected abstract void panel(int p, float[] x, int xo, float[] out, int oo);
 
     /**
      * Panel p . tokens j in [0, valid) (token j's x at {@code xo + j * cols}; the first is token t0 of the call):
-     * out[oo + j * os + i] for the panel's P rows i. Missing tokens repeat the last valid one and are not stored.
+     * out[oo + j * os + i] for the panel's panelRows rows i. Missing tokens repeat the last valid one and are not stored.
      */
     protected abstract void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os);
 }

@@ -197,8 +197,11 @@ class PanelMatricesTest {
         "Q8_0, 11, 96",
         "Q8_0, P_3, 64",      // whole panels only
         "Q8_0, P_2_5, 160",   // 2 whole panels and a partial one of 5 rows
+        "Q8_0, P_8, 32",      // Q8_0 and Q6_K stack 4 panels: 2 whole ones of 4P rows
+        "Q8_0, P_9_7, 64",    // 2 whole ones of 4P rows and a partial one
         "Q6_K, 1, 256",
         "Q6_K, P_2_5, 512",
+        "Q6_K, P_5_3, 256",
         "Q4_K, 1, 256",
         "Q4_K, 11, 256",
         "Q4_K, P_2_17, 512",
