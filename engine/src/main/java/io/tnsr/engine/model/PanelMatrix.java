@@ -95,7 +95,7 @@ abstract class PanelMatrix extends WeightMatrix {
         }
     }
 
-    /** Before the kernels of a call over tokens [0, n) of x run (Q4_K sums x over its sub-blocks here). */
+    /** Before the kernels of a call over tokens [0, n) of x run (Q4_0 and Q4_K quantize x here, Q4_K also sums it). */
     protected void prepare(float[] x, int xo, int n) {
     }
 

@@ -25,7 +25,7 @@ class QuantizedModelsTest {
     static Stream<Arguments> files() {
         return Stream.of(
                 // file, F32 original, max relative rms error, min top-1 agreement
-                // measured here: 0.0181 53/57, 0.0608 49/57, 0.207 40/57, 0.264 30/57, 0.0043 57/57, 0.0431 47/57
+                // measured here: 0.0181 53/57, 0.0608 49/57, 0.208 44/57, 0.263 30/57, 0.0043 57/57, 0.0431 47/57
                 Arguments.of("q256-q8_0.gguf", "models/quantized/q256.gguf", 0.027, 0.85),
                 Arguments.of("q256-q6_k.gguf", "models/quantized/q256.gguf", 0.09, 0.75),
                 Arguments.of("q256-q4_k_m.gguf", "models/quantized/q256.gguf", 0.31, 0.55),
