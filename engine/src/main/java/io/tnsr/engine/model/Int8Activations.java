@@ -29,6 +29,11 @@ import jdk.incubator.vector.VectorSpecies;
  * bytes of x per pair (24 KB per 768-column token) evicted each other and the stream: 20 G weights/s instead of 40
  * (stand-alone, this machine). Grows to the largest call once; steady state allocates nothing. One compute thread
  * uses an instance (a matrix's scratch).
+ *
+ * <p>Also the vector helpers of that pair layout, shared by both kernels: {@link #pair} (a column pair's bytes as
+ * 16-bit lanes), {@link #xpair}, {@link #low} / {@link #high} (the signed nibbles of rows [0, L) and [L, P)) and
+ * {@link #rowSums} (a block's even and odd lanes added per row, as floats). They are small enough that C2 inlines
+ * them into each kernel; a kernel past C2's node budget boxes them (the types' javadoc says where that bit).
  */
 final class Int8Activations {
     /** Columns per scale. */

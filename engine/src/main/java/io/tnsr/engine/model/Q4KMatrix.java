@@ -12,9 +12,7 @@ import static io.tnsr.engine.model.TileKernels.L;
 import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**

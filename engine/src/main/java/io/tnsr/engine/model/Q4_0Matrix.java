@@ -11,9 +11,7 @@ import static io.tnsr.engine.model.TileKernels.L;
 
 import io.tnsr.engine.gguf.GgmlType;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
