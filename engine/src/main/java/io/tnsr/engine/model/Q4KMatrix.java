@@ -31,20 +31,20 @@ import jdk.incubator.vector.VectorSpecies;
  * is {@code (q - 8) * scale + (8 * scale - min)}.
  *
  * <p>Multiplied like Q4_0, in 16-bit integers against the activations quantized to 8 bits per sub-block
- * ({@link Int8Activations}). Result of a (row, token), one token or many: for each sub-block, {@code isum} = the
- * exact integer sum of {@code (q - 8) * xq} over its 32 columns, then {@code acc = fma((float) isum, scale * s,
- * acc)} and {@code acc = fma(fma(scale, 8, -min), sx, acc)}, where s is the activations' scale and sx the token's
- * sum of x over the sub-block's columns (floats, in order, from zero; computed once per matmul call for every
- * token). Signed nibbles, not q itself: a row's two 16-bit sums then add up within Q4_0's bound (the cheap
- * {@code rowSums}), the kernels are Q4_0's plus one FMA, and the activations' rounding meets |q - 8| &lt;= 8, not
+ * ({@link Int8Activations}; Q4_0's integer block sums serve unchanged). Result of a (row, token), one token or
+ * many: for each sub-block, {@code isum} = the exact integer sum of {@code (q - 8) * xq} over its 32 columns, then
+ * {@code acc = fma((float) isum, scale * s, acc)} and {@code acc = fma(fma(scale, 8, -min), sx, acc)}, where s is
+ * the activations' scale and sx the token's sum of x over the sub-block's columns (floats, in order, from zero;
+ * computed once per matmul call for every token). Signed nibbles, not q itself: a row's two 16-bit sums then add
+ * up within Q4_0's bound (the cheap {@code rowSums}), and the activations' rounding meets |q - 8| &lt;= 8, not
  * q &lt;= 15. The loops repeat Q4_0's on purpose (see there).
  */
 final class Q4KMatrix extends PanelMatrix {
     private static final int QK = 256;
     private static final int BYTES = 144;
     private static final int SUB = 32; // elements per sub-block (one scale and min)
-    /** Tokens per {@link #group} call. */
-    private static final int TOKENS = 1;
+    /** Tokens per {@link #k2x2} call. */
+    private static final int TOKENS = 2;
     private static final VectorSpecies<Short> S = Int8Activations.S;
     private static final FloatVector EIGHT = FloatVector.broadcast(F, 8f);
 
@@ -59,6 +59,8 @@ final class Q4KMatrix extends PanelMatrix {
     private float[] sx = new float[0];
     /** The activations of the call in progress, quantized. */
     private final Int8Activations acts = new Int8Activations();
+    /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
+    private final float[] sums;
 
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
@@ -70,6 +72,7 @@ final class Q4KMatrix extends PanelMatrix {
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
         this.s = new float[arrayLength(name, rows, cols, (long) panels * units * P)];
         this.mneg = new float[s.length];
+        this.sums = new float[units * 2 * P];
         byte[] quants = packed.quants(); // row r's at r * cols / 2: element c in byte (c / 64) * 32 + c % 32
         for (int r = 0; r < rows; r++) {
             int i = r % P;
@@ -158,12 +161,12 @@ final class Q4KMatrix extends PanelMatrix {
 
     @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), 0, acts.scales(), sx, 0, out, oo);
+        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), acts.scales(), sx, out, oo);
     }
 
     /** One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). */
-    private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, int xqo, float[] xs,
-                           float[] sx, int sxo, float[] out, int oo) {
+    private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
+                           float[] sx, float[] out, int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < units; b++) {
             ShortVector s0 = ShortVector.zero(S), s1 = s0; // the sub-block's sums, rows [0, L) and [L, P)
@@ -171,14 +174,14 @@ final class Q4KMatrix extends PanelMatrix {
                 for (int u = 0; u < 2; u++) { // two pairs per trip: a constant-count inner loop C2 unrolls
                     int i = k + u;
                     ShortVector v = pair(q, qo + i * P);
-                    ShortVector xv = xpair(xq, xqo + i);
+                    ShortVector xv = xpair(xq, i);
                     s0 = low(v).mul(xv).add(s0);
                     s1 = high(v).mul(xv).add(s1);
                 }
             }
             int sb = so + b * P;
-            FloatVector xsv = FloatVector.broadcast(F, xs[sxo + b]);
-            FloatVector sxv = FloatVector.broadcast(F, sx[sxo + b]);
+            FloatVector xsv = FloatVector.broadcast(F, xs[b]);
+            FloatVector sxv = FloatVector.broadcast(F, sx[b]);
             FloatVector d0 = FloatVector.fromArray(F, s, sb);
             FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
             a0 = rowSums(s0).fma(d0.mul(xsv), a0);
@@ -190,14 +193,46 @@ final class Q4KMatrix extends PanelMatrix {
         a1.intoArray(out, oo + L);
     }
 
-    /**
-     * One token at a time, the panel's weights from L1/L2 after the first: a two-token kernel with Q4_K's extra
-     * FMAs ran C2 (JDK 17) out of its node budget (NodeCountInliningCutoff) and boxed (1.2 MB per 8-token call).
-     */
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), t0 * (cols / 2), acts.scales(), sx, t0 * units,
-                out, oo);
+        k2x2(p, t0, valid, out, oo, os);
+    }
+
+    /**
+     * Panel p . prepared tokens t0 + j, j in [0, valid) (valid 1..2): out[oo + j * os + i] for the panel's P rows
+     * i. A missing second token repeats the first and is not stored. In two passes like Q4_0's (its integer block
+     * sums, then the scales and here the min terms, in {@link #m1}'s order): one kernel doing both ran C2 (JDK 17)
+     * out of its node budget and boxed.
+     */
+    private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
+        int so = p * units * P;
+        int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * cols / 2, sums and scales at u<j> * units
+        Q4_0Matrix.blockSums(q, p * cols * L, units, acts.pairs(), u0 * (cols / 2), u1 * (cols / 2), sums);
+        float[] xs = acts.scales();
+        FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
+        FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
+        for (int b = 0; b < units; b++) {
+            int sb = so + b * P;
+            int ib = b * 2 * P; // the integer sums of sub-block b
+            FloatVector d0 = FloatVector.fromArray(F, s, sb);
+            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
+            FloatVector m0 = d0.fma(EIGHT, FloatVector.fromArray(F, mneg, sb)); // 8 * scale - min
+            FloatVector m1 = d1.fma(EIGHT, FloatVector.fromArray(F, mneg, sb + L));
+            FloatVector xsv = FloatVector.broadcast(F, xs[u0 * units + b]);
+            FloatVector sxv = FloatVector.broadcast(F, sx[u0 * units + b]);
+            a0 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib).fma(d0.mul(xsv), a0));
+            b0 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + L).fma(d1.mul(xsv), b0));
+            xsv = FloatVector.broadcast(F, xs[u1 * units + b]);
+            sxv = FloatVector.broadcast(F, sx[u1 * units + b]);
+            a1 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + P).fma(d0.mul(xsv), a1));
+            b1 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + P + L).fma(d1.mul(xsv), b1));
+        }
+        a0.intoArray(out, oo);
+        b0.intoArray(out, oo + L);
+        if (valid > 1) {
+            a1.intoArray(out, oo + os);
+            b1.intoArray(out, oo + os + L);
+        }
     }
 
     @Override

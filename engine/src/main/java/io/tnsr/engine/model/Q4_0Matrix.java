@@ -51,6 +51,8 @@ final class Q4_0Matrix extends PanelMatrix {
     private final float[] d;
     /** The activations of the call in progress. */
     private final Int8Activations acts = new Int8Activations();
+    /** [blocks][2][P]: {@link #k2x2}'s integer block sums, as floats. */
+    private final float[] sums;
 
     Q4_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
@@ -58,6 +60,7 @@ final class Q4_0Matrix extends PanelMatrix {
         packed.requireShape(name, rows, blocks, QK / 2);
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
         this.d = new float[arrayLength(name, rows, cols, (long) panels * blocks * P)];
+        this.sums = new float[blocks * 2 * P];
         byte[] quants = packed.quants(); // block k's 16 bytes at k * 16: element i low nibble, 16 + i high
         float[] scales = packed.scales();
         for (int r = 0; r < rows; r++) {
@@ -126,50 +129,67 @@ final class Q4_0Matrix extends PanelMatrix {
 
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        k2x2(p, t0, valid, out, oo, os);
+        k2x2(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), t0, valid, sums, out, oo, os);
     }
 
     /**
-     * Panel p . prepared tokens t0 + j, j in [0, valid) (valid 1..2): out[oo + j * os + i] for the panel's P rows
-     * i. A missing second token repeats the first and is not stored. Two tokens, not four: with four, C2 (JDK 17)
-     * ran out of its node budget (NodeCountInliningCutoff) and left rowSums out of line, boxing its vectors
-     * (3.5 MB per 8-token call).
+     * One panel (as {@link #m1}) . prepared tokens t0 + j, j in [0, valid) (valid 1..2): out[oo + j * os + i] for
+     * the panel's P rows i. A missing second token repeats the first and is not stored.
+     *
+     * <p>In two passes, the integer sums of every block into {@code sums} ([blocks][2][P] floats, in L1), then the
+     * scales: one kernel doing both (as {@link #m1} does for one token) sat at the edge of C2's node budget (JDK 17,
+     * NodeCountInliningCutoff): in some JVMs it left a {@code rowSums} out of line and boxed its vectors (24 MB per
+     * token in prefill), depending on which type had run first. With four tokens it always did. Same arithmetic as
+     * {@link #m1}, so the same bits.
      */
-    private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
-        byte[] q = this.q;
-        int[] xq = acts.pairs();
-        float[] xs = acts.scales();
-        int qo = p * cols * L;
-        int so = p * blocks * P;
-        int pairs = cols / 2;
+    private static void k2x2(byte[] q, float[] d, int qo, int so, int blocks, int[] xq, float[] xs, int t0, int valid,
+                             float[] sums, float[] out, int oo, int os) {
+        int pairs = blocks * QK / 2;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * pairs, scales at u<j> * blocks
-        int x0 = u0 * pairs, x1 = u1 * pairs;
+        blockSums(q, qo, blocks, xq, u0 * pairs, u1 * pairs, sums);
         FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
         FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
         for (int b = 0; b < blocks; b++) {
-            ShortVector s0 = ShortVector.zero(S), s1 = s0; // block sums, rows [0, L)
-            ShortVector t0s = s0, t1 = s0;                 // block sums, rows [L, P)
-            for (int i = b * QK / 2; i < b * QK / 2 + QK / 2; i++) {
-                ShortVector v = pair(q, qo + i * P);
-                ShortVector w0 = low(v);
-                ShortVector w1 = high(v);
-                ShortVector xv = xpair(xq, x0 + i);
-                s0 = w0.mul(xv).add(s0); t0s = w1.mul(xv).add(t0s);
-                xv = xpair(xq, x1 + i);
-                s1 = w0.mul(xv).add(s1); t1 = w1.mul(xv).add(t1);
-            }
             FloatVector d0 = FloatVector.fromArray(F, d, so + b * P);
             FloatVector d1 = FloatVector.fromArray(F, d, so + b * P + L);
+            int sb = b * 2 * P;
             FloatVector sx = FloatVector.broadcast(F, xs[u0 * blocks + b]);
-            a0 = rowSums(s0).fma(d0.mul(sx), a0); b0 = rowSums(t0s).fma(d1.mul(sx), b0);
+            a0 = FloatVector.fromArray(F, sums, sb).fma(d0.mul(sx), a0);
+            b0 = FloatVector.fromArray(F, sums, sb + L).fma(d1.mul(sx), b0);
             sx = FloatVector.broadcast(F, xs[u1 * blocks + b]);
-            a1 = rowSums(s1).fma(d0.mul(sx), a1); b1 = rowSums(t1).fma(d1.mul(sx), b1);
+            a1 = FloatVector.fromArray(F, sums, sb + P).fma(d0.mul(sx), a1);
+            b1 = FloatVector.fromArray(F, sums, sb + P + L).fma(d1.mul(sx), b1);
         }
         a0.intoArray(out, oo);
         b0.intoArray(out, oo + L);
         if (valid > 1) {
             a1.intoArray(out, oo + os);
             b1.intoArray(out, oo + os + L);
+        }
+    }
+
+    /**
+     * sums[b][j][i] = the integer sum of block b of row i (of the panel from {@code qo}) . token j's pairs (from x0,
+     * x1), as a float. Also Q4_K's.
+     */
+    static void blockSums(byte[] q, int qo, int blocks, int[] xq, int x0, int x1, float[] sums) {
+        for (int b = 0; b < blocks; b++) {
+            ShortVector s0 = ShortVector.zero(S), s1 = s0; // block sums, rows [0, L)
+            ShortVector t0 = s0, t1 = s0;                  // block sums, rows [L, P)
+            for (int i = b * QK / 2; i < b * QK / 2 + QK / 2; i++) {
+                ShortVector v = pair(q, qo + i * P);
+                ShortVector w0 = low(v);
+                ShortVector w1 = high(v);
+                ShortVector xv = xpair(xq, x0 + i);
+                s0 = w0.mul(xv).add(s0); t0 = w1.mul(xv).add(t0);
+                xv = xpair(xq, x1 + i);
+                s1 = w0.mul(xv).add(s1); t1 = w1.mul(xv).add(t1);
+            }
+            int sb = b * 2 * P;
+            rowSums(s0).intoArray(sums, sb);
+            rowSums(t0).intoArray(sums, sb + L);
+            rowSums(s1).intoArray(sums, sb + P);
+            rowSums(t1).intoArray(sums, sb + P + L);
         }
     }
 
