@@ -89,8 +89,9 @@ public final class GateSuite {
         // neighbours, and the same code measured 130 to 201 times the reference from run to run.
         m.add(kernel("Q8_0", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         m.add(kernel("Q4_0", "768x768", "1", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
-        // Q4_0's two-token integer kernel sits at the edge of C2's node budget: with four tokens it boxed 3.5 MB per
-        // 8-token call at a third of the speed (NodeCountInliningCutoff); this catches a relapse.
+        // Q4_0's two-token integer kernel (shared with Q4_K): in one pass it sat at the edge of C2's node budget and
+        // boxed in some JVMs (NodeCountInliningCutoff; with four tokens it always did, 3.5 MB per 8-token call at a
+        // third of the speed); now two passes. This catches a relapse.
         m.add(kernel("Q4_0", "2048x768", "16", DOT, "L2 dot products").tolerance(COMPUTE_FLOOR));
         // Q4_K and Q6_K likewise (repacked since 2026-11-30: 3.3x). Q4_K's loop sits at the edge of C2's inlining
         // budget (two vector operations more per chunk boxed its vectors, at half the speed): this catches that too.
