@@ -24,7 +24,8 @@ import jdk.incubator.vector.VectorSpecies;
  * column pair: per panel and pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its low nibble and
  * of row L + i in its high nibble, byte 2i + 1 the same for column c + 1; each nibble is {@code q - 8} as a signed
  * 4-bit number. Sign-extended to 16-bit lanes, {@code (v << 12) >> 12} is rows [0, L), {@code v >> 4} rows [L, P),
- * even lanes column c and odd lanes column c + 1. The scales as Q8_0's, {@code [blocks][P]} floats per panel.
+ * even lanes column c and odd lanes column c + 1. The scales in an array of their own, {@code [blocks][P]} floats
+ * per panel (interleaved with the quants, as Q8_0's are, they gained nothing here).
  *
  * <p>The activations: {@link Int8Activations}, one int per column pair that lines up with a pair's weights. A
  * 16-bit lane sums a block's 16 products of its column parity, at most 16 * 8 * 127 = 16256 in magnitude: exact.
@@ -36,7 +37,8 @@ import jdk.incubator.vector.VectorSpecies;
  * activations cost ~0.4% relative error per dot product, well under the 4-bit weights' own.
  *
  * <p>The loops repeat {@link Int8PanelMatrix}'s shape on purpose (one final class per type keeps each kernel
- * monomorphic; a shared loop would leave vectors for C2 to box in JDK 17).
+ * monomorphic; a loop shared through a virtual or lambda call would leave vectors for C2 to box in JDK 17). Q4_K
+ * calls {@link #blockSums} directly: a static method, the same compiled code for both.
  */
 final class Q4_0Matrix extends PanelMatrix {
     private static final int QK = 32;
