@@ -49,7 +49,7 @@ final class Q4KMatrix extends PanelMatrix {
     private static final FloatVector EIGHT = FloatVector.broadcast(F, 8f);
 
     private final int units;
-    /** [panels][cols / 2][2L]: row r, column c in byte {@link #at}, laid out as above. */
+    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
     private final byte[] q;
     /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
     private final float[] s;
@@ -75,26 +75,16 @@ final class Q4KMatrix extends PanelMatrix {
         this.sums = new float[units * 2 * P];
         byte[] quants = packed.quants(); // row r's at r * cols / 2: element c in byte (c / 64) * 32 + c % 32
         for (int r = 0; r < rows; r++) {
-            int i = r % P;
-            int shift = i < L ? 0 : 4;
-            int keep = i < L ? 0xF0 : 0x0F; // the other row's nibble in the same byte
             for (int c = 0; c < cols; c++) {
                 int b = quants[r * (cols / 2) + (c / 64) * 32 + c % 32];
-                int n = (c / 32) % 2 == 0 ? b & 0xF : (b >> 4) & 0xF;
-                int at = at(r, c);
-                q[at] = (byte) (q[at] & keep | ((n - 8) & 0xF) << shift);
+                Q4_0Matrix.putNibble(q, cols, r, c, (c / 32) % 2 == 0 ? b & 0xF : (b >> 4) & 0xF);
             }
-            int sbase = (r / P) * units * P + i;
+            int sbase = (r / P) * units * P + r % P;
             for (int u = 0; u < units; u++) {
                 s[sbase + u * P] = packed.scales()[r * units + u];
                 mneg[sbase + u * P] = -packed.mins()[r * units + u];
             }
         }
-    }
-
-    /** The byte holding row r, column c. */
-    private int at(int r, int c) {
-        return (r / P) * cols * L + (c / 2) * P + 2 * (r % L) + c % 2;
     }
 
     /** Heap bytes a rows x cols Q4_K matrix takes once repacked (its rows rounded up to whole panels). */
@@ -237,13 +227,10 @@ final class Q4KMatrix extends PanelMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        int i = row % P;
-        int sbase = (row / P) * units * P + i;
+        int sbase = (row / P) * units * P + row % P;
         for (int c = 0; c < cols; c++) {
-            int v = q[at(row, c)]; // sign-extended, as in the kernels
-            int n = (i < L ? v << 28 >> 28 : v >> 4) + 8;
             int u = sbase + (c / SUB) * P;
-            dst[off + c] = n * s[u] + mneg[u]; // q * scale - min, as the repack defines it
+            dst[off + c] = (Q4_0Matrix.nibble(q, cols, row, c) + 8) * s[u] + mneg[u]; // q * scale - min, as repacked
         }
     }
 }

@@ -66,25 +66,33 @@ final class Q4_0Matrix extends PanelMatrix {
         byte[] quants = packed.quants(); // block k's 16 bytes at k * 16: element i low nibble, 16 + i high
         float[] scales = packed.scales();
         for (int r = 0; r < rows; r++) {
-            int i = r % P;
-            int shift = i < L ? 0 : 4;
-            int keep = i < L ? 0xF0 : 0x0F; // the other row's nibble in the same byte
             for (int c = 0; c < cols; c++) {
                 int qb = (r * blocks + c / QK) * (QK / 2) + c % (QK / 2);
-                int n = c % QK < QK / 2 ? quants[qb] & 0xF : (quants[qb] >> 4) & 0xF;
-                int at = at(r, c);
-                q[at] = (byte) (q[at] & keep | ((n - 8) & 0xF) << shift);
+                putNibble(q, cols, r, c, c % QK < QK / 2 ? quants[qb] & 0xF : (quants[qb] >> 4) & 0xF);
             }
-            int sbase = (r / P) * blocks * P + i;
+            int sbase = (r / P) * blocks * P + r % P;
             for (int b = 0; b < blocks; b++) {
                 d[sbase + b * P] = scales[r * blocks + b];
             }
         }
     }
 
-    /** The byte holding row r, column c. */
-    private int at(int r, int c) {
+    /** The byte holding row r, column c of a {@code cols}-column matrix in this layout (Q4_K's too). */
+    private static int at(int cols, int r, int c) {
         return (r / P) * cols * L + (c / 2) * P + 2 * (r % L) + c % 2;
+    }
+
+    /** Stores nibble n (0..15) of row r, column c as {@code n - 8}, a signed 4-bit number; the other row's kept. */
+    static void putNibble(byte[] q, int cols, int r, int c, int n) {
+        int at = at(cols, r, c);
+        boolean lowRow = r % P < L;
+        q[at] = (byte) (q[at] & (lowRow ? 0xF0 : 0x0F) | ((n - 8) & 0xF) << (lowRow ? 0 : 4));
+    }
+
+    /** Row r, column c's {@code n - 8}, as the kernels see it (the byte sign-extended, then its nibble). */
+    static int nibble(byte[] q, int cols, int r, int c) {
+        int v = q[at(cols, r, c)];
+        return r % P < L ? v << 28 >> 28 : v >> 4;
     }
 
     /** Heap bytes a rows x cols Q4_0 matrix takes once repacked (its rows rounded up to whole panels). */
@@ -197,12 +205,9 @@ final class Q4_0Matrix extends PanelMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        int i = row % P;
-        int sbase = (row / P) * blocks * P + i;
+        int sbase = (row / P) * blocks * P + row % P;
         for (int c = 0; c < cols; c++) {
-            int v = q[at(row, c)]; // sign-extended, as in the kernels
-            int n = i < L ? v << 28 >> 28 : v >> 4;
-            dst[off + c] = n * d[sbase + (c / QK) * P];
+            dst[off + c] = nibble(q, cols, row, c) * d[sbase + (c / QK) * P];
         }
     }
 }
