@@ -303,7 +303,9 @@ public final class LayerRange {
         }
         w.gate().matmul(xb, 0, n, hb, 0);
         w.up().matmul(xb, 0, n, hb2, 0);
-        VectorOps.swiglu(hb, 0, hb2, 0, n * ffn);
+        for (int t = 0; t < n; t++) {
+            VectorOps.swiglu(hb, t * ffn, hb2, t * ffn, ffn); // row by row: see swiglu
+        }
         w.down().matmul(hb, 0, n, xb, 0);
         VectorOps.add(x, 0, xb, 0, n * dim);
     }

@@ -63,30 +63,74 @@ public final class VectorOps {
         }
     }
 
-    /** In-place softmax of x[off..off+n). */
+    /**
+     * In-place softmax of x[off..off+n): e^(x - max) over the sum of them. The exponentials of the vector part come
+     * from {@link #exp} (the tail's, n % lanes of them, from {@code Math.exp}); the sum adds lane-wise partial sums
+     * in a fixed order, so a row's result depends only on its values and n.
+     */
     public static void softmax(float[] x, int off, int n) {
+        int bound = F.loopBound(n);
         float max = Float.NEGATIVE_INFINITY;
-        for (int i = 0; i < n; i++) {
+        if (bound > 0) {
+            FloatVector m = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
+            for (int i = 0; i < bound; i += F.length()) {
+                m = m.max(FloatVector.fromArray(F, x, off + i));
+            }
+            max = m.reduceLanes(VectorOperators.MAX);
+        }
+        for (int i = bound; i < n; i++) {
             max = Math.max(max, x[off + i]);
         }
-        float sum = 0f;
-        for (int i = 0; i < n; i++) {
+        FloatVector vmax = FloatVector.broadcast(F, max);
+        FloatVector acc = FloatVector.zero(F);
+        for (int i = 0; i < bound; i += F.length()) {
+            FloatVector e = exp(FloatVector.fromArray(F, x, off + i).sub(vmax));
+            e.intoArray(x, off + i);
+            acc = acc.add(e);
+        }
+        float sum = acc.reduceLanes(VectorOperators.ADD);
+        for (int i = bound; i < n; i++) {
             float e = (float) Math.exp(x[off + i] - max);
             x[off + i] = e;
             sum += e;
         }
         float inv = 1f / sum;
-        for (int i = 0; i < n; i++) {
+        FloatVector vinv = FloatVector.broadcast(F, inv);
+        for (int i = 0; i < bound; i += F.length()) {
+            FloatVector.fromArray(F, x, off + i).mul(vinv).intoArray(x, off + i);
+        }
+        for (int i = bound; i < n; i++) {
             x[off + i] *= inv;
         }
     }
 
-    /** SwiGLU: gate[go..go+n) = silu(gate) * up[uo..uo+n). */
+    /**
+     * SwiGLU of one row: gate[go..go+n) = silu(gate) * up[uo..uo+n), silu(g) = g / (1 + e^-g). Call it once per
+     * row (n = the FFN width), never over several rows at once: the tail (n % lanes elements) takes
+     * {@code Math.exp}, the rest {@link #exp}, so which path an element takes must not depend on how many rows a
+     * call carries (batched and one-token runs give the same bits).
+     */
     public static void swiglu(float[] gate, int go, float[] up, int uo, int n) {
-        for (int i = 0; i < n; i++) {
+        int i = 0;
+        for (int bound = F.loopBound(n); i < bound; i += F.length()) {
+            FloatVector g = FloatVector.fromArray(F, gate, go + i);
+            g.div(exp(g.neg()).add(1f)).mul(FloatVector.fromArray(F, up, uo + i)).intoArray(gate, go + i);
+        }
+        for (; i < n; i++) {
             float g = gate[go + i];
             gate[go + i] = g / (1f + (float) Math.exp(-g)) * up[uo + i];
         }
+    }
+
+    /**
+     * e^x per lane: the Vector API's EXP, which JDK 17 compiles on x86 to a call into Intel's SVML (libjsvml) for
+     * the vector width in use. Within 2 ulp of {@code (float) Math.exp} (0.4% of SwiGLU's outputs differed, by at
+     * most 2 ulp, over 32768 normal samples) and 7x faster: 0.77 against 5.6 ns per element, which made SwiGLU's
+     * exponentials 4% of a Q4_0 decode step and 6-8% of batched decode and prefill (2-core EPYC, AVX-512,
+     * docs/engine-speed.md). Not bit-identical across vector widths: one JVM uses one width throughout.
+     */
+    static FloatVector exp(FloatVector x) {
+        return x.lanewise(VectorOperators.EXP);
     }
 
     /** dst[do..do+n) += src[so..so+n). */
