@@ -7,13 +7,18 @@ import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.synth.ModelSpec;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
 import java.util.function.DoubleSupplier;
+import java.util.stream.Collectors;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -66,6 +71,19 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--probe-runs", defaultValue = "5", description = "Runs of each hardware probe; the best counts (default: ${DEFAULT-VALUE}).")
     int probeRuns;
 
+    @Option(names = "--fork", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = {"Measure each weight type in a JVM of its own, as a stage runs one model per process (default)."
+                    + " --no-fork: every type in this one JVM, where a type measured after others can lose up to 12%"
+                    + " to the JIT profiles they left in the Vector API's shared code (Q4_0 decode 235 vs 268 tokens/s)."})
+    boolean fork;
+
+    /** Set by the parent for a forked child: the probes' {bandwidth, peak}; the child prints its rows only. */
+    @Option(names = "--probed", hidden = true, split = ",", paramLabel = "BYTES_PER_S,FLOPS")
+    double[] probed;
+
+    /** Longest a forked type may take before it is killed (its workloads at the defaults take about a minute). */
+    private static final long CHILD_TIMEOUT_MINUTES = 60;
+
     /** llama.cpp (CPU build, -march=native, 1 thread) on the same stories110M shape, as measured for the issue. */
     private static final Map<String, double[]> LLAMA_CPP = Map.of( // workload key -> {low, high, target ratio}
             "decode1 F32", new double[] {71, 76, 1.0},
@@ -87,8 +105,17 @@ public final class EngineBench implements Callable<Integer> {
                     + decodeSteps + " does not fit the " + context + "-position context of " + preset
                     + " (at most " + Math.max(0, context - decodeSteps - 1) + ")");
         }
-        System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), JDK %s, %d CPUs, %s, %d-bit vectors%n",
-                preset, repeats, Runtime.version(), Runtime.getRuntime().availableProcessors(), cpuName(),
+        if (probed != null) { // a forked child: the parent printed the header and ran the probes
+            if (probed.length != 2 || specs.size() != 1) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--probed takes BYTES_PER_S,FLOPS and one type");
+            }
+            measure(specs.get(0), probed[0], probed[1]);
+            return 0;
+        }
+        boolean forkEach = fork && specs.size() > 1;
+        System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), %s, JDK %s, %d CPUs, %s, %d-bit vectors%n",
+                preset, repeats, forkEach ? "each type in a JVM of its own" : "in one JVM", Runtime.version(),
+                Runtime.getRuntime().availableProcessors(), cpuName(),
                 jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize());
         double offHeap = Probes.bufferBandwidth(probeRuns);
         double heap = Probes.heapBandwidth(probeRuns);
@@ -101,34 +128,115 @@ public final class EngineBench implements Callable<Integer> {
         System.out.println("ratio = tokens/s / llama.cpp's (middle of its range); target ratio, '!' when missed; B/tok = bytes allocated per token");
         System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s %6s%n", "workload", "tokens/s", "spread",
                 "ceiling", "bound", "%ceil", "llama.cpp", "ratio", "target", "B/tok");
-        for (ModelSpec spec : specs) {
-            GgmlType type = spec.type();
-            try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
-                LlamaConfig c = LlamaConfig.fromGguf(file);
-                Work work = Work.of(file, c);
-                int maxSeqs = batches.stream().mapToInt(Integer::intValue).max().orElse(1);
-                int maxTokens = Math.max(prefill, maxSeqs * 16);
-                LayerRange range = new LayerRange(file, c, 0, c.layers(),
-                        new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, (long) (maxSeqs + 1) * c.contextLength()),
-                        maxTokens, maxSeqs);
-                Runner r = new Runner(range, maxTokens, maxSeqs);
-                r.warmupNanos = (long) (warmupSeconds * 1e9);
-                report("decode, 1 sequence, " + type, "decode1 " + type, r.decode(1, decodeSteps, repeats),
-                        work.ceiling(1, 1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken);
-                report("prefill " + prefill + " tokens, " + type, prefill == 128 ? "prefill " + type : "-", r.prefill(prefill, repeats),
-                        work.ceiling(prefill, 1, 1, prefill / 2, bw, peak), r.allocatedPerToken);
-                for (int b : batches) {
-                    int steps = Math.max(8, decodeSteps / 4);
-                    report("decode, " + b + " sequences batched, " + type, "decode" + b + " " + type, r.decode(b, steps, repeats),
-                            work.ceiling(b, b, b, 16 + steps / 2, bw, peak), r.allocatedPerToken);
+        List<String> failed = new ArrayList<>();
+        for (int i = 0; i < specs.size(); i++) {
+            if (forkEach) {
+                String problem = measureInChild(types.get(i), bw, peak);
+                if (problem != null) {
+                    System.err.println("engine-bench: " + problem);
+                    failed.add(types.get(i));
                 }
-                if (decodeAt > 0) {
-                    report("decode at position " + decodeAt + ", " + type, "-", r.decodeAt(decodeAt, decodeSteps, repeats),
-                            work.ceiling(1, 1, 1, decodeAt + decodeSteps / 2, bw, peak), r.allocatedPerToken);
-                }
+            } else {
+                measure(specs.get(i), bw, peak);
             }
         }
+        if (!failed.isEmpty()) {
+            System.err.println("engine-bench: no figures for " + String.join(", ", failed) + " (see above)");
+            return 1;
+        }
         return 0;
+    }
+
+    /** Every workload of one weight type, in this JVM: one row each. */
+    private void measure(ModelSpec spec, double bw, double peak) throws Exception {
+        GgmlType type = spec.type();
+        try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
+            LlamaConfig c = LlamaConfig.fromGguf(file);
+            Work work = Work.of(file, c);
+            int maxSeqs = batches.stream().mapToInt(Integer::intValue).max().orElse(1);
+            int maxTokens = Math.max(prefill, maxSeqs * 16);
+            LayerRange range = new LayerRange(file, c, 0, c.layers(),
+                    new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, (long) (maxSeqs + 1) * c.contextLength()),
+                    maxTokens, maxSeqs);
+            Runner r = new Runner(range, maxTokens, maxSeqs);
+            r.warmupNanos = (long) (warmupSeconds * 1e9);
+            report("decode, 1 sequence, " + type, "decode1 " + type, r.decode(1, decodeSteps, repeats),
+                    work.ceiling(1, 1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken);
+            report("prefill " + prefill + " tokens, " + type, prefill == 128 ? "prefill " + type : "-", r.prefill(prefill, repeats),
+                    work.ceiling(prefill, 1, 1, prefill / 2, bw, peak), r.allocatedPerToken);
+            for (int b : batches) {
+                int steps = Math.max(8, decodeSteps / 4);
+                report("decode, " + b + " sequences batched, " + type, "decode" + b + " " + type, r.decode(b, steps, repeats),
+                        work.ceiling(b, b, b, 16 + steps / 2, bw, peak), r.allocatedPerToken);
+            }
+            if (decodeAt > 0) {
+                report("decode at position " + decodeAt + ", " + type, "-", r.decodeAt(decodeAt, decodeSteps, repeats),
+                        work.ceiling(1, 1, 1, decodeAt + decodeSteps / 2, bw, peak), r.allocatedPerToken);
+            }
+        }
+    }
+
+    /**
+     * Every workload of one weight type in a fresh JVM (this one's options and class path): its rows copied to
+     * System.out and its messages to System.err as they come (JDK's incubator-module warning dropped, as the
+     * launcher does). Waits at most {@link #CHILD_TIMEOUT_MINUTES}. Returns null, or what went wrong.
+     */
+    private String measureInChild(String type, double bw, double peak) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(childCommand(type, bw, peak)).start();
+        Thread out = pump(p.getInputStream(), System.out, "engine-bench " + type + " stdout");
+        Thread err = pump(p.getErrorStream(), System.err, "engine-bench " + type + " stderr");
+        try {
+            if (!p.waitFor(CHILD_TIMEOUT_MINUTES, TimeUnit.MINUTES)) {
+                return "the " + type + " run did not finish within " + CHILD_TIMEOUT_MINUTES + " minutes: killed";
+            }
+            out.join(10_000); // the pipes close with the process: the last lines are on their way
+            err.join(10_000);
+            return p.exitValue() == 0 ? null : "the " + type + " run (a JVM of its own) exited with status " + p.exitValue();
+        } finally {
+            p.destroyForcibly();
+        }
+    }
+
+    /** A daemon thread copying {@code in}'s lines to {@code to} until the stream ends. */
+    private static Thread pump(java.io.InputStream in, java.io.PrintStream to, String name) {
+        Thread t = new Thread(() -> {
+            try (var r = new java.io.BufferedReader(new java.io.InputStreamReader(in, java.nio.charset.StandardCharsets.UTF_8))) {
+                for (String line; (line = r.readLine()) != null; ) {
+                    if (!line.startsWith("WARNING: Using incubator modules")) {
+                        to.println(line);
+                    }
+                }
+            } catch (IOException e) {
+                to.println("engine-bench: lost the output of " + name + ": " + e.getMessage());
+            }
+        }, name);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    /** java, this JVM's options (heap, flags, modules), its class path, and this command's options for one type. */
+    List<String> childCommand(String type, double bw, double peak) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (!a.startsWith("-agentlib") && !a.startsWith("-javaagent") && !a.startsWith("-Xrunjdwp")) {
+                cmd.add(a);
+            }
+        }
+        if (System.getProperty("tnsr.home") != null) { // where the synthetic models are (set at run time by tests)
+            cmd.add("-Dtnsr.home=" + System.getProperty("tnsr.home"));
+        }
+        cmd.add("-cp");
+        cmd.add(System.getProperty("tnsr.classpath", System.getProperty("java.class.path")));
+        cmd.add(EngineBench.class.getName());
+        cmd.addAll(List.of("--preset", preset, "--types", type,
+                "--decode-tokens", String.valueOf(decodeSteps), "--prefill", String.valueOf(prefill),
+                "--batches", batches.stream().map(String::valueOf).collect(Collectors.joining(",")),
+                "--decode-at", String.valueOf(decodeAt), "--repeats", String.valueOf(repeats),
+                "--warmup", String.valueOf(warmupSeconds),
+                "--probed", bw + "," + peak));
+        return cmd;
     }
 
     private void report(String workload, String key, double[] rates, double[] ceiling, double allocPerToken) {
