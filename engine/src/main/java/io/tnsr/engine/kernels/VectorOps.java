@@ -21,6 +21,24 @@ public final class VectorOps {
     private VectorOps() {
     }
 
+    /*
+     * Warm-up, once per JVM (as PanelKernels does for its kernels). C2 compiles a Vector API call whose site has no
+     * receiver profile yet as a virtual call, and then boxes every vector through it. Softmax's vector loops run only
+     * from 16 cached positions on (one vector of scores), so a sequence's first steps profile its scalar tail alone;
+     * one engine-bench JVM in about a dozen (F32, the first type, decode) allocated 70848 bytes per token that way,
+     * the signature of a boxed softmax loop, and it was not reproduced in 8 runs after. A few thousand calls on short
+     * rows here (well under a millisecond) give every vector site of softmax and swiglu a profile before real rows
+     * arrive.
+     */
+    static {
+        float[] a = new float[3 * F.length() + 3];
+        float[] b = new float[a.length];
+        for (int i = 0; i < 3000; i++) {
+            softmax(a, 0, a.length);
+            swiglu(b, 0, a, 0, b.length);
+        }
+    }
+
     /** Sum of a[ao..ao+n) * b[bo..bo+n). */
     public static float dot(float[] a, int ao, float[] b, int bo, int n) {
         int i = 0;
