@@ -121,7 +121,7 @@ public final class EngineBench implements Callable<Integer> {
         double heap = Probes.heapBandwidth(probeRuns);
         double bw = Math.max(offHeap, heap);
         double peak = Probes.peakFlops(probeRuns);
-        System.out.printf(Locale.ROOT, "probes (same JVM, 1 thread, best of %d): streaming read %.1f GB/s over %d MiB (heap array %.1f, "
+        System.out.printf(Locale.ROOT, "probes (1 thread, best of %d): streaming read %.1f GB/s over %d MiB (heap array %.1f, "
                         + "off-heap buffer %.1f); FMA peak %.1f GFLOP/s%n",
                 probeRuns, bw / 1e9, Probes.STREAM_BYTES >> 20, heap / 1e9, offHeap / 1e9, peak / 1e9);
         System.out.println("ceiling = tokens/s if the step took only max((weight + KV cache bytes) / bandwidth, FLOPs / peak); bound = which one;");
