@@ -106,10 +106,19 @@ final class Int8Activations {
      * Per row: its even lane plus its odd lane (its even and odd columns' sums), as floats; exact. Seen as an int,
      * a row is {@code v = odd * 65536 + (even & 0xFFFF)} and {@code (v << 16) + v = (even + odd) * 65536 + (even &
      * 0xFFFF)}: shifted right by 16, the sum. It fits an int as |even + odd| &lt;= 32512.
+     *
+     * <p>Two methods of at most 35 bytecodes each ({@code -XX:MaxInlineSize}'s default), not one of 37: C2 inlines
+     * a method that small at any call site, a larger one only where the profile calls it often. At 256-bit vectors,
+     * one JVM in two compiled the Q4_0 batched kernel with its last {@code rowSums} calls out of line ("callee is
+     * too large" in PrintInlining), passing vectors as objects: 16-21 MB per token, prefill 252-267 instead of
+     * 323-331 tokens/s.
      */
     static FloatVector rowSums(ShortVector s) {
-        IntVector v = s.reinterpretAsInts();
-        return (FloatVector) v.lanewise(VectorOperators.LSHL, 16).add(v).lanewise(VectorOperators.ASHR, 16)
-                .convert(VectorOperators.I2F, 0);
+        return (FloatVector) pairSums(s.reinterpretAsInts()).convert(VectorOperators.I2F, 0);
+    }
+
+    /** {@link #rowSums}' integer part: ((v << 16) + v) >> 16 per int lane. */
+    private static IntVector pairSums(IntVector v) {
+        return v.lanewise(VectorOperators.LSHL, 16).add(v).lanewise(VectorOperators.ASHR, 16);
     }
 }
