@@ -26,9 +26,9 @@ public final class VectorOps {
      * receiver profile yet as a virtual call, and then boxes every vector through it. Softmax's vector loops run only
      * from 16 cached positions on (one vector of scores), so a sequence's first steps profile its scalar tail alone;
      * one engine-bench JVM in about a dozen (F32, the first type, decode) allocated 70848 bytes per token that way,
-     * the signature of a boxed softmax loop, and it was not reproduced in 8 runs after. A few thousand calls on short
-     * rows here (well under a millisecond) give every vector site of softmax and swiglu a profile before real rows
-     * arrive.
+     * the signature of a boxed softmax loop (not reproduced in 8 further runs, nor since). A few thousand calls on
+     * short rows here (well under a millisecond) give every vector site of softmax and swiglu a profile before real
+     * rows arrive.
      */
     static {
         float[] a = new float[3 * F.length() + 3];
@@ -146,9 +146,10 @@ public final class VectorOps {
     /**
      * e^x per lane: the Vector API's EXP, which JDK 17 compiles on x86 to a call into Intel's SVML (libjsvml) for
      * the vector width in use. Within 2 ulp of {@code (float) Math.exp} (0.4% of SwiGLU's outputs differed, by at
-     * most 2 ulp, over 32768 normal samples) and 7x faster: 0.77 against 5.6 ns per element, which made SwiGLU's
-     * exponentials 4% of a Q4_0 decode step and 6-8% of batched decode and prefill (2-core EPYC, AVX-512,
-     * docs/engine-speed.md). Not bit-identical across vector widths: one JVM uses one width throughout.
+     * most 2 ulp, over 32768 normal samples) and 7x faster: 0.77 against 5.6 ns per element (2-core EPYC,
+     * AVX-512). At 5.6-5.9 ns, SwiGLU's exponentials were ~4% of a Q4_0 decode step and 6-8% of batched decode and
+     * prefill; side by side, F32 prefill went 513 -> 554-560 tokens/s (docs/engine-speed.md). Not bit-identical
+     * across vector widths: one JVM uses one width throughout.
      */
     static FloatVector exp(FloatVector x) {
         return x.lanewise(VectorOperators.EXP);
