@@ -68,8 +68,11 @@ public final class GateSuite {
                 {"decodeHeaderOnly", "decodeHeader"}, {"decodeActivation16k", "decode16k"}}) {
             // The 16 KiB paths copy a frame's payload: per JVM fork their time moves by up to 14% (8 forks of
             // encodeActivation16k: 190-216 ns, the buffers' placement), enough to fail one fresh-clone CI run at +17%;
-            // the fastest of 3 forks, as for the stage hop (noise only ever adds time).
-            Probe p = b[1].endsWith("16k") ? Probe.avgt(CODEC + b[0]).bestOfForks(3) : Probe.avgt(CODEC + b[0]);
+            // the fastest of 3 forks, as for the stage hop (noise only ever adds time). The same for the header
+            // decode (its calibration spread is 18% against a 10% tolerance): with the wire module unchanged, one
+            // fresh-clone CI run read it at +10.5%, four runs of `--only codec` right after at -1% to +6%.
+            // encodeHeader has no time metric, so one fork.
+            Probe p = b[1].equals("encodeHeader") ? Probe.avgt(CODEC + b[0]) : Probe.avgt(CODEC + b[0]).bestOfForks(3);
             m.add(Metric.alloc("alloc.codec." + b[1], p, "CodecBenchmark." + b[0] + ": bytes allocated per frame"));
             if (!b[1].equals("encodeHeader")) {
                 m.add(Metric.ratio("time.codec." + b[1], p, COPY_16K, "CodecBenchmark." + b[0] + " / copy 16 KiB")
