@@ -28,14 +28,17 @@ public final class VectorOps {
      * one engine-bench JVM in about a dozen (F32, the first type, decode) allocated 70848 bytes per token that way,
      * the signature of a boxed softmax loop (not reproduced in 8 further runs, nor since). A few thousand calls on
      * short rows here (well under a millisecond) give every vector site of softmax and swiglu a profile before real
-     * rows arrive.
+     * rows arrive. The lengths cycle through 0 .. 3 vectors + 3, so that both the vector loops and the scalar tails,
+     * and rows shorter than a vector, are in the profile C2 compiles from (a profile of one length would compile the
+     * other paths as traps, and each first real row of another shape would send the method back to the interpreter).
      */
     static {
-        float[] a = new float[3 * F.length() + 3];
+        float[] a = new float[3 * F.length() + 4];
         float[] b = new float[a.length];
         for (int i = 0; i < 3000; i++) {
-            softmax(a, 0, a.length);
-            swiglu(b, 0, a, 0, b.length);
+            int n = 1 + i % (a.length - 1);
+            softmax(a, 0, n);
+            swiglu(b, 0, a, 0, n);
         }
     }
 
