@@ -22,15 +22,12 @@ public final class VectorOps {
     }
 
     /*
-     * Warm-up, once per JVM (as PanelKernels does for its kernels). C2 compiles a Vector API call whose site has no
-     * receiver profile yet as a virtual call, and then boxes every vector through it. Softmax's vector loops run only
-     * from 16 cached positions on (one vector of scores), so a sequence's first steps profile its scalar tail alone;
-     * one engine-bench JVM in about a dozen (F32, the first type, decode) allocated 70848 bytes per token that way,
-     * the signature of a boxed softmax loop (not reproduced in 8 further runs, nor since). A few thousand calls on
-     * short rows here (well under a millisecond) give every vector site of softmax and swiglu a profile before real
-     * rows arrive. The lengths cycle through 0 .. 3 vectors + 3, so that both the vector loops and the scalar tails,
-     * and rows shorter than a vector, are in the profile C2 compiles from (a profile of one length would compile the
-     * other paths as traps, and each first real row of another shape would send the method back to the interpreter).
+     * Warm-up, once per JVM (as PanelKernels does for its kernels): a few thousand calls on short rows (well under a
+     * millisecond), their lengths cycling through 1 .. 3 vectors + 3, so that the vector loops, the scalar tails and
+     * rows shorter than a vector are all in the profile C2 first compiles softmax and swiglu from. A Vector API call
+     * C2 cannot bind to the vector's class becomes a virtual call that boxes every vector; softmax keeps its
+     * loop-carried vectors out of receiver position for that reason (see there), and this makes sure the rest of
+     * its call sites have a profile before real rows arrive.
      */
     static {
         float[] a = new float[3 * F.length() + 4];
@@ -90,17 +87,20 @@ public final class VectorOps {
      * in a fixed order, so a row's result depends only on its values and n.
      */
     public static void softmax(float[] x, int off, int n) {
+        // Loop-carried vectors (m, acc) are only ever arguments, never receivers: C2 parses a loop's phi with its
+        // declared type (FloatVector), so a call on it needs a receiver profile to be inlined, and a compile made
+        // before that profile exists (C1 tier 2 collects none) boxes every vector through a virtual call (70848 B
+        // per decode token, one engine-bench JVM in a few). A vector fresh from a load or an operation has its exact
+        // class. After the loops, a fresh vector takes the reduction for the same reason. MAX and ADD commute.
         int bound = F.loopBound(n);
         float max = Float.NEGATIVE_INFINITY;
         if (bound > 0) {
             FloatVector m = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
             for (int i = 0; i < bound; i += F.length()) {
-                // lanewise(MAX, v), not m.max(v): max() is a JDK method whose own call to lanewise C2 compiled as a
-                // virtual call without a type profile here, boxing every vector (70 KB per decode step); this call
-                // site has its own profile (PrintInlining, JDK 17)
-                m = m.lanewise(VectorOperators.MAX, FloatVector.fromArray(F, x, off + i));
+                m = FloatVector.fromArray(F, x, off + i).lanewise(VectorOperators.MAX, m);
             }
-            max = m.reduceLanes(VectorOperators.MAX);
+            max = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY).lanewise(VectorOperators.MAX, m)
+                    .reduceLanes(VectorOperators.MAX);
         }
         for (int i = bound; i < n; i++) {
             max = Math.max(max, x[off + i]);
@@ -110,9 +110,9 @@ public final class VectorOps {
         for (int i = 0; i < bound; i += F.length()) {
             FloatVector e = exp(FloatVector.fromArray(F, x, off + i).sub(vmax));
             e.intoArray(x, off + i);
-            acc = acc.add(e);
+            acc = e.add(acc);
         }
-        float sum = acc.reduceLanes(VectorOperators.ADD);
+        float sum = FloatVector.zero(F).add(acc).reduceLanes(VectorOperators.ADD);
         for (int i = bound; i < n; i++) {
             float e = (float) Math.exp(x[off + i] - max);
             x[off + i] = e;
