@@ -1,5 +1,6 @@
 package io.tnsr.engine.coordinator;
 
+import io.tnsr.engine.cli.ChildJvm;
 import io.tnsr.engine.model.WeightMatrix;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.StageSpec;
@@ -10,11 +11,9 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -135,18 +134,10 @@ public final class StageProcesses implements Stages {
     }
 
     private List<String> command(int i, StageSpec s) {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            if (!a.startsWith("-agentlib") && !a.startsWith("-javaagent") && !a.startsWith("-Xrunjdwp")
-                    && !a.startsWith("-Xmx") && !a.startsWith("-XX:MaxDirectMemorySize")) {
-                cmd.add(a);
-            }
-        }
+        List<String> cmd = ChildJvm.options(a -> a.startsWith("-Xmx") || a.startsWith("-XX:MaxDirectMemorySize"));
         cmd.add("-Xmx" + heapMiB(model) + "m");
         cmd.add("-XX:MaxDirectMemorySize=4g");
-        cmd.add("-cp");
-        cmd.add(System.getProperty("tnsr.classpath", System.getProperty("java.class.path")));
+        cmd.addAll(ChildJvm.classPath());
         cmd.add(StageMain.class.getName());
         cmd.addAll(List.of("--model", model.toString(),
                 "--layers", s.layerFrom() + ":" + s.layerTo(),

@@ -1,5 +1,6 @@
 package io.tnsr.perf.engine;
 
+import io.tnsr.engine.cli.ChildJvm;
 import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.forward.LayerRange;
 import io.tnsr.engine.gguf.GgmlType;
@@ -8,8 +9,6 @@ import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.synth.ModelSpec;
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -217,18 +216,11 @@ public final class EngineBench implements Callable<Integer> {
 
     /** java, this JVM's options (heap, flags, modules), its class path, and this command's options for one type. */
     List<String> childCommand(String type, double bw, double peak) {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            if (!a.startsWith("-agentlib") && !a.startsWith("-javaagent") && !a.startsWith("-Xrunjdwp")) {
-                cmd.add(a);
-            }
-        }
+        List<String> cmd = ChildJvm.options(a -> false);
         if (System.getProperty("tnsr.home") != null) { // where the synthetic models are (set at run time by tests)
             cmd.add("-Dtnsr.home=" + System.getProperty("tnsr.home"));
         }
-        cmd.add("-cp");
-        cmd.add(System.getProperty("tnsr.classpath", System.getProperty("java.class.path")));
+        cmd.addAll(ChildJvm.classPath());
         cmd.add(EngineBench.class.getName());
         cmd.addAll(List.of("--preset", preset, "--types", type,
                 "--decode-tokens", String.valueOf(decodeSteps), "--prefill", String.valueOf(prefill),
