@@ -26,8 +26,9 @@ import picocli.CommandLine.Option;
  * {@code tools/engine-bench}: single-process, single-thread decode and prefill speed of the engine on a
  * synthetic model, printed as a table. Each figure is the median of several timed repeats after a warm-up,
  * with the spread (min..max), beside the physical ceiling of the workload (from two probes run in the same
- * JVM: streaming read bandwidth and FMA peak, see {@link Probes}), llama.cpp's figure on the same shape and
- * the target ratio, and the bytes allocated per token (0 in steady state).
+ * JVM: streaming read bandwidth and FMA peak, see {@link Probes}), llama.cpp's figure on the same shape (the
+ * issue's, or measured here and read with {@code --llama-cpp}, see {@link LlamaCppFigures}) and the target ratio,
+ * and the bytes allocated per token (0 in steady state).
  */
 @Command(name = "engine-bench", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Measures single-thread decode and prefill tokens/s of the engine on a synthetic model",
@@ -76,6 +77,13 @@ public final class EngineBench implements Callable<Integer> {
                     + " to the JIT profiles they left in the Vector API's shared code (Q4_0 decode 235 vs 268 tokens/s)."})
     boolean fork;
 
+    @Option(names = "--llama-cpp", paramLabel = "TYPE=FILE",
+            description = {"Compare TYPE's rows against llama.cpp measured here: FILE holds the JSON lines of `llama-bench"
+                    + " -t 1 -o jsonl` and `llama-batched-bench -t 1 -tb 1 --output-format jsonl` run on the model file"
+                    + " engine-bench uses (.build/models/synthetic-PRESET-TYPE-s42.gguf); repeated runs give a range."
+                    + " Repeat the option per type. Without it: the figures measured for the issue (stories110M)."})
+    Map<String, java.nio.file.Path> llamaCppFiles;
+
     /** Set by the parent for a forked child: the probes' {bandwidth, peak}; the child prints its rows only. */
     @Option(names = "--probed", hidden = true, split = ",", paramLabel = "BYTES_PER_S,FLOPS")
     double[] probed;
@@ -84,13 +92,18 @@ public final class EngineBench implements Callable<Integer> {
     private static final long CHILD_TIMEOUT_MINUTES = 60;
 
     /** llama.cpp (CPU build, -march=native, 1 thread) on the same stories110M shape, as measured for the issue. */
-    private static final Map<String, double[]> LLAMA_CPP = Map.of( // workload key -> {low, high, target ratio}
-            "decode1 F32", new double[] {71, 76, 1.0},
-            "decode1 Q8_0", new double[] {216, 225, 0.9},
-            "decode1 Q4_0", new double[] {318, 324, 0.8},
-            "prefill F32", new double[] {670, 670, 0.7},
-            "decode8 F32", new double[] {231, 231, 0.8},
-            "decode16 F32", new double[] {339, 339, 0.8});
+    private static final Map<String, LlamaCppFigures.Range> ISSUE_FIGURES = Map.of( // "workload TYPE" -> tokens/s
+            "decode1 F32", new LlamaCppFigures.Range(71, 76),
+            "decode1 Q8_0", new LlamaCppFigures.Range(216, 225),
+            "decode1 Q4_0", new LlamaCppFigures.Range(318, 324),
+            "prefill128 F32", new LlamaCppFigures.Range(670, 670),
+            "decode8 F32", new LlamaCppFigures.Range(231, 231),
+            "decode16 F32", new LlamaCppFigures.Range(339, 339));
+
+    /** The issue's target ratio to llama.cpp per row, against whichever llama.cpp figure the row shows. */
+    private static final Map<String, Double> TARGETS = Map.of(
+            "decode1 F32", 1.0, "decode1 Q8_0", 0.9, "decode1 Q4_0", 0.8,
+            "prefill128 F32", 0.7, "decode8 F32", 0.8, "decode16 F32", 0.8);
 
     @Override
     public Integer call() throws Exception {
@@ -104,11 +117,12 @@ public final class EngineBench implements Callable<Integer> {
                     + decodeSteps + " does not fit the " + context + "-position context of " + preset
                     + " (at most " + Math.max(0, context - decodeSteps - 1) + ")");
         }
+        Map<GgmlType, Map<String, LlamaCppFigures.Range>> measured = readLlamaCppFigures(specs);
         if (probed != null) { // a forked child: the parent printed the header and ran the probes
             if (probed.length != 2 || specs.size() != 1) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--probed takes BYTES_PER_S,FLOPS and one type");
             }
-            measure(specs.get(0), probed[0], probed[1]);
+            measure(specs.get(0), probed[0], probed[1], measured);
             return 0;
         }
         boolean forkEach = fork && specs.size() > 1;
@@ -125,6 +139,9 @@ public final class EngineBench implements Callable<Integer> {
                 probeRuns, bw / 1e9, Probes.STREAM_BYTES >> 20, heap / 1e9, offHeap / 1e9, peak / 1e9);
         System.out.println("ceiling = tokens/s if the step took only max((weight + KV cache bytes) / bandwidth, FLOPs / peak); bound = which one;");
         System.out.println("ratio = tokens/s / llama.cpp's (middle of its range); target ratio, '!' when missed; B/tok = bytes allocated per token");
+        System.out.println(measured.isEmpty() ? "llama.cpp = its figures measured for the issue (CPU build, -march=native, 1 thread; stories110M)"
+                : "llama.cpp = measured here, " + llamaCppFiles.entrySet().stream().map(e -> e.getKey() + " from " + e.getValue())
+                        .collect(Collectors.joining(", ")) + (measured.size() < specs.size() ? "; other types: the issue's figures" : ""));
         System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s %6s%n", "workload", "tokens/s", "spread",
                 "ceiling", "bound", "%ceil", "llama.cpp", "ratio", "target", "B/tok");
         List<String> failed = new ArrayList<>();
@@ -136,7 +153,7 @@ public final class EngineBench implements Callable<Integer> {
                     failed.add(types.get(i));
                 }
             } else {
-                measure(specs.get(i), bw, peak);
+                measure(specs.get(i), bw, peak, measured);
             }
         }
         if (!failed.isEmpty()) {
@@ -146,9 +163,49 @@ public final class EngineBench implements Callable<Integer> {
         return 0;
     }
 
+    /**
+     * The --llama-cpp files, read before anything is measured: weight type -> workload key -> tokens/s. A
+     * type that is not measured, or a file that cannot be used, is a usage error naming it.
+     */
+    private Map<GgmlType, Map<String, LlamaCppFigures.Range>> readLlamaCppFigures(List<ModelSpec> specs) {
+        Map<GgmlType, Map<String, LlamaCppFigures.Range>> measured = new java.util.EnumMap<>(GgmlType.class);
+        if (llamaCppFiles == null) {
+            return measured;
+        }
+        for (var e : llamaCppFiles.entrySet()) {
+            GgmlType type;
+            try {
+                type = ModelSpec.parseType(e.getKey());
+            } catch (IllegalArgumentException ex) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--llama-cpp " + e.getKey() + "=" + e.getValue()
+                        + ": " + ex.getMessage());
+            }
+            if (specs.stream().noneMatch(s -> s.type() == type)) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--llama-cpp " + e.getKey() + "=" + e.getValue()
+                        + ": " + e.getKey() + " is not one of the measured --types " + String.join(",", types));
+            }
+            try {
+                measured.put(type, LlamaCppFigures.read(e.getValue()));
+            } catch (LlamaCppFigures.InvalidFiguresException ex) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--llama-cpp " + e.getKey() + ": " + ex.getMessage());
+            }
+        }
+        return measured;
+    }
+
     /** Every workload of one weight type, in this JVM: one row each. */
-    private void measure(ModelSpec spec, double bw, double peak) throws Exception {
+    private void measure(ModelSpec spec, double bw, double peak, Map<GgmlType, Map<String, LlamaCppFigures.Range>> measured)
+            throws Exception {
         GgmlType type = spec.type();
+        // workload key -> llama.cpp's tokens/s: from --llama-cpp, else the issue's (measured on stories110M only)
+        Map<String, LlamaCppFigures.Range> llamaCpp = new java.util.HashMap<>(measured.getOrDefault(type, Map.of()));
+        if (!measured.containsKey(type) && preset.equalsIgnoreCase("stories110M")) {
+            ISSUE_FIGURES.forEach((k, v) -> {
+                if (k.endsWith(" " + type)) {
+                    llamaCpp.put(k.substring(0, k.indexOf(' ')), v);
+                }
+            });
+        }
         try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
             LlamaConfig c = LlamaConfig.fromGguf(file);
             Work work = Work.of(file, c);
@@ -159,17 +216,18 @@ public final class EngineBench implements Callable<Integer> {
                     maxTokens, maxSeqs);
             Runner r = new Runner(range, maxTokens, maxSeqs);
             r.warmupNanos = (long) (warmupSeconds * 1e9);
-            report("decode, 1 sequence, " + type, "decode1 " + type, r.decode(1, decodeSteps, repeats),
+            report("decode, 1 sequence, " + type, "decode1", type, llamaCpp, r.decode(1, decodeSteps, repeats),
                     work.ceiling(1, 1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken);
-            report("prefill " + prefill + " tokens, " + type, prefill == 128 ? "prefill " + type : "-", r.prefill(prefill, repeats),
+            report("prefill " + prefill + " tokens, " + type, "prefill" + prefill, type, llamaCpp, r.prefill(prefill, repeats),
                     work.ceiling(prefill, 1, 1, prefill / 2, bw, peak), r.allocatedPerToken);
             for (int b : batches) {
                 int steps = Math.max(8, decodeSteps / 4);
-                report("decode, " + b + " sequences batched, " + type, "decode" + b + " " + type, r.decode(b, steps, repeats),
+                report("decode, " + b + " sequences batched, " + type, "decode" + b, type, llamaCpp, r.decode(b, steps, repeats),
                         work.ceiling(b, b, b, 16 + steps / 2, bw, peak), r.allocatedPerToken);
             }
             if (decodeAt > 0) {
-                report("decode at position " + decodeAt + ", " + type, "-", r.decodeAt(decodeAt, decodeSteps, repeats),
+                report("decode at position " + decodeAt + ", " + type, "decodeAt" + decodeAt, type, llamaCpp,
+                        r.decodeAt(decodeAt, decodeSteps, repeats),
                         work.ceiling(1, 1, 1, decodeAt + decodeSteps / 2, bw, peak), r.allocatedPerToken);
             }
         }
@@ -228,20 +286,32 @@ public final class EngineBench implements Callable<Integer> {
                 "--decode-at", String.valueOf(decodeAt), "--repeats", String.valueOf(repeats),
                 "--warmup", String.valueOf(warmupSeconds),
                 "--probed", bw + "," + peak));
+        if (llamaCppFiles != null) { // only this type's file: the child reads it again (the parent checked it)
+            GgmlType t = ModelSpec.parseType(type);
+            llamaCppFiles.forEach((k, file) -> {
+                if (ModelSpec.parseType(k) == t) {
+                    cmd.addAll(List.of("--llama-cpp", k + "=" + file.toAbsolutePath()));
+                }
+            });
+        }
         return cmd;
     }
 
-    private void report(String workload, String key, double[] rates, double[] ceiling, double allocPerToken) {
+    /**
+     * One row: {@code key} names the workload as {@link LlamaCppFigures} does ("decode1", "prefill128", "decode8",
+     * "decodeAt960") in {@code llamaCpp}; the target ratio is the issue's for that workload and type, if any.
+     */
+    private static void report(String workload, String key, GgmlType type, Map<String, LlamaCppFigures.Range> llamaCpp,
+                               double[] rates, double[] ceiling, double allocPerToken) {
         double[] s = rates.clone();
         Arrays.sort(s);
         double median = s[s.length / 2];
-        // llama.cpp was measured on the stories110M shape (prefill: 128 tokens): no comparison for another shape.
-        double[] ref = preset.equalsIgnoreCase("stories110M") ? LLAMA_CPP.get(key) : null;
-        String refText = ref == null ? "-" : ref[0] == ref[1] ? String.format(Locale.ROOT, "%.0f", ref[0])
-                : String.format(Locale.ROOT, "%.0f-%.0f", ref[0], ref[1]);
-        String ratio = ref == null ? "-" : String.format(Locale.ROOT, "%.2fx", median / ((ref[0] + ref[1]) / 2));
-        String target = ref == null ? "-" : String.format(Locale.ROOT, "%.1fx%s", ref[2],
-                median >= ref[2] * (ref[0] + ref[1]) / 2 ? "" : "!");
+        LlamaCppFigures.Range ref = llamaCpp.get(key);
+        Double targetRatio = ref == null ? null : TARGETS.get(key + " " + type);
+        String refText = ref == null ? "-" : ref.toString();
+        String ratio = ref == null ? "-" : String.format(Locale.ROOT, "%.2fx", median / ref.middle());
+        String target = targetRatio == null ? "-" : String.format(Locale.ROOT, "%.1fx%s", targetRatio,
+                median >= targetRatio * ref.middle() ? "" : "!");
         System.out.printf(Locale.ROOT, "%-34s %9.1f %15s %9.1f %-4s %5.0f%% %11s %6s %6s %6.0f%n", workload, median,
                 String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), ceiling[0],
                 ceiling[1] == 0 ? "mem" : "flop", 100 * median / ceiling[0], refText, ratio, target, allocPerToken);
