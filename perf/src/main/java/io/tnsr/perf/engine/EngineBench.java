@@ -92,18 +92,17 @@ public final class EngineBench implements Callable<Integer> {
     private static final long CHILD_TIMEOUT_MINUTES = 60;
 
     /** llama.cpp (CPU build, -march=native, 1 thread) on the same stories110M shape, as measured for the issue. */
-    private static final Map<String, LlamaCppFigures.Range> ISSUE_FIGURES = Map.of( // "workload TYPE" -> tokens/s
-            "decode1 F32", new LlamaCppFigures.Range(71, 76),
-            "decode1 Q8_0", new LlamaCppFigures.Range(216, 225),
-            "decode1 Q4_0", new LlamaCppFigures.Range(318, 324),
-            "prefill128 F32", new LlamaCppFigures.Range(670, 670),
-            "decode8 F32", new LlamaCppFigures.Range(231, 231),
-            "decode16 F32", new LlamaCppFigures.Range(339, 339));
+    private static final Map<GgmlType, Map<String, LlamaCppFigures.Range>> ISSUE_FIGURES = Map.of( // workload -> tokens/s
+            GgmlType.F32, Map.of("decode1", new LlamaCppFigures.Range(71, 76), "prefill128", new LlamaCppFigures.Range(670, 670),
+                    "decode8", new LlamaCppFigures.Range(231, 231), "decode16", new LlamaCppFigures.Range(339, 339)),
+            GgmlType.Q8_0, Map.of("decode1", new LlamaCppFigures.Range(216, 225)),
+            GgmlType.Q4_0, Map.of("decode1", new LlamaCppFigures.Range(318, 324)));
 
     /** The issue's target ratio to llama.cpp per row, against whichever llama.cpp figure the row shows. */
-    private static final Map<String, Double> TARGETS = Map.of(
-            "decode1 F32", 1.0, "decode1 Q8_0", 0.9, "decode1 Q4_0", 0.8,
-            "prefill128 F32", 0.7, "decode8 F32", 0.8, "decode16 F32", 0.8);
+    private static final Map<GgmlType, Map<String, Double>> TARGETS = Map.of(
+            GgmlType.F32, Map.of("decode1", 1.0, "prefill128", 0.7, "decode8", 0.8, "decode16", 0.8),
+            GgmlType.Q8_0, Map.of("decode1", 0.9),
+            GgmlType.Q4_0, Map.of("decode1", 0.8));
 
     @Override
     public Integer call() throws Exception {
@@ -198,14 +197,8 @@ public final class EngineBench implements Callable<Integer> {
             throws Exception {
         GgmlType type = spec.type();
         // workload key -> llama.cpp's tokens/s: from --llama-cpp, else the issue's (measured on stories110M only)
-        Map<String, LlamaCppFigures.Range> llamaCpp = new java.util.HashMap<>(measured.getOrDefault(type, Map.of()));
-        if (!measured.containsKey(type) && preset.equalsIgnoreCase("stories110M")) {
-            ISSUE_FIGURES.forEach((k, v) -> {
-                if (k.endsWith(" " + type)) {
-                    llamaCpp.put(k.substring(0, k.indexOf(' ')), v);
-                }
-            });
-        }
+        Map<String, LlamaCppFigures.Range> llamaCpp = measured.getOrDefault(type,
+                preset.equalsIgnoreCase("stories110M") ? ISSUE_FIGURES.getOrDefault(type, Map.of()) : Map.of());
         try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
             LlamaConfig c = LlamaConfig.fromGguf(file);
             Work work = Work.of(file, c);
@@ -307,7 +300,7 @@ public final class EngineBench implements Callable<Integer> {
         Arrays.sort(s);
         double median = s[s.length / 2];
         LlamaCppFigures.Range ref = llamaCpp.get(key);
-        Double targetRatio = ref == null ? null : TARGETS.get(key + " " + type);
+        Double targetRatio = ref == null ? null : TARGETS.getOrDefault(type, Map.of()).get(key);
         String refText = ref == null ? "-" : ref.toString();
         String ratio = ref == null ? "-" : String.format(Locale.ROOT, "%.2fx", median / ref.middle());
         String target = targetRatio == null ? "-" : String.format(Locale.ROOT, "%.1fx%s", targetRatio,
