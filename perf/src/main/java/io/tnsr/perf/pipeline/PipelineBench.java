@@ -1,5 +1,6 @@
 package io.tnsr.perf.pipeline;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.tnsr.engine.coordinator.Coordinator;
 import io.tnsr.engine.coordinator.PipelineRun;
 import io.tnsr.engine.generate.SequenceState;
@@ -20,8 +21,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -37,6 +40,7 @@ import picocli.CommandLine.Option;
 @Command(name = "pipeline-bench", mixinStandardHelpOptions = true, sortOptions = false,
         description = "Decode tokens/s of real stage pipelines on a synthetic model (generated once into .build/models).")
 public final class PipelineBench implements Callable<Integer> {
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -55,8 +59,13 @@ public final class PipelineBench implements Callable<Integer> {
 
     @Option(names = "--scenarios", defaultValue = "pipelining", split = ",",
             description = "stages (1, 2 and 4 stages, one micro-batch of 8 per stage), pipelining (1 stage x1, 1 stage 1x8, "
-                    + "2 stages 2x8 and 4x8), spin (4 stages 4x8, blocking vs --spin); any comma-separated mix.")
+                    + "2 stages 2x8 and 4x8), spin (4 stages 4x8, blocking vs --spin), or one layout SxMxB (S stages, M "
+                    + "micro-batches of B sequences, e.g. 2x2x8); any comma-separated mix.")
     List<String> scenarios;
+
+    @Option(names = "--json", description = "Print one JSON object per scenario (one line each) instead of the table: "
+            + "scenario, stages, micro_batches, batch, layers, decode_tokens_per_second (one per repeat), median.")
+    boolean json;
 
     /** One measured layout. */
     record Scenario(String name, int stages, int microBatches, int batch, boolean spin) {
@@ -92,8 +101,7 @@ public final class PipelineBench implements Callable<Integer> {
                         new Scenario("2 stages, 4 micro-batches of 8", 2, 4, 8, false));
                 case "spin" -> List.of(new Scenario("4 stages, 4 micro-batches of 8", 4, 4, 8, false),
                         new Scenario("4 stages, 4 micro-batches of 8, --spin", 4, 4, 8, true));
-                default -> throw new CommandLine.ParameterException(spec.commandLine(),
-                        "unknown scenario '" + name + "': expected stages, pipelining or spin");
+                default -> List.of(layout(name));
             }) {
                 byName.putIfAbsent(sc.name(), sc);
             }
@@ -109,10 +117,12 @@ public final class PipelineBench implements Callable<Integer> {
             tok = Tokenizers.fromGguf(f);
             classifierLayers = PipelineConfig.classifierWeightInLayers(f);
         }
-        System.out.printf(Locale.ROOT, "pipeline-bench: %s, %d tokens per sequence (rate after the first %d decode steps of each), "
-                        + "%d repeats (median, min..max), %d CPUs, JDK %s%n",
-                spec.describe(), tokens, warmupSteps(tokens), repeats, Runtime.getRuntime().availableProcessors(), Runtime.version());
-        System.out.printf(Locale.ROOT, "%-42s %-18s %14s %20s %8s%n", "scenario", "layers", "decode tok/s", "spread", "ratio");
+        if (!json) {
+            System.out.printf(Locale.ROOT, "pipeline-bench: %s, %d tokens per sequence (rate after the first %d decode steps of each), "
+                            + "%d repeats (median, min..max), %d CPUs, JDK %s%n",
+                    spec.describe(), tokens, warmupSteps(tokens), repeats, Runtime.getRuntime().availableProcessors(), Runtime.version());
+            System.out.printf(Locale.ROOT, "%-42s %-18s %14s %20s %8s%n", "scenario", "layers", "decode tok/s", "spread", "ratio");
+        }
         double base = 0;
         for (Scenario sc : list) {
             double[] rates = new double[repeats];
@@ -130,10 +140,46 @@ public final class PipelineBench implements Callable<Integer> {
             if (base == 0) {
                 base = median;
             }
+            if (json) {
+                Map<String, Object> row = new LinkedHashMap<>();
+                row.put("scenario", sc.name());
+                row.put("stages", sc.stages());
+                row.put("micro_batches", sc.microBatches());
+                row.put("batch", sc.batch());
+                row.put("layers", layout);
+                row.put("model", spec.describe());
+                row.put("tokens", tokens);
+                row.put("decode_tokens_per_second", rates);
+                row.put("median", median);
+                System.out.println(JSON.writeValueAsString(row));
+                continue;
+            }
             System.out.printf(Locale.ROOT, "%-42s %-18s %14.1f %20s %7.2fx%n", sc.name(), layout, median,
                     String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), median / base);
         }
         return 0;
+    }
+
+    /** A scenario written SxMxB: S stages, M micro-batches of B sequences in flight. */
+    private Scenario layout(String name) {
+        String[] p = name.split("x");
+        int[] v = new int[3];
+        try {
+            if (p.length != 3) {
+                throw new NumberFormatException();
+            }
+            for (int i = 0; i < 3; i++) {
+                v[i] = Integer.parseInt(p[i]);
+                if (v[i] < 1) {
+                    throw new NumberFormatException();
+                }
+            }
+        } catch (NumberFormatException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "unknown scenario '" + name
+                    + "': expected stages, pipelining, spin or a layout SxMxB of positive numbers (e.g. 2x2x8)");
+        }
+        return new Scenario(String.format(Locale.ROOT, "%d stage%s, %d micro-batch%s of %d", v[0], v[0] == 1 ? "" : "s",
+                v[1], v[1] == 1 ? "" : "es", v[2]), v[0], v[1], v[2], false);
     }
 
     private static String layoutOf(PipelineConfig pc) {

@@ -31,4 +31,15 @@ class PipelineBenchTest {
             assertTrue(err.toString().contains(args[0] + " must be at least"), err.toString());
         }
     }
+
+    @Test
+    void aLayoutThatIsNotSxMxBIsAUsageError() {
+        for (String bad : new String[] {"2x2", "0x2x8", "2x2xeight", "pipelinin"}) {
+            StringWriter err = new StringWriter();
+            int status = new CommandLine(new PipelineBench()).setErr(new PrintWriter(err, true)).execute("--scenarios", bad);
+            assertEquals(2, status, bad);
+            assertTrue(err.toString().contains("unknown scenario '" + bad + "': expected stages, pipelining, spin or a layout SxMxB"),
+                    err.toString());
+        }
+    }
 }
