@@ -1,37 +1,44 @@
 package io.tnsr.perf.gate;
 
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
-import java.util.Set;
 
 /**
- * The gate's verdicts: pure arithmetic on measured values and the baseline (no JMH here, so it is unit-tested
+ * The gate's verdicts: pure arithmetic on the samples of the two builds (no processes here, so it is unit-tested
  * with made-up numbers).
  * <ul>
- * <li>ratio metric: {@code change = now / baseline}. REGRESSION when {@code change > 1 + tolerance}; IMPROVED
- * (passes) when {@code change < 1 / (1 + tolerance)}; else PASS. NEW (passes) when the baseline lacks it.</li>
- * <li>alloc metric: ALLOCATES when {@code now > tolerance + background / operations per iteration} (B/op;
- * the metric's default tolerance when the baseline has none); else PASS. Judged even without a baseline
- * entry: zero allocation is an absolute requirement.</li>
- * <li>info metric: shown, never judged.</li>
- * <li>MISSING (fails) when a metric was not measured (its benchmark failed), or the baseline names a metric
- * this gate does not measure.</li>
+ * <li>{@link Metric.Kind#TIME} and {@link Metric.Kind#P99}: the runs of the reference build and of the tree under
+ * test are paired in the order they were measured. A pair's ratio, tree / reference, is the median of its
+ * iterations' ratios (iteration i of one build ran next to iteration i of the other, {@link Turns}, so that the
+ * host's drift hits both alike), or the ratio of the two runs' figures when they have no iterations (pipelines).
+ * {@code change} is the median of the pairs' ratios. REGRESSION when
+ * {@code change > 1 + tolerance}; IMPROVED (passes) when {@code change < 1 / (1 + tolerance)}; else PASS. NEW (passes)
+ * when the reference build could not measure it (a benchmark it does not have yet).</li>
+ * <li>{@link Metric.Kind#ALLOC}: every sample of the tree under test must stay within the allowance plus the
+ * background allowance spread over the iteration's operations, else ALLOCATES. Absolute, never compared.</li>
+ * <li>MISSING (fails) when the tree under test could not measure a metric.</li>
  * </ul>
  */
 public final class GateCheck {
-    /** Tolerance of a ratio metric the baseline has no tolerance for. */
-    public static final double DEFAULT_RATIO_TOLERANCE = 0.25;
-    /** Allowed bytes per operation of an alloc metric the baseline has no tolerance for. */
-    public static final double DEFAULT_ALLOC_TOLERANCE = 1.0;
+    /**
+     * Runs of each build at most for one probe: when the first ones ({@link Probe#minPairs()}) do not all pass, the
+     * median of three decides.
+     */
+    public static final int MAX_PAIRS = 3;
+    /**
+     * Bytes JMH and the JVM allocate in each measured iteration besides the benchmark (about 6 KB here, whatever
+     * its length: {@code gc.alloc.rate.norm} counts every thread), allowed on top of a metric's own allowance,
+     * spread over the iteration's operations.
+     */
+    public static final double BACKGROUND_ALLOC_PER_ITERATION = 16 * 1024;
 
     private GateCheck() {
     }
 
     public enum Verdict {
-        PASS(false), IMPROVED(false), NEW(false), INFO(false), REGRESSION(true), ALLOCATES(true), MISSING(true);
+        PASS(false), IMPROVED(false), NEW(false), REGRESSION(true), ALLOCATES(true), MISSING(true);
 
         private final boolean fails;
 
@@ -45,31 +52,21 @@ public final class GateCheck {
     }
 
     /**
-     * A metric's value in this run.
-     *
-     * @param value           ratio, B/op or ns (per the metric's kind); NaN when not measured
-     * @param opsPerIteration operations in one measured iteration of the metric's own probe (iteration time / time
-     *                        per op): the background allowance is spread over them
-     * @param error           why it was not measured, else null
-     */
-    public record Observation(double value, double opsPerIteration, String error) {
-        public static Observation missing(String error) {
-            return new Observation(Double.NaN, Double.NaN, error);
-        }
-    }
-
-    /**
      * One line of the table.
      *
-     * @param baseline the baseline's value (NaN if none)
-     * @param change   now / baseline for ratio metrics (NaN otherwise)
-     * @param limit    the largest passing value: baseline x (1 + tolerance), or the allocation allowance
+     * @param reference median of the reference build's figures (NaN for alloc metrics or when it has none)
+     * @param now       median of the tree's figures; for alloc metrics the largest B/op of its samples
+     * @param change    median of the pairs' ratios (compared metrics), else NaN
+     * @param low       smallest pair ratio (NaN if none)
+     * @param high      largest pair ratio (NaN if none)
+     * @param pairs     pairs measured
+     * @param limit     the largest passing change (1 + tolerance), or the allocation allowance in B/op
      */
-    public record Row(String metric, Metric.Kind kind, double baseline, double now, double change, double limit,
-                      Verdict verdict, String note) {
+    public record Row(String metric, Metric.Kind kind, double reference, double now, double change, double low,
+                      double high, int pairs, double limit, Verdict verdict, String note) {
     }
 
-    /** All rows, in the suite's order then any baseline-only metrics. */
+    /** All rows, in the suite's order. */
     public record Report(List<Row> rows) {
         public boolean passed() {
             return rows.stream().noneMatch(r -> r.verdict().fails());
@@ -84,65 +81,131 @@ public final class GateCheck {
         }
     }
 
-    public static Report check(List<Metric> metrics, Map<String, Observation> now, Baseline baseline) {
-        List<Row> rows = new ArrayList<>();
-        Set<String> seen = new LinkedHashSet<>();
-        for (Metric m : metrics) {
-            seen.add(m.name());
-            rows.add(row(m.name(), m.kind(), now.get(m.name()), baseline.metrics().get(m.name()),
-                    baseline.backgroundAllocBytesPerIteration(), m.defaultTolerance()));
+    /**
+     * A compared metric.
+     *
+     * @param reference the reference build's samples of the metric's probe, in measuring order (empty: not measured)
+     * @param now       the tree's samples, in the same order (sample i was measured beside reference sample i)
+     */
+    public static Row compare(Metric m, List<Sample> reference, List<Sample> now) {
+        double limit = 1 + m.tolerance();
+        double[] nowValues = values(m.kind(), now);
+        if (nowValues.length == 0) {
+            return new Row(m.name(), m.kind(), median(values(m.kind(), reference)), Double.NaN, Double.NaN, Double.NaN,
+                    Double.NaN, 0, limit, Verdict.MISSING, "not measured: " + firstError(now));
         }
-        for (Map.Entry<String, Baseline.Entry> e : baseline.metrics().entrySet()) {
-            if (!seen.contains(e.getKey())) {
-                rows.add(new Row(e.getKey(), e.getValue().kind(), e.getValue().value(), Double.NaN, Double.NaN, Double.NaN,
-                        e.getValue().kind() == Metric.Kind.INFO ? Verdict.INFO : Verdict.MISSING,
-                        "in the baseline but not measured by this gate (renamed or removed? review, then --update-baseline)"));
-            }
+        double[] refValues = values(m.kind(), reference);
+        if (refValues.length == 0) {
+            return new Row(m.name(), m.kind(), Double.NaN, median(nowValues), Double.NaN, Double.NaN, Double.NaN, 0, limit,
+                    Verdict.NEW, reference.isEmpty() ? "no reference figure"
+                            : "the reference build could not measure it (" + firstError(reference) + ")");
         }
-        return new Report(rows);
+        double[] r = ratios(m.kind(), reference, now);
+        if (r.length == 0) {
+            return new Row(m.name(), m.kind(), median(refValues), median(nowValues), Double.NaN, Double.NaN, Double.NaN, 0,
+                    limit, Verdict.MISSING, "no pair of samples measured side by side");
+        }
+        double change = median(r);
+        double low = Arrays.stream(r).min().orElse(Double.NaN);
+        double high = Arrays.stream(r).max().orElse(Double.NaN);
+        Verdict v;
+        String note;
+        if (change > limit) {
+            v = Verdict.REGRESSION;
+            note = String.format(Locale.ROOT, "%.1f%% slower than the reference (tolerance %.0f%%)", (change - 1) * 100,
+                    m.tolerance() * 100);
+        } else if (change < 1 / limit) {
+            v = Verdict.IMPROVED;
+            note = String.format(Locale.ROOT, "%.1f%% faster: accept it with --update-baseline to keep it", (1 - change) * 100);
+        } else {
+            v = Verdict.PASS;
+            note = "";
+        }
+        return new Row(m.name(), m.kind(), median(refValues), median(nowValues), change, low, high, r.length, limit, v, note);
     }
 
-    static Row row(String name, Metric.Kind kind, Observation o, Baseline.Entry b, double background, double defaultTolerance) {
-        double base = b != null ? b.value() : Double.NaN;
-        if (o == null || Double.isNaN(o.value())) {
-            String why = o != null && o.error() != null ? o.error() : "not measured";
-            return new Row(name, kind, base, Double.NaN, Double.NaN, Double.NaN,
-                    kind == Metric.Kind.INFO ? Verdict.INFO : Verdict.MISSING, why);
-        }
-        double v = o.value();
-        switch (kind) {
-            case INFO:
-                return new Row(name, kind, base, v, Double.NaN, Double.NaN, Verdict.INFO, "");
-            case ALLOC: {
-                double tol = b != null && !Double.isNaN(b.tolerance()) ? b.tolerance() : defaultTolerance;
-                double allowed = tol + (Double.isNaN(o.opsPerIteration()) ? 0 : background / Math.max(1, o.opsPerIteration()));
-                if (v > allowed) {
-                    return new Row(name, kind, base, v, Double.NaN, allowed, Verdict.ALLOCATES,
-                            String.format(Locale.ROOT, "allocates %.1f B/op, allowed %.2f", v, allowed));
-                }
-                return new Row(name, kind, base, v, Double.NaN, allowed, b == null ? Verdict.NEW : Verdict.PASS,
-                        b == null ? "not in the baseline" : "");
+    /** An allocation metric: every sample of the tree under test within its allowance. */
+    public static Row alloc(Metric m, List<Sample> now) {
+        double worst = Double.NaN;
+        double worstAllowed = Double.NaN;
+        int measured = 0;
+        for (Sample s : now) {
+            if (!s.ok() || Double.isNaN(s.alloc())) {
+                continue;
             }
-            case RATIO: {
-                if (b == null || Double.isNaN(base) || base <= 0) {
-                    return new Row(name, kind, base, v, Double.NaN, Double.NaN, Verdict.NEW,
-                            "not in the baseline: run --update-baseline to start gating it");
-                }
-                double tol = !Double.isNaN(b.tolerance()) ? b.tolerance() : defaultTolerance;
-                double change = v / base;
-                double limit = base * (1 + tol);
-                if (change > 1 + tol) {
-                    return new Row(name, kind, base, v, change, limit, Verdict.REGRESSION, String.format(Locale.ROOT,
-                            "%.0f%% slower than the baseline (tolerance %.0f%%)", (change - 1) * 100, tol * 100));
-                }
-                if (change < 1 / (1 + tol)) {
-                    return new Row(name, kind, base, v, change, limit, Verdict.IMPROVED, String.format(Locale.ROOT,
-                            "%.0f%% faster: update the baseline to keep it", (1 - change) * 100));
-                }
-                return new Row(name, kind, base, v, change, limit, Verdict.PASS, "");
+            measured++;
+            double allowed = m.tolerance() + (Double.isNaN(s.opsPerIteration()) ? 0
+                    : BACKGROUND_ALLOC_PER_ITERATION / Math.max(1, s.opsPerIteration()));
+            if (Double.isNaN(worst) || s.alloc() - allowed > worst - worstAllowed) {
+                worst = s.alloc();
+                worstAllowed = allowed;
             }
-            default:
-                throw new IllegalStateException(kind.toString());
         }
+        if (measured == 0) {
+            return new Row(m.name(), m.kind(), Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, 0, Double.NaN,
+                    Verdict.MISSING, "not measured: " + firstError(now));
+        }
+        if (worst > worstAllowed) {
+            return new Row(m.name(), m.kind(), Double.NaN, worst, Double.NaN, Double.NaN, Double.NaN, 0, worstAllowed,
+                    Verdict.ALLOCATES, String.format(Locale.ROOT, "allocates %.1f B/op, allowed %.2f", worst, worstAllowed));
+        }
+        return new Row(m.name(), m.kind(), Double.NaN, worst, Double.NaN, Double.NaN, Double.NaN, 0, worstAllowed,
+                Verdict.PASS, "");
+    }
+
+    /**
+     * Whether another pair of runs is needed: fewer than the probe's minimum, or fewer than {@link #MAX_PAIRS} while
+     * some pair is beyond the limit (one run's placement in memory or JIT luck must not fail the gate alone).
+     */
+    public static boolean undecided(Metric m, List<Sample> reference, List<Sample> now) {
+        if (!m.kind().compared() || values(m.kind(), reference).length == 0) {
+            return false;
+        }
+        double[] r = ratios(m.kind(), reference, now);
+        if (r.length >= MAX_PAIRS) {
+            return false;
+        }
+        if (r.length < m.probe().minPairs()) {
+            return true;
+        }
+        double limit = 1 + m.tolerance();
+        return Arrays.stream(r).anyMatch(x -> x > limit);
+    }
+
+    /** tree / reference for each pair of runs measured side by side (both ok): see the class comment. */
+    static double[] ratios(Metric.Kind kind, List<Sample> reference, List<Sample> now) {
+        List<Double> r = new ArrayList<>();
+        for (int i = 0; i < Math.min(reference.size(), now.size()); i++) {
+            Sample a = reference.get(i);
+            Sample b = now.get(i);
+            if (!a.ok() || !b.ok()) {
+                continue;
+            }
+            double[] ai = kind.iterations(a);
+            double[] bi = kind.iterations(b);
+            int n = Math.min(ai.length, bi.length);
+            if (n > 0) {
+                double[] q = new double[n];
+                for (int j = 0; j < n; j++) {
+                    q[j] = bi[j] / ai[j];
+                }
+                r.add(median(q));
+            } else if (kind.of(a) > 0 && kind.of(b) > 0) {
+                r.add(kind.of(b) / kind.of(a));
+            }
+        }
+        return r.stream().mapToDouble(Double::doubleValue).toArray();
+    }
+
+    private static double[] values(Metric.Kind kind, List<Sample> samples) {
+        return samples.stream().filter(Sample::ok).mapToDouble(kind::of).filter(v -> v > 0).toArray();
+    }
+
+    private static String firstError(List<Sample> samples) {
+        return samples.stream().filter(s -> !s.ok()).map(Sample::error).findFirst().orElse("no sample");
+    }
+
+    static double median(double[] v) {
+        return ForkRunner.median(v);
     }
 }

@@ -1,45 +1,40 @@
 package io.tnsr.perf.gate;
 
-import io.tnsr.engine.gguf.GgmlType;
-import io.tnsr.perf.kernels.KernelBenchmark;
-import io.tnsr.perf.kernels.MatrixFiles;
-import io.tnsr.perf.kernels.MemoryProbe;
-import io.tnsr.perf.kernels.StreamProbe;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 
-/** The gate's printed output: the verdict table, the throughput of kernels and probes, the machine. */
+/** The gate's printed output: the verdict table, times, the machine. */
 public final class GateTable {
     private GateTable() {
     }
 
+    private static final String FMT = "%-30s %12s %12s %8s %6s %14s %10s  %-10s %s%n";
+
     public static void print(GateCheck.Report report, PrintStream out) {
-        String fmt = "%-30s %12s %12s %8s %12s  %-10s %s%n";
-        out.printf(Locale.ROOT, fmt, "metric", "baseline", "now", "ratio", "limit", "verdict", "");
+        out.printf(Locale.ROOT, FMT, "metric", "reference", "tree", "change", "pairs", "pair range", "limit", "verdict", "");
         for (GateCheck.Row r : report.rows()) {
-            out.printf(Locale.ROOT, fmt, r.metric(), value(r.kind(), r.baseline()), value(r.kind(), r.now()),
-                    Double.isNaN(r.change()) ? "" : String.format(Locale.ROOT, "%.3f", r.change()),
-                    value(r.kind(), r.limit()), r.verdict(), r.note());
+            boolean alloc = r.kind() == Metric.Kind.ALLOC;
+            out.printf(Locale.ROOT, FMT, r.metric(), alloc ? "" : time(r.reference()), alloc ? bytes(r.now()) : time(r.now()),
+                    Double.isNaN(r.change()) ? "" : String.format(Locale.ROOT, "x%.3f", r.change()),
+                    r.pairs() == 0 ? "" : Integer.toString(r.pairs()),
+                    Double.isNaN(r.low()) ? "" : String.format(Locale.ROOT, "%.3f..%.3f", r.low(), r.high()),
+                    Double.isNaN(r.limit()) ? "" : alloc ? bytes(r.limit()) : String.format(Locale.ROOT, "x%.2f", r.limit()),
+                    r.verdict(), r.note());
         }
     }
 
-    static String value(Metric.Kind kind, double v) {
-        if (Double.isNaN(v)) {
+    static String bytes(double v) {
+        return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%.2f B/op", v);
+    }
+
+    /** Nanoseconds as "15.9 us", "4.51 ms"...; "-" for NaN. */
+    public static String time(double ns) {
+        if (Double.isNaN(ns)) {
             return "-";
         }
-        return switch (kind) {
-            case RATIO -> String.format(Locale.ROOT, "%.4g", v);
-            case ALLOC -> String.format(Locale.ROOT, "%.3f B/op", v);
-            case INFO -> time(v);
-        };
-    }
-
-    /** Nanoseconds as "15.9 us", "4.51 ms"... */
-    public static String time(double ns) {
         if (ns < 1e3) {
             return String.format(Locale.ROOT, "%.1f ns", ns);
         }
@@ -50,51 +45,6 @@ public final class GateTable {
             return String.format(Locale.ROOT, "%.3g ms", ns / 1e6);
         }
         return String.format(Locale.ROOT, "%.3g s", ns / 1e9);
-    }
-
-    /**
-     * Throughput of the kernel and memory probes measured: GFLOP/s = 2 x rows x cols x tokens / time, GB/s =
-     * matrix bytes / time (kernels), 2 x size / time (copies: read + write), bytes read / time (references).
-     */
-    public static void throughput(Map<Probe, ProbeRunner.Measurement> measured, PrintStream out) {
-        boolean header = false;
-        for (Map.Entry<Probe, ProbeRunner.Measurement> e : measured.entrySet()) {
-            Probe p = e.getKey();
-            ProbeRunner.Measurement m = e.getValue();
-            if (!m.ok()) {
-                continue;
-            }
-            String what;
-            double gflops = Double.NaN;
-            double gbs;
-            if (p.benchmark().endsWith("KernelBenchmark.matmul") || p.benchmark().endsWith("InjectedSlowKernel.matmul")) {
-                int[] rc = MatrixFiles.shape(p.params().get("shape"));
-                int tokens = Integer.parseInt(p.params().get("tokens"));
-                GgmlType type = GgmlType.valueOf(p.params().get("type"));
-                what = (p.benchmark().contains("Injected") ? "injected slow " : "") + type + " " + p.params().get("shape")
-                        + " x " + tokens;
-                gflops = KernelBenchmark.flops(rc[0], rc[1], tokens) / m.nanosPerOp();
-                gbs = KernelBenchmark.weightBytes(type, rc[0], rc[1]) / m.nanosPerOp();
-            } else if (p.benchmark().endsWith("MemoryProbe.copy")) {
-                what = "copy " + p.params().get("size");
-                gbs = 2.0 * MemoryProbe.parseSize(p.params().get("size")) / m.nanosPerOp();
-            } else if (p.benchmark().endsWith("StreamProbe.read")) {
-                what = "read 64 MiB (mapped)";
-                gbs = 4.0 * StreamProbe.ROWS * StreamProbe.COLS / m.nanosPerOp();
-            } else if (p.benchmark().endsWith("ComputeProbe.dot")) {
-                what = "dot products in L2";
-                gflops = 2.0 * 64 * 2048 / m.nanosPerOp();
-                gbs = 4.0 * 64 * 2048 / m.nanosPerOp();
-            } else {
-                continue;
-            }
-            if (!header) {
-                out.printf(Locale.ROOT, "%n%-32s %12s %10s %10s%n", "throughput this run", "time/op", "GFLOP/s", "GB/s");
-                header = true;
-            }
-            out.printf(Locale.ROOT, "%-32s %12s %10s %10.2f%n", what, time(m.nanosPerOp()),
-                    Double.isNaN(gflops) ? "" : String.format(Locale.ROOT, "%.2f", gflops), gbs);
-        }
     }
 
     /** "AMD EPYC, 2 CPUs, JDK 17.0.15, Linux 6.1": where the numbers come from. */
@@ -109,14 +59,5 @@ public final class GateTable {
         }
         return String.format(Locale.ROOT, "%s, %d CPUs, JDK %s, %s %s", cpu, Runtime.getRuntime().availableProcessors(),
                 Runtime.version(), System.getProperty("os.name"), System.getProperty("os.version"));
-    }
-
-    /** The 1-minute load average, or "?" where unknown. */
-    public static String load() {
-        try {
-            return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
-        } catch (Exception e) {
-            return "?";
-        }
     }
 }

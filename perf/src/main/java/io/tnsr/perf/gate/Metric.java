@@ -1,72 +1,64 @@
 package io.tnsr.perf.gate;
 
 /**
- * One figure the gate checks.
+ * One figure the gate judges.
  *
- * @param name        stable name, the key in {@code perf/baseline.json}
- * @param kind        how it is computed and judged
+ * @param name        stable name, shown in the table and kept in the results file
+ * @param kind        what is taken from each {@link Sample} of the probe, and how it is judged
  * @param probe       the measurement it comes from
- * @param reference   for {@link Kind#RATIO}: the measurement it is divided by (same gate run); else null
- * @param description one line for the table's legend
- * @param tolerance   alloc: the allowance in B/op (NaN: {@link GateCheck#DEFAULT_ALLOC_TOLERANCE}); ratio: the least
- *                    tolerance a calibration may set (NaN: {@link Calibration#FLOOR}); also what a new baseline
- *                    entry starts with (at least {@link GateCheck#DEFAULT_RATIO_TOLERANCE} for a ratio)
+ * @param tolerance   {@link Kind#TIME} and {@link Kind#P99}: the largest slowdown that passes, relative (0.05: the
+ *                    tree under test may take up to 5% longer than the reference); {@link Kind#ALLOC}: the allowance
+ *                    in bytes per operation
+ * @param description one line for the legend
  */
-public record Metric(String name, Kind kind, Probe probe, Probe reference, String description, double tolerance) {
+public record Metric(String name, Kind kind, Probe probe, double tolerance, String description) {
 
     public enum Kind {
         /**
-         * Bytes allocated per operation (JMH {@code -prof gc}: {@code gc.alloc.rate.norm}, all threads of the JVM),
-         * median over iterations. Must be 0 up to a small allowance; the baseline value is not used.
+         * The sample's time, tree under test / reference build, pair by pair (each pair measured back to back on
+         * the same CPU); judged on the median of the pairs' ratios.
          */
-        ALLOC("B/op"),
-        /** Time per operation / time per operation of the reference. Judged against the baseline's ratio. */
-        RATIO("x"),
-        /** Time per operation in nanoseconds, shown for context, never judged (machine-dependent). */
-        INFO("ns");
+        TIME,
+        /** The sample's 99th percentile, judged like {@link #TIME}. */
+        P99,
+        /**
+         * Bytes allocated per operation in the tree under test, judged absolutely (they do not depend on the host):
+         * at most the tolerance plus the background allowance spread over the iteration's operations.
+         */
+        ALLOC;
 
-        private final String unit;
-
-        Kind(String unit) {
-            this.unit = unit;
+        /** This kind's figure in a sample (NaN when the sample has none). */
+        public double of(Sample s) {
+            return switch (this) {
+                case TIME -> s.time();
+                case P99 -> s.p99();
+                case ALLOC -> s.alloc();
+            };
         }
 
-        public String unit() {
-            return unit;
+        /** This kind's figure in each measured iteration of a sample (empty when it has none). */
+        public double[] iterations(Sample s) {
+            return switch (this) {
+                case TIME -> s.iterations();
+                case P99 -> s.iterationsP99();
+                case ALLOC -> new double[0];
+            };
+        }
+
+        public boolean compared() {
+            return this != ALLOC;
         }
     }
 
-    public static Metric alloc(String name, Probe probe, String description) {
-        return new Metric(name, Kind.ALLOC, probe, null, description, Double.NaN);
+    public static Metric time(String name, Probe probe, double tolerance, String description) {
+        return new Metric(name, Kind.TIME, probe, tolerance, description);
     }
 
-    /** This metric with another starting tolerance. */
-    public Metric tolerance(double t) {
-        return new Metric(name, kind, probe, reference, description, t);
+    public static Metric p99(String name, Probe probe, double tolerance, String description) {
+        return new Metric(name, Kind.P99, probe, tolerance, description);
     }
 
-    /** The tolerance a new baseline entry gets. */
-    public double defaultTolerance() {
-        if (!Double.isNaN(tolerance) && kind != Kind.RATIO) {
-            return tolerance;
-        }
-        return switch (kind) {
-            case RATIO -> Double.isNaN(tolerance) ? GateCheck.DEFAULT_RATIO_TOLERANCE : Math.max(tolerance, GateCheck.DEFAULT_RATIO_TOLERANCE);
-            case ALLOC -> GateCheck.DEFAULT_ALLOC_TOLERANCE;
-            case INFO -> Double.NaN;
-        };
-    }
-
-    public static Metric ratio(String name, Probe probe, Probe reference, String description) {
-        return new Metric(name, Kind.RATIO, probe, reference, description, Double.NaN);
-    }
-
-    public static Metric info(String name, Probe probe, String description) {
-        return new Metric(name, Kind.INFO, probe, null, description, Double.NaN);
-    }
-
-    /** This metric measured from other probes (the self-test's injected variants). */
-    public Metric withProbe(Probe p) {
-        return new Metric(name, kind, p, reference, description, tolerance);
+    public static Metric alloc(String name, Probe probe, double allowance, String description) {
+        return new Metric(name, Kind.ALLOC, probe, allowance, description);
     }
 }

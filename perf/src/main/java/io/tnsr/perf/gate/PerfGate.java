@@ -1,6 +1,8 @@
 package io.tnsr.perf.gate;
 
-import io.tnsr.engine.util.Json;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,54 +21,78 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code tools/perf-gate}: runs the gate's fixed subset of JMH benchmarks ({@link GateSuite}), compares it with
- * {@code perf/baseline.json} ({@link GateCheck}), prints the table, and exits 1 naming each regression.
+ * {@code tools/perf-gate}: builds the reference commit named in {@code perf/baseline.json}, measures the gate's
+ * probes ({@link GateSuite}) in it and in the tree under test side by side ({@link SideBySide}), judges each metric
+ * ({@link GateCheck}), prints the table, and exits 1 naming each regression.
  */
 @Command(name = "perf-gate", mixinStandardHelpOptions = true, sortOptions = false, usageHelpWidth = 120,
-        description = {"Performance regression gate: runs a short fixed subset of the JMH benchmarks (one fork each,",
-                "-prof gc), checks allocation per operation on the hot paths (must be 0 B/op) and each time as a ratio",
-                "to a reference measured in the same run, against perf/baseline.json. Exit 0: pass; 1: a regression",
-                "(named in the table); 2: usage or setup error."},
+        description = {"Performance regression gate. Builds the reference commit named in perf/baseline.json (the last",
+                "accepted one) and runs each benchmark in it and in this tree, interleaved on this host, then judges",
+                "this tree's time against the reference's, pair by pair, and its allocation per operation (must be 0).",
+                "Exit 0: pass; 1: a regression (named in the table); 2: usage or setup error."},
         footer = {"", "Examples:",
-                "  tools/perf-gate                                  # the check CI runs (3-4 minutes)",
-                "  tools/perf-gate --self-test                      # proves it catches the injected regressions",
-                "  tools/perf-gate --calibrate 10                   # spread of every metric over 10 runs",
-                "  tools/perf-gate --calibrate 10 --update-baseline # new baseline: medians, tolerances from the spread",
-                "  tools/perf-gate --update-baseline                # new baseline values from one run, tolerances kept"})
+                "  tools/perf-gate                                   # the check CI runs (about 9 minutes; 1 when only docs or tests changed)",
+                "  tools/perf-gate --self-test                       # proves it catches the injected regressions",
+                "  tools/perf-gate --calibrate 10                    # 10 comparisons, even of identical code: pass count and spread",
+                "  tools/perf-gate --update-baseline --reason TEXT   # accept HEAD as the new reference (commit it on its own)",
+                "  TNSR_JAVA_OPTS=-XX:UseAVX=2 tools/perf-gate --full  # both builds' JVMs with these options"})
 public final class PerfGate implements Callable<Integer> {
 
-    @Option(names = "--baseline", paramLabel = "FILE", description = "Baseline to compare with / write (default: perf/baseline.json).")
+    @Option(names = "--baseline", paramLabel = "FILE", description = "The file naming the reference (default: perf/baseline.json).")
     Path baselinePath;
 
-    @Option(names = "--update-baseline", description = "Write the baseline from this run (with --calibrate: medians of the "
-            + "runs and tolerances from their spread; else the old baseline's tolerances are kept).")
+    @Option(names = "--reference", paramLabel = "COMMIT", description = "Compare with this commit instead of the baseline's.")
+    String referenceOverride;
+
+    @Option(names = "--update-baseline", description = "Accept HEAD: write its commit id into the baseline as the new "
+            + "reference (the code must be committed). Measures nothing; commit the file on its own.")
     boolean update;
 
+    @Option(names = "--reason", paramLabel = "TEXT", description = "Why HEAD's performance is accepted (with --update-baseline).")
+    String reason;
+
     @Option(names = "--self-test", description = "Also measure the deliberately regressed variants (package "
-            + "io.tnsr.perf.gate.injected); exit 0 only if the unchanged code passes and each variant is caught.")
+            + "io.tnsr.perf.gate.injected) beside the real code; exit 0 only if this tree passes and each variant is caught.")
     boolean selfTest;
 
     @Option(names = "--calibrate", paramLabel = "N", defaultValue = "0",
-            description = "Run the gate N times on the current code and report the spread of every metric.")
+            description = "Run the whole comparison N times (also when the code is the reference's) and report the spread of every metric.")
     int calibrate;
+
+    @Option(names = "--full", description = "Compare the timings even when this tree's code is the reference's.")
+    boolean full;
 
     @Option(names = "--only", paramLabel = "REGEX", description = "Only the metrics whose name matches (for development; never in CI).")
     Pattern only;
 
-    @Option(names = "--quick", description = "Shorter iterations (2 + 4 x 0.25 s): rough numbers, for development.")
+    @Option(names = "--quick", description = "Shorter iterations (2 + 3 x 0.2 s): rough figures, for development.")
     boolean quick;
 
     @Option(names = "--cpu", paramLabel = "N|none", defaultValue = "last",
-            description = "Pin every benchmark JVM to this CPU (default: the last one), or none.")
+            description = "Pin every JMH process to this CPU (default: the last one), or none.")
     String cpu;
 
-    @Option(names = "--out", paramLabel = "DIR", description = "Where results and JMH logs go (default: .build/perf-gate).")
+    @Option(names = "--out", paramLabel = "DIR", description = "Where results and logs go (default: .build/perf-gate).")
     Path outDir;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
     private final PrintStream out = System.out;
 
     @Override
     public Integer call() throws Exception {
+        try {
+            return gate();
+        } catch (IOException e) {
+            // Setup: the baseline, git, the reference build. Measurements report their own failures per metric.
+            System.err.println("perf-gate: " + e.getMessage());
+            return 2;
+        }
+    }
+
+    private int gate() throws IOException, InterruptedException {
+        long t0 = System.nanoTime();
         Path home = Paths.get(System.getProperty("tnsr.home", ".")).toAbsolutePath().normalize();
         if (baselinePath == null) {
             baselinePath = home.resolve("perf").resolve("baseline.json");
@@ -74,248 +100,291 @@ public final class PerfGate implements Callable<Integer> {
         if (outDir == null) {
             outDir = home.resolve(".build").resolve("perf-gate");
         }
-        Files.createDirectories(outDir);
-        if (selfTest && (calibrate > 0 || update)) {
-            throw new CommandLine.ParameterException(new CommandLine(this), "--self-test runs alone");
+        if (selfTest && calibrate > 0 || update && (selfTest || calibrate > 0)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--self-test, --calibrate and --update-baseline run alone");
         }
-        boolean haveBaseline = Files.exists(baselinePath);
-        if (!haveBaseline && !update) {
-            System.err.println("perf-gate: no baseline at " + baselinePath + " (create one with --update-baseline)");
+        if (calibrate < 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--calibrate must be at least 1, got " + calibrate);
+        }
+        Git git = new Git(home);
+        if (update) {
+            return accept(git);
+        }
+        if (reason != null) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--reason goes with --update-baseline");
+        }
+        String wanted = referenceOverride;
+        Baseline baseline = null;
+        if (wanted == null) {
+            if (!Files.exists(baselinePath)) {
+                System.err.println("perf-gate: no baseline at " + baselinePath + ": name a reference commit with "
+                        + "tools/perf-gate --update-baseline --reason TEXT (accepts HEAD)");
+                return 2;
+            }
+            baseline = Baseline.read(baselinePath);
+            wanted = baseline.reference();
+        }
+        String reference = git.commit(wanted);
+        if (reference == null) {
+            System.err.println("perf-gate: the reference commit " + wanted + " is not in this repository"
+                    + (referenceOverride == null ? " (named in " + baselinePath + ")" : "")
+                    + "; a shallow clone lacks it: git fetch --unshallow");
             return 2;
         }
-        ProbeRunner.Settings settings = quick ? ProbeRunner.Settings.QUICK : ProbeRunner.Settings.GATE;
-        Baseline baseline = haveBaseline ? Baseline.read(baselinePath)
-                : new Baseline(Map.of(), Baseline.DEFAULT_BACKGROUND, Map.of());
+        List<String> changes = git.codeChangesSince(reference);
         List<Metric> metrics = GateSuite.metrics();
         if (only != null) {
             metrics = metrics.stream().filter(m -> only.matcher(m.name()).find()).toList();
+            if (metrics.isEmpty()) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--only " + only + " matches no metric");
+            }
         }
+        ForkRunner.Settings settings = quick ? ForkRunner.Settings.QUICK : ForkRunner.Settings.GATE;
+        boolean compare = !changes.isEmpty() || full || selfTest || calibrate > 0;
         out.println("perf-gate: " + GateTable.machine());
-        out.printf(Locale.ROOT, "perf-gate: %d metrics, JMH 1 fork per probe%s, %d warm-up + %d measured iterations of %d ms, "
-                + "-prof gc; baseline %s%n", metrics.size(), cpuNumber() < 0 ? "" : " pinned to CPU " + cpuNumber(),
-                settings.warmupIterations(), settings.measurementIterations(), settings.iterationMillis(),
-                haveBaseline ? baselinePath : "(none yet)");
-        if (selfTest) {
-            return selfTest(metrics, baseline, settings);
+        out.println("perf-gate: reference " + reference.substring(0, 10) + (baseline != null && !baseline.accepted().isEmpty()
+                ? " (accepted " + baseline.accepted() + (baseline.reason().isEmpty() ? "" : ": " + baseline.reason()) + ")" : "")
+                + " vs this tree: " + (changes.isEmpty() ? "the same code" : describe(changes)));
+        String opts = System.getenv("TNSR_JAVA_OPTS");
+        if (opts != null && !opts.isBlank()) {
+            out.println("perf-gate: JVM options of both builds (TNSR_JAVA_OPTS): " + opts.strip());
         }
+        if (!compare) {
+            out.println("perf-gate: only files outside the code (pom.xml, */src/main/, tools/) differ, so the timings would "
+                    + "compare the same code: skipped (--full compares anyway). Allocation is still checked.");
+        }
+        ForkRunner.Build tree = new ForkRunner.Build("tree", home);
+        ForkRunner.Build ref = compare ? ReferenceBuild.prepare(home, git, reference, out) : null;
+        out.printf(Locale.ROOT, "perf-gate: %d metrics; %s; JMH forks %s, %d warm-up + %d measured iterations of %d ms, -prof gc%n",
+                metrics.size(), compare ? "each probe in both builds at once, iterations taken in turns, up to "
+                        + GateCheck.MAX_PAIRS + " runs" : "allocation probes in this tree only",
+                cpuNumber() < 0 ? "not pinned" : "pinned to CPU " + cpuNumber(), settings.warmupIterations(),
+                settings.measurementIterations(), settings.iterationMillis());
+        Files.createDirectories(outDir);
         int runs = Math.max(1, calibrate);
-        List<Map<String, GateCheck.Observation>> all = new ArrayList<>();
-        int failedRuns = 0;
+        List<GateCheck.Report> reports = new ArrayList<>();
         for (int run = 1; run <= runs; run++) {
             if (runs > 1) {
                 out.printf(Locale.ROOT, "%n=== run %d of %d ===%n", run, runs);
             }
-            Schedule schedule = Schedule.of(metrics);
-            List<ProbeRunner.Measurement> results = measure(schedule, settings, outDir.resolve(runs > 1 ? "logs-run" + run : "logs"));
-            Map<Probe, ProbeRunner.Measurement> measured = schedule.firstOfEach(results);
-            Map<String, GateCheck.Observation> obs = schedule.observe(metrics, results, settings.iterationMillis());
-            all.add(obs);
-            GateCheck.Report report = GateCheck.check(metrics, obs, only != null ? subset(baseline, metrics) : baseline);
+            ForkRunner runner = new ForkRunner(settings, outDir.resolve(runs > 1 ? "logs-run" + run : "logs"), cpuNumber());
+            List<GateSuite.Injection> injections = selfTest ? GateSuite.injections().stream()
+                    .filter(i -> metricNamed(i.expected(), GateSuite.metrics()) != null).toList() : List.of();
+            SideBySide.Measurements m = new SideBySide(runner, out).measure(metrics, ref, tree, injections);
+            GateCheck.Report report = report(metrics, m, compare);
+            reports.add(report);
             out.println();
             GateTable.print(report, out);
-            GateTable.throughput(measured, out);
-            writeResults(outDir.resolve(runs > 1 ? "run" + run + ".json" : "last-run.json"), schedule, results, obs, report);
-            if (!report.passed()) {
-                failedRuns++;
-                for (GateCheck.Row r : report.failures()) {
-                    out.println("perf-gate: FAIL " + r.metric() + ": " + r.verdict() + (r.note().isEmpty() ? "" : " - " + r.note()));
+            writeResults(outDir.resolve(runs > 1 ? "run" + run + ".json" : "last-run.json"), reference, changes, m, report);
+            if (selfTest) {
+                return selfTestVerdict(report, metrics, m, injections, t0);
+            }
+            for (GateCheck.Row r : report.failures()) {
+                out.println("perf-gate: FAIL " + r.metric() + ": " + r.verdict() + (r.note().isEmpty() ? "" : " - " + r.note()));
+            }
+            out.printf(Locale.ROOT, "perf-gate: %s (%d metrics) in %.0f s%n", report.passed() ? "PASS" : "FAIL",
+                    report.rows().size(), (System.nanoTime() - t0) / 1e9);
+        }
+        if (runs > 1) {
+            printSpread(metrics, reports);
+        }
+        return reports.stream().allMatch(GateCheck.Report::passed) ? 0 : 1;
+    }
+
+    /** Each metric's row: compared against the reference, or (without one) allocation only. */
+    static GateCheck.Report report(List<Metric> metrics, SideBySide.Measurements m, boolean compared) {
+        List<GateCheck.Row> rows = new ArrayList<>();
+        for (Metric x : metrics) {
+            if (x.kind().compared()) {
+                if (compared) {
+                    rows.add(GateCheck.compare(x, m.of(x.probe(), SideBySide.REFERENCE), m.of(x.probe(), SideBySide.TREE)));
                 }
             } else {
-                out.println("perf-gate: PASS (" + report.rows().size() + " metrics)");
+                rows.add(GateCheck.alloc(x, m.of(x.probe(), SideBySide.TREE)));
             }
         }
-        Map<String, Calibration.Stats> stats = Calibration.summarize(metrics, all);
-        if (runs > 1) {
-            printSpread(stats, baseline);
-            out.printf(Locale.ROOT, "perf-gate: %d of %d runs passed against %s%n", runs - failedRuns, runs,
-                    haveBaseline ? baselinePath : "(no baseline)");
-        }
-        if (update) {
-            Map<String, String> notes = new LinkedHashMap<>();
-            notes.put("comment", "Written by tools/perf-gate --update-baseline" + (runs > 1 ? " --calibrate " + runs : "")
-                    + ". Review the diff like code: see README.md, section Performance (when to update, what the numbers mean).");
-            notes.put("machine", GateTable.machine());
-            notes.put("measured", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString() + ", load average " + GateTable.load());
-            notes.put("tolerance_rule", runs > 1
-                    ? String.format(Locale.ROOT, "ratio: max(floor, %.1f x (slowest / median - 1)) over %d runs, floor %.2f or "
-                    + "the metric's own (GateSuite); alloc: the metric's allowance (%.1f B/op unless stated) + background / "
-                    + "operations per iteration", Calibration.FACTOR, runs, Calibration.FLOOR, GateCheck.DEFAULT_ALLOC_TOLERANCE)
-                    : baseline.notes().getOrDefault("tolerance_rule", "defaults (not calibrated)"));
-            Baseline next = runs > 1 ? Calibration.baseline(stats, baseline.backgroundAllocBytesPerIteration(), notes)
-                    : fromOneRun(all.get(0), metrics, baseline, notes);
-            if (only != null) {
-                Map<String, Baseline.Entry> merged = new LinkedHashMap<>(baseline.metrics());
-                merged.putAll(next.metrics());
-                next = new Baseline(merged, next.backgroundAllocBytesPerIteration(), notes);
+        return new GateCheck.Report(rows);
+    }
+
+    private int selfTestVerdict(GateCheck.Report unchanged, List<Metric> metrics, SideBySide.Measurements m,
+                                List<GateSuite.Injection> injections, long t0) {
+        boolean ok = unchanged.passed();
+        out.println();
+        out.println("self-test: this tree against the reference " + (ok ? "PASSES"
+                : "FAILS: " + String.join(", ", unchanged.failures().stream().map(GateCheck.Row::metric).toList())));
+        for (GateSuite.Injection inj : GateSuite.injections()) {
+            Metric x = metricNamed(inj.expected(), metrics);
+            if (x == null || !injections.contains(inj)) {
+                out.printf(Locale.ROOT, "self-test: injected %-16s not measured (--only leaves out %s)%n", inj.name(), inj.expected());
+                continue;
             }
-            next.write(baselinePath);
-            out.println("perf-gate: wrote " + baselinePath + " - review it with git diff before committing");
-            return 0;
+            List<Sample> variant = m.of(x.probe(), inj.name());
+            GateCheck.Row r = x.kind().compared() ? GateCheck.compare(x, m.of(x.probe(), SideBySide.REFERENCE), variant)
+                    : GateCheck.alloc(x, variant);
+            boolean caught = r.verdict() == GateCheck.Verdict.REGRESSION || r.verdict() == GateCheck.Verdict.ALLOCATES;
+            ok &= caught;
+            out.printf(Locale.ROOT, "self-test: injected %-16s (%s): %s %s: %s%n", inj.name(), inj.description(),
+                    caught ? "CAUGHT by" : "NOT CAUGHT by", inj.expected(), describe(r));
         }
-        return failedRuns == 0 ? 0 : 1;
+        out.printf(Locale.ROOT, "self-test: %s in %.0f s%n", ok ? "PASSED" : "FAILED", (System.nanoTime() - t0) / 1e9);
+        return ok ? 0 : 1;
+    }
+
+    private static String describe(GateCheck.Row r) {
+        if (r.kind() == Metric.Kind.ALLOC) {
+            return String.format(Locale.ROOT, "%s, %.2f B/op, allowed %.2f", r.verdict(), r.now(), r.limit());
+        }
+        return String.format(Locale.ROOT, "%s, x%.3f the reference (pairs %.3f..%.3f, %d), limit x%.2f", r.verdict(), r.change(),
+                r.low(), r.high(), r.pairs(), r.limit());
+    }
+
+    private static Metric metricNamed(String name, List<Metric> metrics) {
+        return metrics.stream().filter(m -> m.name().equals(name)).findFirst().orElse(null);
+    }
+
+    /** "3 files of code differ: engine/src/main/..., ..." */
+    static String describe(List<String> changes) {
+        int shown = Math.min(3, changes.size());
+        return changes.size() + (changes.size() == 1 ? " file" : " files") + " of code differ (" + String.join(", ", changes.subList(0, shown))
+                + (changes.size() > shown ? ", ..." : "") + ")";
+    }
+
+    /** --update-baseline: HEAD becomes the reference. */
+    private int accept(Git git) throws IOException {
+        if (reason == null || reason.isBlank()) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--update-baseline needs --reason TEXT: why HEAD's "
+                    + "performance is accepted (it goes into the baseline; say it in the commit message too)");
+        }
+        if (referenceOverride != null) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--update-baseline accepts HEAD; --reference does not apply");
+        }
+        String head = git.commit("HEAD");
+        if (head == null) {
+            System.err.println("perf-gate: this repository has no commit yet");
+            return 2;
+        }
+        List<String> uncommitted = git.codeChangesSince(head);
+        if (!uncommitted.isEmpty()) {
+            System.err.println("perf-gate: the reference must be a commit, and this tree's code differs from HEAD: "
+                    + describe(uncommitted) + ". Commit the change first, then accept it.");
+            return 2;
+        }
+        if (Files.exists(baselinePath)) {
+            Baseline old = Baseline.read(baselinePath);
+            if (old.reference().equals(head)) {
+                out.println("perf-gate: " + baselinePath + " already names HEAD " + head.substring(0, 10));
+                return 0;
+            }
+            if (git.commit(old.reference()) != null && git.codeChangesSince(old.reference()).isEmpty()) {
+                out.println("perf-gate: note: HEAD holds the same code as the old reference " + old.shortReference());
+            }
+        }
+        Baseline next = new Baseline(head, Instant.now().truncatedTo(ChronoUnit.SECONDS).toString(), reason.strip());
+        next.write(baselinePath);
+        out.println("perf-gate: " + baselinePath + " now names " + head.substring(0, 10) + " as the reference. Commit it on its own:");
+        out.println("  git commit -m \"perf: accept " + head.substring(0, 10) + " as the reference: " + reason.strip() + "\" "
+                + home().relativize(baselinePath.toAbsolutePath()));
+        return 0;
+    }
+
+    private static Path home() {
+        return Paths.get(System.getProperty("tnsr.home", ".")).toAbsolutePath().normalize();
     }
 
     private int cpuNumber() {
         return switch (cpu) {
             case "none" -> -1;
             case "last" -> Runtime.getRuntime().availableProcessors() - 1;
-            default -> Integer.parseInt(cpu);
+            default -> {
+                try {
+                    int n = Integer.parseInt(cpu);
+                    if (n < 0 || n >= Runtime.getRuntime().availableProcessors()) {
+                        throw new NumberFormatException();
+                    }
+                    yield n;
+                } catch (NumberFormatException e) {
+                    throw new CommandLine.ParameterException(spec.commandLine(), "--cpu must be none, last or a CPU number below "
+                            + Runtime.getRuntime().availableProcessors() + ", got '" + cpu + "'");
+                }
+            }
         };
     }
 
-    /** Measures the schedule's probes in order, printing one line per probe. */
-    private List<ProbeRunner.Measurement> measure(Schedule schedule, ProbeRunner.Settings settings, Path logs) throws Exception {
-        ProbeRunner runner = new ProbeRunner(settings, logs, cpuNumber());
-        List<ProbeRunner.Measurement> results = new ArrayList<>();
-        long t0 = System.nanoTime();
-        List<Probe> probes = schedule.probes();
-        for (Probe p : probes) {
-            long s = System.nanoTime();
-            ProbeRunner.Measurement m = runner.run(p);
-            results.add(m);
-            out.printf(Locale.ROOT, "[%2d/%d] %-62s %s (%.0f s, load %s)%n", results.size(), probes.size(), p.key(),
-                    m.ok() ? GateTable.time(m.nanosPerOp()) + "/op, " + String.format(Locale.ROOT, "%.3f B/op", m.allocBytesPerOp())
-                            : "FAILED: " + m.error(), (System.nanoTime() - s) / 1e9, GateTable.load());
-        }
-        out.printf(Locale.ROOT, "measured %d probes in %.0f s%n", probes.size(), (System.nanoTime() - t0) / 1e9);
-        return results;
-    }
-
-    private int selfTest(List<Metric> metrics, Baseline baseline, ProbeRunner.Settings settings) throws Exception {
-        List<GateSuite.Injection> injections = GateSuite.injections();
-        List<List<Metric>> variants = new ArrayList<>();
-        variants.add(metrics);
-        for (GateSuite.Injection inj : injections) {
-            variants.add(inj.apply(metrics));
-        }
-        Schedule schedule = Schedule.ofVariants(variants);
-        out.println("perf-gate --self-test: the gate's probes plus the injected variants (each measured next to the real "
-                + "one); every scenario is then judged against the baseline");
-        List<ProbeRunner.Measurement> results = measure(schedule, settings, outDir.resolve("logs-self-test"));
-        Map<Probe, ProbeRunner.Measurement> measured = schedule.firstOfEach(results);
-        GateCheck.Report unchanged = GateCheck.check(metrics, schedule.observe(metrics, results, settings.iterationMillis()), baseline);
-        out.println();
-        out.println("--- unchanged code ---");
-        GateTable.print(unchanged, out);
-        GateTable.throughput(measured, out);
-        boolean ok = unchanged.passed();
-        out.println();
-        out.println("self-test: unchanged code " + (ok ? "PASSES" : "FAILS: " + names(unchanged.failures())));
-        for (int k = 0; k < injections.size(); k++) {
-            GateSuite.Injection inj = injections.get(k);
-            List<Metric> regressed = variants.get(k + 1);
-            GateCheck.Report r = GateCheck.check(metrics, schedule.observe(regressed, results, settings.iterationMillis()), baseline);
-            GateCheck.Row expected = r.row(inj.expected());
-            boolean caught = expected != null && (expected.verdict() == GateCheck.Verdict.REGRESSION
-                    || expected.verdict() == GateCheck.Verdict.ALLOCATES);
-            ok &= caught;
-            out.printf(Locale.ROOT, "self-test: injected %-17s (%s): %s%n", inj.name(), inj.description(),
-                    caught ? "CAUGHT by " + inj.expected() + ": " + describe(expected)
-                            : "NOT CAUGHT: " + inj.expected() + " is " + (expected == null ? "absent" : describe(expected)));
-            List<GateCheck.Row> also = r.failures().stream().filter(f -> !f.metric().equals(inj.expected())).toList();
-            if (!also.isEmpty()) {
-                out.println("           also failing in that scenario: " + names(also));
+    /** Per metric, over the calibration runs: the change (or B/op), its range, and how close it came to the limit. */
+    private void printSpread(List<Metric> metrics, List<GateCheck.Report> reports) {
+        out.printf(Locale.ROOT, "%nover %d runs (change = median of a run's pair ratios, tree / reference; pairs = widest single "
+                + "pair ratio range seen)%n", reports.size());
+        String fmt = "%-30s %10s %10s %10s %8s %16s %10s %8s%n";
+        out.printf(Locale.ROOT, fmt, "metric", "min", "median", "max", "spread", "pairs", "limit", "passed");
+        for (Metric m : metrics) {
+            List<GateCheck.Row> rows = reports.stream().map(r -> r.row(m.name())).filter(r -> r != null).toList();
+            double[] v = rows.stream().mapToDouble(r -> m.kind().compared() ? r.change() : r.now()).filter(x -> !Double.isNaN(x)).toArray();
+            if (v.length == 0) {
+                continue;
             }
+            double lo = rows.stream().mapToDouble(GateCheck.Row::low).filter(x -> !Double.isNaN(x)).min().orElse(Double.NaN);
+            double hi = rows.stream().mapToDouble(GateCheck.Row::high).filter(x -> !Double.isNaN(x)).max().orElse(Double.NaN);
+            double min = java.util.Arrays.stream(v).min().orElseThrow();
+            double max = java.util.Arrays.stream(v).max().orElseThrow();
+            double med = ForkRunner.median(v);
+            long passed = rows.stream().filter(r -> !r.verdict().fails()).count();
+            boolean alloc = !m.kind().compared();
+            out.printf(Locale.ROOT, fmt, m.name(), num(min, alloc), num(med, alloc), num(max, alloc),
+                    alloc ? "" : String.format(Locale.ROOT, "%.1f%%", 100 * (max - min) / med),
+                    Double.isNaN(lo) ? "" : String.format(Locale.ROOT, "%.3f..%.3f", lo, hi),
+                    alloc ? GateTable.bytes(rows.get(0).limit()) : String.format(Locale.ROOT, "x%.2f", 1 + m.tolerance()),
+                    passed + "/" + rows.size());
         }
-        out.println("self-test: " + (ok ? "PASSED" : "FAILED"));
-        return ok ? 0 : 1;
+        long ok = reports.stream().filter(GateCheck.Report::passed).count();
+        out.printf(Locale.ROOT, "perf-gate: %d of %d runs passed%n", ok, reports.size());
     }
 
-    private static String describe(GateCheck.Row r) {
-        return switch (r.kind()) {
-            case RATIO -> String.format(Locale.ROOT, "%s, ratio %.4g vs baseline %.4g = x%.3f, limit %.4g%s", r.verdict(), r.now(),
-                    r.baseline(), r.change(), r.limit(), r.note().isEmpty() ? "" : " (" + r.note() + ")");
-            case ALLOC -> String.format(Locale.ROOT, "%s, %.2f B/op, allowed %.2f", r.verdict(), r.now(), r.limit());
-            case INFO -> r.verdict().toString();
-        };
+    private static String num(double v, boolean alloc) {
+        return alloc ? GateTable.bytes(v) : String.format(Locale.ROOT, "x%.3f", v);
     }
 
-    private static String names(List<GateCheck.Row> rows) {
-        return String.join(", ", rows.stream().map(r -> r.metric() + " (" + r.verdict() + ")").toList());
-    }
-
-    private void printSpread(Map<String, Calibration.Stats> stats, Baseline baseline) {
-        out.printf(Locale.ROOT, "%nspread over %d runs (spread = (max - min) / median; slowest = max / median - 1; tolerance rule "
-                + "for ratios: max(floor, %.1f x slowest), floor %.2f unless the metric has its own)%n",
-                stats.values().stream().mapToInt(s -> s.values().length).max().orElse(0), Calibration.FACTOR, Calibration.FLOOR);
-        String fmt = "%-30s %12s %12s %12s %8s %8s %10s %10s%n";
-        out.printf(Locale.ROOT, fmt, "metric", "min", "median", "max", "spread", "slowest", "suggested", "baseline");
-        for (Map.Entry<String, Calibration.Stats> e : stats.entrySet()) {
-            Calibration.Stats s = e.getValue();
-            Baseline.Entry b = baseline.metrics().get(e.getKey());
-            out.printf(Locale.ROOT, fmt, e.getKey(), GateTable.value(s.kind(), s.min()), GateTable.value(s.kind(), s.median()),
-                    GateTable.value(s.kind(), s.max()), pct(s.spread()), pct(s.slowest()),
-                    s.kind() == Metric.Kind.INFO ? "" : s.kind() == Metric.Kind.RATIO ? pct(s.suggestedTolerance())
-                            : String.format(Locale.ROOT, "%.1f B", s.suggestedTolerance()),
-                    b == null || Double.isNaN(b.tolerance()) ? "" : b.kind() == Metric.Kind.RATIO ? pct(b.tolerance())
-                            : String.format(Locale.ROOT, "%.1f B", b.tolerance()));
-        }
-    }
-
-    private static String pct(double v) {
-        return String.format(Locale.ROOT, "%.1f%%", v * 100);
-    }
-
-    /** The baseline restricted to {@code metrics} (with --only, the others are not "missing"). */
-    private static Baseline subset(Baseline b, List<Metric> metrics) {
-        Map<String, Baseline.Entry> m = new LinkedHashMap<>();
-        for (Metric x : metrics) {
-            if (b.metrics().containsKey(x.name())) {
-                m.put(x.name(), b.metrics().get(x.name()));
-            }
-        }
-        return new Baseline(m, b.backgroundAllocBytesPerIteration(), b.notes());
-    }
-
-    /** Values of one run; tolerances (and spreads) of the old baseline, defaults for new metrics. */
-    private static Baseline fromOneRun(Map<String, GateCheck.Observation> obs, List<Metric> metrics, Baseline old,
-                                       Map<String, String> notes) {
-        Map<String, Baseline.Entry> m = new LinkedHashMap<>();
-        for (Metric x : metrics) {
-            GateCheck.Observation o = obs.get(x.name());
-            if (o == null || Double.isNaN(o.value())) {
-                throw new IllegalStateException("cannot write a baseline: " + x.name() + " was not measured ("
-                        + (o == null ? "?" : o.error()) + ")");
-            }
-            Baseline.Entry prev = old.metrics().get(x.name());
-            double tol = prev != null ? prev.tolerance() : x.defaultTolerance();
-            m.put(x.name(), new Baseline.Entry(x.kind(), x.kind() == Metric.Kind.ALLOC ? Calibration.allocValue(o.value()) : o.value(), tol,
-                    prev != null ? prev.spread() : Double.NaN));
-        }
-        return new Baseline(m, old.backgroundAllocBytesPerIteration(), notes);
-    }
-
-    private static void writeResults(Path file, Schedule schedule, List<ProbeRunner.Measurement> results,
-                                     Map<String, GateCheck.Observation> obs, GateCheck.Report report) throws Exception {
+    private static void writeResults(Path file, String reference, List<String> changes, SideBySide.Measurements m,
+                                      GateCheck.Report report) throws IOException {
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("machine", GateTable.machine());
         root.put("time", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
+        root.put("reference", reference);
+        root.put("code_changes", changes);
+        root.put("java_options", System.getenv().getOrDefault("TNSR_JAVA_OPTS", ""));
         root.put("passed", report.passed());
-        Map<String, Object> metrics = new LinkedHashMap<>();
+        Map<String, Object> rows = new LinkedHashMap<>();
         for (GateCheck.Row r : report.rows()) {
             Map<String, Object> row = new LinkedHashMap<>();
             row.put("kind", r.kind().name().toLowerCase(Locale.ROOT));
+            row.put("reference", finite(r.reference()));
             row.put("now", finite(r.now()));
-            row.put("baseline", finite(r.baseline()));
-            row.put("verdict", r.verdict());
-            GateCheck.Observation o = obs.get(r.metric());
-            row.put("ops_per_iteration", o == null ? null : finite(o.opsPerIteration()));
-            metrics.put(r.metric(), row);
+            row.put("change", finite(r.change()));
+            row.put("pair_low", finite(r.low()));
+            row.put("pair_high", finite(r.high()));
+            row.put("pairs", r.pairs());
+            row.put("limit", finite(r.limit()));
+            row.put("verdict", r.verdict().name());
+            row.put("note", r.note());
+            rows.put(r.metric(), row);
         }
-        root.put("metrics", metrics);
-        List<Object> probes = new ArrayList<>();
-        for (int i = 0; i < results.size(); i++) {
-            Map<String, Object> p = new LinkedHashMap<>();
-            ProbeRunner.Measurement m = results.get(i);
-            p.put("probe", schedule.probes().get(i).key());
-            p.put("nanos_per_op", finite(m.nanosPerOp()));
-            p.put("alloc_bytes_per_op", finite(m.allocBytesPerOp()));
-            p.put("iteration_nanos", m.iterationNanos());
-            p.put("error", m.error());
-            probes.add(p);
+        root.put("metrics", rows);
+        List<Object> samples = new ArrayList<>();
+        for (Map.Entry<Probe, Map<String, List<Sample>>> e : m.samples().entrySet()) {
+            for (Map.Entry<String, List<Sample>> c : e.getValue().entrySet()) {
+                for (Sample s : c.getValue()) {
+                    Map<String, Object> x = new LinkedHashMap<>();
+                    x.put("probe", e.getKey().key());
+                    x.put("build", c.getKey());
+                    x.put("nanos", finite(s.time()));
+                    x.put("p99_nanos", finite(s.p99()));
+                    x.put("alloc_bytes_per_op", finite(s.alloc()));
+                    x.put("error", s.error());
+                    samples.add(x);
+                }
+            }
         }
-        root.put("probes", probes);
-        Files.writeString(file, Json.write(root) + "\n");
+        root.put("samples", samples);
+        Files.writeString(file, new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(root) + "\n");
     }
 
     private static Double finite(double v) {

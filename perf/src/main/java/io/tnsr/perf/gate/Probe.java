@@ -6,71 +6,110 @@ import java.util.stream.Collectors;
 import org.openjdk.jmh.annotations.Mode;
 
 /**
- * One JMH measurement the gate makes: a benchmark method, its parameters, the mode, and how much longer than
- * the gate's default iteration time each iteration runs (for slow operations).
- *
- * @param benchmark      fully qualified benchmark method, e.g. {@code io.tnsr.perf.stage.HopBenchmark.roundTrip}
- * @param params         JMH parameters (the benchmark's others keep their first value)
- * @param mode           {@link Mode#AverageTime}: the figure is the median over iterations of the mean time per
- *                       operation; {@link Mode#SampleTime}: the median of all sampled operations (p0.50)
- * @param iterationScale iteration time = the gate's iteration time x this
- * @param forks          JMH forks; the figure is the fastest fork's. A fork's figure can land about 15% above the
- *                       others for the whole fork (seen once in five runs on the stage hop: where the JIT put the
- *                       code, which pages the buffers got), whatever the mode; noise only ever adds time, so the
- *                       fastest of a few forks is the figure the code itself sets, and a regression in the code
- *                       still raises every fork
+ * One measurement the gate makes in each build: a process started from that build's own launchers, whose
+ * result becomes one {@link Sample}. Both kinds call only what a build offers its users (JMH's command line
+ * through {@code tools/jmh}, {@code tools/pipeline-bench --json}), so the reference build needs nothing of the
+ * gate's own code.
  */
-public record Probe(String benchmark, Map<String, String> params, Mode mode, int iterationScale, int forks) {
+public sealed interface Probe permits Probe.Jmh, Probe.Pipeline {
 
-    public Probe {
-        params = new TreeMap<>(params);
-        if (iterationScale < 1 || forks < 1) {
-            throw new IllegalArgumentException("iterationScale and forks must be >= 1: " + iterationScale + ", " + forks);
+    /** Short and unique, for the progress lines, logs and the results file. */
+    String key();
+
+    /**
+     * Runs of each build before a compared metric may pass: one JMH fork of each suffices (its iterations are
+     * paired), a pipeline run is one figure, so two.
+     */
+    int minPairs();
+
+    /**
+     * One JMH fork of a benchmark method.
+     *
+     * @param benchmark      fully qualified benchmark method, e.g. {@code io.tnsr.perf.stage.HopBenchmark.roundTrip}
+     * @param params         JMH parameters (the benchmark's others keep their first value)
+     * @param mode           {@link Mode#AverageTime}: the sample's time is the median over iterations of the mean
+     *                       time per operation; {@link Mode#SampleTime}: the median (and p99) of all sampled
+     *                       operations, so a call the scheduler interrupted does not move it
+     * @param iterationScale iteration time = the gate's iteration time x this (for operations of many milliseconds)
+     */
+    record Jmh(String benchmark, Map<String, String> params, Mode mode, int iterationScale) implements Probe {
+        public Jmh {
+            params = new TreeMap<>(params);
+            if (iterationScale < 1) {
+                throw new IllegalArgumentException("iterationScale must be >= 1: " + iterationScale);
+            }
+        }
+
+        public static Jmh avgt(String benchmark, String... keyValues) {
+            return new Jmh(benchmark, map(keyValues), Mode.AverageTime, 1);
+        }
+
+        public static Jmh sample(String benchmark, String... keyValues) {
+            return new Jmh(benchmark, map(keyValues), Mode.SampleTime, 1);
+        }
+
+        public Jmh scaled(int scale) {
+            return new Jmh(benchmark, params, mode, scale);
+        }
+
+        /** The same measurement of another benchmark method (an injected variant), {@code drop} parameters removed. */
+        public Jmh of(String otherBenchmark, java.util.Set<String> drop) {
+            Map<String, String> p = new TreeMap<>(params);
+            p.keySet().removeAll(drop);
+            return new Jmh(otherBenchmark, p, mode, iterationScale);
+        }
+
+        private static Map<String, String> map(String... kv) {
+            if (kv.length % 2 != 0) {
+                throw new IllegalArgumentException("parameters come in key, value pairs");
+            }
+            Map<String, String> m = new TreeMap<>();
+            for (int i = 0; i < kv.length; i += 2) {
+                m.put(kv[i], kv[i + 1]);
+            }
+            return m;
+        }
+
+        @Override
+        public int minPairs() {
+            return 1;
+        }
+
+        /** Class.method{k=v,...}/mode. */
+        @Override
+        public String key() {
+            String b = benchmark.substring(benchmark.lastIndexOf('.', benchmark.lastIndexOf('.') - 1) + 1);
+            String p = params.isEmpty() ? "" : params.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
+                    .collect(Collectors.joining(",", "{", "}"));
+            return b + p + "/" + mode.shortLabel();
+        }
+
+        @Override
+        public String toString() {
+            return key();
         }
     }
 
-    public Probe(String benchmark, Map<String, String> params, Mode mode, int iterationScale) {
-        this(benchmark, params, mode, iterationScale, 1);
-    }
-
-    public static Probe avgt(String benchmark, String... keyValues) {
-        return new Probe(benchmark, map(keyValues), Mode.AverageTime, 1);
-    }
-
-    public static Probe sample(String benchmark, String... keyValues) {
-        return new Probe(benchmark, map(keyValues), Mode.SampleTime, 1);
-    }
-
-    public Probe scaled(int scale) {
-        return new Probe(benchmark, params, mode, scale, forks);
-    }
-
-    /** The same probe measured in {@code n} forks, keeping the fastest fork's figure. */
-    public Probe bestOfForks(int n) {
-        return new Probe(benchmark, params, mode, iterationScale, n);
-    }
-
-    private static Map<String, String> map(String... kv) {
-        if (kv.length % 2 != 0) {
-            throw new IllegalArgumentException("parameters come in key, value pairs");
+    /**
+     * One run of {@code tools/pipeline-bench --scenarios LAYOUT --repeats 1 --json}: real stage processes on the
+     * synthetic stories110M-shape model; the sample's time is nanoseconds per decode token (1e9 / tokens/s).
+     *
+     * @param layout SxMxB: S stages, M micro-batches of B sequences
+     */
+    record Pipeline(String layout) implements Probe {
+        @Override
+        public int minPairs() {
+            return 2;
         }
-        Map<String, String> m = new TreeMap<>();
-        for (int i = 0; i < kv.length; i += 2) {
-            m.put(kv[i], kv[i + 1]);
+
+        @Override
+        public String key() {
+            return "pipeline-bench{" + layout + "}";
         }
-        return m;
-    }
 
-    /** Class.method{k=v,...}/mode: short and unique, for logs and the results file. */
-    public String key() {
-        String b = benchmark.substring(benchmark.lastIndexOf('.', benchmark.lastIndexOf('.') - 1) + 1);
-        String p = params.isEmpty() ? "" : params.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
-                .collect(Collectors.joining(",", "{", "}"));
-        return b + p + "/" + mode.shortLabel() + (forks > 1 ? "/best-of-" + forks : "");
-    }
-
-    @Override
-    public String toString() {
-        return key();
+        @Override
+        public String toString() {
+            return key();
+        }
     }
 }

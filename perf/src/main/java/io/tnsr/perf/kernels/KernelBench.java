@@ -2,7 +2,7 @@ package io.tnsr.perf.kernels;
 
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.util.JsonParser;
-import io.tnsr.perf.gate.ProbeRunner;
+import io.tnsr.perf.JmhUnits;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -62,7 +62,7 @@ public final class KernelBench implements Callable<Integer> {
                 Map<?, ?> p = (Map<?, ?>) r.get("params");
                 Map<?, ?> m = (Map<?, ?>) r.get("primaryMetric");
                 rows.add(new Row((String) p.get("type"), (String) p.get("shape"), Integer.parseInt((String) p.get("tokens")),
-                        ((Number) m.get("score")).doubleValue() * ProbeRunner.nanosPer((String) m.get("scoreUnit"))));
+                        ((Number) m.get("score")).doubleValue() * JmhUnits.nanosPer((String) m.get("scoreUnit"))));
             }
         } else {
             List<String> supported = new ArrayList<>();
@@ -89,7 +89,7 @@ public final class KernelBench implements Callable<Integer> {
             for (RunResult r : new Runner(o.build()).run()) {
                 rows.add(new Row(r.getParams().getParam("type"), r.getParams().getParam("shape"),
                         Integer.parseInt(r.getParams().getParam("tokens")),
-                        r.getPrimaryResult().getScore() * ProbeRunner.nanosPer(r.getPrimaryResult().getScoreUnit())));
+                        r.getPrimaryResult().getScore() * JmhUnits.nanosPer(r.getPrimaryResult().getScoreUnit())));
             }
         }
         System.out.printf(Locale.ROOT, "%n%-6s %-10s %7s %12s %10s %10s%n", "type", "shape", "tokens", "us/call", "GFLOP/s", "GB/s");

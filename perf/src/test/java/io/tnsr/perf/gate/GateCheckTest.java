@@ -4,140 +4,145 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tnsr.perf.gate.GateCheck.Observation;
 import io.tnsr.perf.gate.GateCheck.Verdict;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** The verdict arithmetic on made-up numbers. */
+/** The verdict arithmetic on made-up samples. */
 class GateCheckTest {
-    private static final Probe P = Probe.avgt("x.Bench.run");
-    private static final Probe REF = Probe.avgt("x.Ref.run");
-    private static final Metric KERNEL = Metric.ratio("time.kernel", P, REF, "kernel / copy");
-    private static final Metric ALLOC = Metric.alloc("alloc.codec", P, "codec bytes per op");
-    private static final Metric INFO = Metric.info("info.copy", REF, "copy");
-    private static final List<Metric> SUITE = List.of(KERNEL, ALLOC, INFO);
+    private static final Probe P = Probe.Jmh.sample("x.Bench.run");
+    private static final Metric KERNEL = Metric.time("time.kernel", P, 0.05, "kernel");
+    private static final Metric TAIL = Metric.p99("p99.kernel", P, 0.15, "kernel tail");
+    private static final Metric ALLOC = Metric.alloc("alloc.kernel", P, 1, "kernel bytes per op");
 
-    private static Baseline baseline() {
-        Map<String, Baseline.Entry> m = new LinkedHashMap<>();
-        m.put("time.kernel", new Baseline.Entry(Metric.Kind.RATIO, 2.0, 0.20, 0.05));
-        m.put("alloc.codec", new Baseline.Entry(Metric.Kind.ALLOC, 0.0, 1.0, Double.NaN));
-        m.put("info.copy", new Baseline.Entry(Metric.Kind.INFO, 5e6, Double.NaN, Double.NaN));
-        return new Baseline(m, 16384, Map.of());
-    }
-
-    private static Map<String, Observation> now(double kernelRatio, double allocBytes, double allocOpsPerIteration) {
-        Map<String, Observation> o = new HashMap<>();
-        o.put("time.kernel", new Observation(kernelRatio, 100, null));
-        o.put("alloc.codec", new Observation(allocBytes, allocOpsPerIteration, null));
-        o.put("info.copy", new Observation(4e6, 100, null));
-        return o;
+    private static List<Sample> times(double... ns) {
+        List<Sample> l = new ArrayList<>();
+        for (double t : ns) {
+            l.add(Sample.of(t, t * 2, 0, 1e4));
+        }
+        return l;
     }
 
     @Test
-    void unchangedWithinTolerancePasses() {
-        GateCheck.Report r = GateCheck.check(SUITE, now(2.3, 0.001, 1e7), baseline());
-        assertTrue(r.passed(), r.toString());
-        assertEquals(Verdict.PASS, r.row("time.kernel").verdict());
-        assertEquals(1.15, r.row("time.kernel").change(), 1e-12);
-        assertEquals(2.4, r.row("time.kernel").limit(), 1e-12);
-        assertEquals(Verdict.PASS, r.row("alloc.codec").verdict());
-        assertEquals(Verdict.INFO, r.row("info.copy").verdict());
+    void theMedianPairRatioIsJudgedAgainstTheTolerance() {
+        GateCheck.Row pass = GateCheck.compare(KERNEL, times(100, 110, 90), times(104, 112, 92));
+        assertEquals(Verdict.PASS, pass.verdict());
+        assertEquals(1.0222, pass.change(), 1e-4, "median of 1.04, 1.018, 1.022");
+        assertEquals(1.0182, pass.low(), 1e-4);
+        assertEquals(1.04, pass.high(), 1e-9);
+        assertEquals(3, pass.pairs());
+        assertEquals(100, pass.reference(), 1e-9);
+
+        GateCheck.Row slow = GateCheck.compare(KERNEL, times(100, 110, 90), times(110, 121, 99));
+        assertEquals(Verdict.REGRESSION, slow.verdict(), "10% slower in every pair");
+        assertTrue(slow.note().startsWith("10.0% slower than the reference (tolerance 5%)"), slow.note());
+
+        GateCheck.Row fast = GateCheck.compare(KERNEL, times(100, 110, 90), times(80, 90, 70));
+        assertEquals(Verdict.IMPROVED, fast.verdict());
+        assertFalse(fast.verdict().fails());
+        assertTrue(fast.note().contains("--update-baseline"), fast.note());
     }
 
     @Test
-    void aSlowerRatioBeyondTheToleranceIsARegressionNamedInTheReport() {
-        GateCheck.Report r = GateCheck.check(SUITE, now(4.0, 0, 1e7), baseline());
-        assertFalse(r.passed());
-        assertEquals(List.of("time.kernel"), r.failures().stream().map(GateCheck.Row::metric).toList());
-        GateCheck.Row row = r.row("time.kernel");
-        assertEquals(Verdict.REGRESSION, row.verdict());
-        assertEquals(2.0, row.change(), 1e-12);
-        assertTrue(row.note().contains("100% slower"), row.note());
+    void pairsNotAbsoluteLevelsCancelTheHostsDrift() {
+        // The host slows down by half between pairs; each pair is measured back to back, so the change stays 1.
+        GateCheck.Row r = GateCheck.compare(KERNEL, times(100, 150, 200), times(101, 151.5, 202));
+        assertEquals(Verdict.PASS, r.verdict());
+        assertEquals(1.01, r.change(), 1e-9);
+    }
+
+    private static Sample iterations(double... ns) {
+        return new Sample(ns[0], Double.NaN, 0, 1e4, ns, new double[0], null);
     }
 
     @Test
-    void justOverTheLimitFailsJustUnderPasses() {
-        assertEquals(Verdict.REGRESSION, GateCheck.check(SUITE, now(2.41, 0, 1e7), baseline()).row("time.kernel").verdict());
-        assertEquals(Verdict.PASS, GateCheck.check(SUITE, now(2.39, 0, 1e7), baseline()).row("time.kernel").verdict());
+    void iterationsTakenInTurnsArePairedWithinTheRun() {
+        // Within one run the host's memory bandwidth drops and recovers; iteration i of both builds ran a second apart.
+        Sample ref = iterations(100, 130, 180, 120, 100);
+        Sample same = iterations(101, 129, 182, 121, 99);
+        GateCheck.Row r = GateCheck.compare(KERNEL, List.of(ref), List.of(same));
+        assertEquals(Verdict.PASS, r.verdict());
+        assertEquals(1.0083, r.change(), 1e-3, "median of the iteration ratios, not of drifting levels");
+        assertEquals(1, r.pairs());
+        Sample slower = iterations(110, 143, 198, 132, 110);
+        assertEquals(Verdict.REGRESSION, GateCheck.compare(KERNEL, List.of(ref), List.of(slower)).verdict());
     }
 
     @Test
-    void aFasterRatioBeyondTheTolerancePassesAsAnImprovement() {
-        GateCheck.Report r = GateCheck.check(SUITE, now(1.5, 0, 1e7), baseline());
-        assertTrue(r.passed());
-        assertEquals(Verdict.IMPROVED, r.row("time.kernel").verdict());
-        assertTrue(r.row("time.kernel").note().contains("update the baseline"));
+    void oneOutlierPairDoesNotDecideButAMajorityDoes() {
+        assertEquals(Verdict.PASS, GateCheck.compare(KERNEL, times(100, 100, 100), times(101, 140, 99)).verdict());
+        assertEquals(Verdict.REGRESSION, GateCheck.compare(KERNEL, times(100, 100, 100), times(108, 140, 99)).verdict());
     }
 
     @Test
-    void allocationAboveTheAllowanceFailsWhateverTheTiming() {
-        GateCheck.Report r = GateCheck.check(SUITE, now(2.0, 40, 1e7), baseline());
-        assertFalse(r.passed());
-        assertEquals(Verdict.ALLOCATES, r.row("alloc.codec").verdict());
-        assertTrue(r.row("alloc.codec").note().contains("40.0 B/op"), r.row("alloc.codec").note());
+    void anotherRunIsNeededOnlyWhileSomeRunIsBeyondTheLimitAndAtMostThree() {
+        assertFalse(GateCheck.undecided(KERNEL, times(100), times(104)), "one JMH run within the limit passes");
+        assertTrue(GateCheck.undecided(KERNEL, times(100), times(107)), "one run beyond it does not fail alone");
+        assertTrue(GateCheck.undecided(KERNEL, times(100, 100), times(107, 101)));
+        assertFalse(GateCheck.undecided(KERNEL, times(100, 100, 100), times(107, 101, 108)), "the median of three decides");
+        assertFalse(GateCheck.undecided(ALLOC, times(100), times(100)), "allocation is never paired");
+        assertFalse(GateCheck.undecided(KERNEL, List.of(Sample.failed("No matching benchmarks")), times(100)),
+                "nothing to pair with in a reference that lacks the benchmark");
+        Metric pipeline = Metric.time("time.pipeline", new Probe.Pipeline("2x2x8"), 0.08, "pipeline");
+        assertTrue(GateCheck.undecided(pipeline, times(100), times(100)), "a pipeline run is one figure: two at least");
+        assertFalse(GateCheck.undecided(pipeline, times(100, 100), times(100, 103)));
     }
 
     @Test
-    void theBackgroundAllowanceIsSpreadOverTheOperationsOfAnIteration() {
-        // 16384 B of background per iteration over 1000 ops: 16.4 B/op allowed on top of the 1 B/op tolerance.
-        assertEquals(Verdict.PASS, GateCheck.check(SUITE, now(2.0, 17, 1000), baseline()).row("alloc.codec").verdict());
-        assertEquals(17.384, GateCheck.check(SUITE, now(2.0, 17, 1000), baseline()).row("alloc.codec").limit(), 1e-9);
-        assertEquals(Verdict.ALLOCATES, GateCheck.check(SUITE, now(2.0, 17.5, 1000), baseline()).row("alloc.codec").verdict());
-        // Fewer than one op per iteration spreads it over one.
-        assertEquals(16385, GateCheck.check(SUITE, now(2.0, 1, 0.5), baseline()).row("alloc.codec").limit(), 1e-9);
+    void theTailIsJudgedOnItsOwnFigure() {
+        List<Sample> ref = times(100, 100, 100);
+        List<Sample> now = List.of(Sample.of(100, 260, 0, 1e4), Sample.of(100, 250, 0, 1e4), Sample.of(100, 240, 0, 1e4));
+        assertEquals(Verdict.PASS, GateCheck.compare(KERNEL, ref, now).verdict());
+        GateCheck.Row tail = GateCheck.compare(TAIL, ref, now);
+        assertEquals(Verdict.REGRESSION, tail.verdict(), "p99 250 against 200");
+        assertEquals(1.25, tail.change(), 1e-9);
     }
 
     @Test
-    void aMetricThatWasNotMeasuredIsMissingAndFails() {
-        Map<String, Observation> o = now(2.0, 0, 1e7);
-        o.put("time.kernel", Observation.missing("setup failed: boom"));
-        GateCheck.Report r = GateCheck.check(SUITE, o, baseline());
-        assertFalse(r.passed());
-        assertEquals(Verdict.MISSING, r.row("time.kernel").verdict());
-        assertEquals("setup failed: boom", r.row("time.kernel").note());
-
-        o.remove("alloc.codec");
-        assertEquals(Verdict.MISSING, GateCheck.check(SUITE, o, baseline()).row("alloc.codec").verdict());
+    void aReferenceWithoutTheBenchmarkMakesItNewAndATreeWithoutItFails() {
+        GateCheck.Row added = GateCheck.compare(KERNEL, List.of(Sample.failed("No matching benchmarks. Miss-spelled regexp?")),
+                times(100));
+        assertEquals(Verdict.NEW, added.verdict());
+        assertFalse(added.verdict().fails());
+        assertTrue(added.note().contains("No matching benchmarks"), added.note());
+        GateCheck.Row broken = GateCheck.compare(KERNEL, times(100, 100, 100),
+                List.of(Sample.failed("exit status 1: java.lang.OutOfMemoryError")));
+        assertEquals(Verdict.MISSING, broken.verdict());
+        assertTrue(broken.verdict().fails());
+        assertTrue(broken.note().contains("OutOfMemoryError"), broken.note());
     }
 
     @Test
-    void aBaselineMetricTheGateNoLongerMeasuresFails() {
-        Map<String, Baseline.Entry> m = new LinkedHashMap<>(baseline().metrics());
-        m.put("time.renamed", new Baseline.Entry(Metric.Kind.RATIO, 1.0, 0.1, Double.NaN));
-        GateCheck.Report r = GateCheck.check(SUITE, now(2.0, 0, 1e7), new Baseline(m, 16384, Map.of()));
-        assertFalse(r.passed());
-        assertEquals(Verdict.MISSING, r.row("time.renamed").verdict());
-        assertTrue(r.row("time.renamed").note().contains("--update-baseline"));
+    void failedPairsAreLeftOut() {
+        List<Sample> ref = new ArrayList<>(times(100, 100, 100));
+        ref.set(1, Sample.failed("killed"));
+        GateCheck.Row r = GateCheck.compare(KERNEL, ref, times(100, 300, 102));
+        assertEquals(2, r.pairs());
+        assertEquals(Verdict.PASS, r.verdict());
     }
 
     @Test
-    void aMetricNotInTheBaselineIsNewAndPassesUnlessItAllocates() {
-        Baseline empty = new Baseline(Map.of(), 16384, Map.of());
-        GateCheck.Report r = GateCheck.check(SUITE, now(9.0, 0.2, 1e7), empty);
-        assertTrue(r.passed());
-        assertEquals(Verdict.NEW, r.row("time.kernel").verdict());
-        assertEquals(Verdict.NEW, r.row("alloc.codec").verdict());
-        assertEquals(Verdict.ALLOCATES, GateCheck.check(SUITE, now(9.0, 64, 1e7), empty).row("alloc.codec").verdict());
+    void allocationIsAbsoluteWithTheBackgroundSpreadOverTheIterationsOperations() {
+        // 10,000 operations per iteration: 16 KiB of background adds 1.64 B/op to the 1 B/op allowance.
+        assertEquals(Verdict.PASS, GateCheck.alloc(ALLOC, List.of(Sample.of(100, 0, 2.5, 1e4))).verdict());
+        GateCheck.Row one = GateCheck.alloc(ALLOC, List.of(Sample.of(100, 0, 0, 1e4), Sample.of(100, 0, 24, 1e4)));
+        assertEquals(Verdict.ALLOCATES, one.verdict(), "one fork allocating an object per operation fails");
+        assertEquals(24, one.now(), 1e-9);
+        assertEquals(2.638, one.limit(), 1e-3);
+        // A slow operation (10 per iteration) may carry the whole background.
+        assertEquals(Verdict.PASS, GateCheck.alloc(ALLOC, List.of(Sample.of(1e8, 0, 1500, 10))).verdict());
+        assertEquals(Verdict.MISSING, GateCheck.alloc(ALLOC, List.of(Sample.failed("exit status 1"))).verdict());
     }
 
     @Test
-    void aMetricsOwnDefaultToleranceAppliesWhenTheBaselineHasNone() {
-        Metric lenient = Metric.alloc("alloc.codec", P, "").tolerance(8);
-        Baseline empty = new Baseline(Map.of(), 0, Map.of());
-        assertEquals(Verdict.NEW, GateCheck.check(List.of(lenient), now(0, 7.9, 1e7), empty).row("alloc.codec").verdict());
-        assertEquals(Verdict.ALLOCATES, GateCheck.check(List.of(lenient), now(0, 8.1, 1e7), empty).row("alloc.codec").verdict());
-    }
-
-    @Test
-    void infoMetricsNeverFail() {
-        Map<String, Observation> o = now(2.0, 0, 1e7);
-        o.put("info.copy", new Observation(1e12, 1, null));
-        assertTrue(GateCheck.check(SUITE, o, baseline()).passed());
-        o.put("info.copy", Observation.missing("failed"));
-        assertEquals(Verdict.INFO, GateCheck.check(SUITE, o, baseline()).row("info.copy").verdict());
+    void theReportPassesOnlyWithoutFailingRows() {
+        GateCheck.Report ok = new GateCheck.Report(List.of(GateCheck.compare(KERNEL, times(100, 100, 100), times(100, 100, 100)),
+                GateCheck.alloc(ALLOC, times(100))));
+        assertTrue(ok.passed());
+        GateCheck.Report bad = new GateCheck.Report(List.of(GateCheck.compare(KERNEL, times(100, 100, 100), times(120, 120, 120)),
+                GateCheck.alloc(ALLOC, times(100))));
+        assertFalse(bad.passed());
+        assertEquals("time.kernel", bad.failures().get(0).metric());
     }
 }

@@ -11,19 +11,30 @@ import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Injected regression: a weight-matrix kernel about 2x slower than the engine's, obtained by doing each call's
- * work twice (as an accidental double pass over the weights would). Same state, parameters and units as
- * {@link KernelBenchmark#matmul()}.
+ * Injected regressions of a weight-matrix kernel, with the state, parameters and units of
+ * {@link KernelBenchmark#matmul()}:
+ * <ul>
+ * <li>{@link #twice}: each call's work done twice (as an accidental second pass over the weights would): 2x;</li>
+ * <li>{@link #tenPercent}: each call takes 10% longer than the engine's kernel took for it ({@link Slowdown}).</li>
+ * </ul>
  */
-@BenchmarkMode(Mode.AverageTime)
+@BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
 @Fork(1)
 public class InjectedSlowKernel {
     @Benchmark
-    public float[] matmul(KernelBenchmark k) {
+    public float[] twice(KernelBenchmark k) {
         k.matmul();
         return k.matmul();
+    }
+
+    @Benchmark
+    public float[] tenPercent(KernelBenchmark k) {
+        long start = System.nanoTime();
+        float[] out = k.matmul();
+        Slowdown.stretch(start, 0.10);
+        return out;
     }
 }
