@@ -49,7 +49,7 @@ public final class ForkRunner {
     /** Iteration counts and length of every JMH fork. */
     public record Settings(int warmupIterations, int measurementIterations, int iterationMillis) {
         /** What the gate uses. */
-        public static final Settings GATE = new Settings(4, 8, 300);
+        public static final Settings GATE = new Settings(3, 4, 200);
         /** For trying things out ({@code --quick}): rougher figures. */
         public static final Settings QUICK = new Settings(2, 4, 200);
     }
@@ -109,41 +109,74 @@ public final class ForkRunner {
         }
     }
 
-    /**
-     * Runs {@code forks} at once, taking turns iteration by iteration (see the class comment), and returns their
-     * samples in the same order. A fork that fails or lacks its benchmark yields a failed sample; the others go on.
-     */
-    public List<Sample> together(List<Fork> forks) {
-        List<Live> live = new ArrayList<>();
-        try (ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
-            for (Fork f : forks) {
-                live.add(start(f, server.getLocalPort()));
-            }
-            connect(server, live);
-            int itMillis = settings.iterationMillis() * forks.get(0).probe().iterationScale();
-            for (int iteration = 0; live.stream().anyMatch(Live::turning); iteration++) {
-                List<Live> order = new ArrayList<>(live);
-                if (iteration % 2 == 1) {
-                    Collections.reverse(order);
+    /** Forks started and not yet measured: {@link #run} measures them. */
+    public final class Batch {
+        private final List<Fork> forks;
+        private final List<Live> live = new ArrayList<>();
+        private final ServerSocket server;
+        private String error;
+
+        private Batch(List<Fork> forks) {
+            this.forks = List.copyOf(forks);
+            ServerSocket s = null;
+            try {
+                s = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+                for (Fork f : forks) {
+                    live.add(start(f, s.getLocalPort()));
                 }
-                for (Live l : order) {
-                    if (l.turning()) {
-                        turn(l, itMillis);
+            } catch (IOException e) {
+                error = "cannot start the forks: " + e.getMessage();
+            }
+            server = s;
+        }
+
+        /**
+         * Lets the forks say hello (pinning each to the measuring CPU), runs their iterations in turns (see the class
+         * comment), and returns their samples in the order of the forks. A fork that fails or lacks its benchmark
+         * yields a failed sample; the others go on.
+         */
+        public List<Sample> run() {
+            if (error == null) {
+                try (ServerSocket s = server) {
+                    connect(s, live);
+                    int itMillis = settings.iterationMillis() * forks.get(0).probe().iterationScale();
+                    for (int iteration = 0; live.stream().anyMatch(Live::turning); iteration++) {
+                        List<Live> order = new ArrayList<>(live);
+                        if (iteration % 2 == 1) {
+                            Collections.reverse(order);
+                        }
+                        for (Live l : order) {
+                            if (l.turning()) {
+                                turn(l, itMillis);
+                            }
+                        }
                     }
+                } catch (IOException e) {
+                    error = e.getMessage();
                 }
             }
-        } catch (IOException e) {
+            List<Sample> out = new ArrayList<>();
             for (Live l : live) {
-                if (l.error == null) {
-                    l.error = "perf-gate: " + e.getMessage();
+                if (error != null && l.error == null) {
+                    l.error = "perf-gate: " + error;
                 }
+                out.add(finish(l));
             }
+            while (out.size() < forks.size()) {
+                out.add(Sample.failed("perf-gate: " + error));
+            }
+            return out;
         }
-        List<Sample> out = new ArrayList<>();
-        for (Live l : live) {
-            out.add(finish(l));
-        }
-        return out;
+    }
+
+    /** Starts {@code forks} (see {@link Batch}); run them with {@link Batch#run()}. */
+    public Batch start(List<Fork> forks) {
+        return new Batch(forks);
+    }
+
+    /** Starts and runs {@code forks} at once: {@code start(forks).run()}. */
+    public List<Sample> together(List<Fork> forks) {
+        return start(forks).run();
     }
 
     private Live start(Fork f, int port) throws IOException {
@@ -166,9 +199,11 @@ public final class ForkRunner {
         }
         cmd.add("^" + Pattern.quote(p.benchmark()) + "$");
         Files.writeString(log, "# " + String.join(" ", cmd) + "\n");
-        Process proc = new ProcessBuilder(cmd).directory(f.build().root().toFile()).redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
-        return new Live(f, proc, log, json);
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(f.build().root().toFile()).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        // Several JMH hosts at once, by design: JMH's lock file would let only one run.
+        pb.environment().merge("TNSR_JAVA_OPTS", "-Djmh.ignoreLock=true", (a, b) -> a + " " + b);
+        return new Live(f, pb.start(), log, json);
     }
 
     /** Waits until every fork has said hello (pinning each) or ended; bounded by {@link #STARTUP_SECONDS}. */

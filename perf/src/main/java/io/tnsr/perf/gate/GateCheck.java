@@ -9,24 +9,36 @@ import java.util.Locale;
  * The gate's verdicts: pure arithmetic on the samples of the two builds (no processes here, so it is unit-tested
  * with made-up numbers).
  * <ul>
- * <li>{@link Metric.Kind#TIME} and {@link Metric.Kind#P99}: the runs of the reference build and of the tree under
- * test are paired in the order they were measured. A pair's ratio, tree / reference, is the median of its
- * iterations' ratios (iteration i of one build ran next to iteration i of the other, {@link Turns}, so that the
- * host's drift hits both alike), or the ratio of the two runs' figures when they have no iterations (pipelines).
- * {@code change} is the median of the pairs' ratios. REGRESSION when
- * {@code change > 1 + tolerance}; IMPROVED (passes) when {@code change < 1 / (1 + tolerance)}; else PASS. NEW (passes)
- * when the reference build could not measure it (a benchmark it does not have yet).</li>
+ * <li>{@link Metric.Kind#TIME} and {@link Metric.Kind#P99}: a probe is measured in rounds. In a round a few forks
+ * of each build run at once and take turns iteration by iteration ({@link Turns}), so iteration i of every fork
+ * ran within a second or two of the others and the host's drift (its memory bandwidth moves from second to
+ * second) hits all alike. A fork's <em>level</em> is the median over its iterations of its figure / the reference
+ * forks' median figure in the same iteration (a pipeline run, without iterations: its figure / the reference's
+ * in the round). What remains is each JVM's own luck, where its memory landed and what its JIT made: it holds
+ * for the JVM's life, here up to 15% either way for the memory-bound figures, 18x once for a C2 boxing accident.
+ * So every build's levels from all rounds are pooled and {@code change} = median(tree levels) / median(reference
+ * levels): a median, because lucky and unlucky JVMs come in both directions and a few extreme ones must not
+ * move it. REGRESSION when {@code change > 1 + tolerance}; IMPROVED (passes) when {@code change < 1 / (1 +
+ * tolerance)}; else PASS. NEW (passes) when the reference build could not measure it (a benchmark it does not have
+ * yet).</li>
+ * <li>Another round is measured, up to {@link #MAX_ROUNDS}, while {@code change} is not two standard errors (from
+ * the spread of the levels) below the limit: one round passes a steady figure, a noisy one gets more JVMs before
+ * it is judged, and a regression is only declared on all of them.</li>
  * <li>{@link Metric.Kind#ALLOC}: every sample of the tree under test must stay within the allowance plus the
  * background allowance spread over the iteration's operations, else ALLOCATES. Absolute, never compared.</li>
  * <li>MISSING (fails) when the tree under test could not measure a metric.</li>
  * </ul>
  */
 public final class GateCheck {
+    /** Rounds at most for one probe. */
+    public static final int MAX_ROUNDS = 3;
+    /** Standard errors between {@code change} and the limit for a verdict before {@link #MAX_ROUNDS}. */
+    static final double SETTLED = 2.0;
     /**
-     * Runs of each build at most for one probe: when the first ones ({@link Probe#minPairs()}) do not all pass, the
-     * median of three decides.
+     * The least spread of levels assumed, whatever a few forks showed: two JVMs of the same code differ by about 1%
+     * at best here, and two forks that happen to agree must not look like proof.
      */
-    public static final int MAX_PAIRS = 3;
+    static final double MIN_SPREAD = 0.01;
     /**
      * Bytes JMH and the JVM allocate in each measured iteration besides the benchmark (about 6 KB here, whatever
      * its length: {@code gc.alloc.rate.norm} counts every thread), allowed on top of a metric's own allowance,
@@ -56,10 +68,10 @@ public final class GateCheck {
      *
      * @param reference median of the reference build's figures (NaN for alloc metrics or when it has none)
      * @param now       median of the tree's figures; for alloc metrics the largest B/op of its samples
-     * @param change    median of the pairs' ratios (compared metrics), else NaN
-     * @param low       smallest pair ratio (NaN if none)
-     * @param high      largest pair ratio (NaN if none)
-     * @param pairs     pairs measured
+     * @param change    median of the tree's levels / median of the reference's (compared metrics), else NaN
+     * @param low       change - 2 standard errors (NaN if none)
+     * @param high      change + 2 standard errors (NaN if none)
+     * @param pairs     forks (or runs) of each build compared
      * @param limit     the largest passing change (1 + tolerance), or the allocation allowance in B/op
      */
     public record Row(String metric, Metric.Kind kind, double reference, double now, double change, double low,
@@ -81,18 +93,19 @@ public final class GateCheck {
         }
     }
 
-    /**
-     * A compared metric.
-     *
-     * @param reference the reference build's samples of the metric's probe, in measuring order (empty: not measured)
-     * @param now       the tree's samples, in the same order (sample i was measured beside reference sample i)
-     */
-    public static Row compare(Metric m, List<Sample> reference, List<Sample> now) {
+    /** One round of a probe: the forks of the reference and of one other build (or variant), run together. */
+    public record Round(List<Sample> reference, List<Sample> now) {
+    }
+
+    /** A compared metric over its probe's rounds. */
+    public static Row compare(Metric m, List<Round> rounds) {
         double limit = 1 + m.tolerance();
-        double[] nowValues = values(m.kind(), now);
+        double[] nowValues = values(m.kind(), rounds.stream().flatMap(r -> r.now().stream()).toList());
+        List<Sample> reference = rounds.stream().flatMap(r -> r.reference().stream()).toList();
         if (nowValues.length == 0) {
             return new Row(m.name(), m.kind(), median(values(m.kind(), reference)), Double.NaN, Double.NaN, Double.NaN,
-                    Double.NaN, 0, limit, Verdict.MISSING, "not measured: " + firstError(now));
+                    Double.NaN, 0, limit, Verdict.MISSING,
+                    "not measured: " + firstError(rounds.stream().flatMap(r -> r.now().stream()).toList()));
         }
         double[] refValues = values(m.kind(), reference);
         if (refValues.length == 0) {
@@ -100,14 +113,14 @@ public final class GateCheck {
                     Verdict.NEW, reference.isEmpty() ? "no reference figure"
                             : "the reference build could not measure it (" + firstError(reference) + ")");
         }
-        double[] r = ratios(m.kind(), reference, now);
-        if (r.length == 0) {
+        Comparison c = comparison(m.kind(), rounds);
+        if (c == null) {
             return new Row(m.name(), m.kind(), median(refValues), median(nowValues), Double.NaN, Double.NaN, Double.NaN, 0,
-                    limit, Verdict.MISSING, "no pair of samples measured side by side");
+                    limit, Verdict.MISSING, "no round measured both builds");
         }
-        double change = median(r);
-        double low = Arrays.stream(r).min().orElse(Double.NaN);
-        double high = Arrays.stream(r).max().orElse(Double.NaN);
+        double change = c.change();
+        double low = change - SETTLED * c.standardError();
+        double high = change + SETTLED * c.standardError();
         Verdict v;
         String note;
         if (change > limit) {
@@ -121,7 +134,7 @@ public final class GateCheck {
             v = Verdict.PASS;
             note = "";
         }
-        return new Row(m.name(), m.kind(), median(refValues), median(nowValues), change, low, high, r.length, limit, v, note);
+        return new Row(m.name(), m.kind(), median(refValues), median(nowValues), change, low, high, c.forks(), limit, v, note);
     }
 
     /** An allocation metric: every sample of the tree under test within its allowance. */
@@ -154,47 +167,119 @@ public final class GateCheck {
     }
 
     /**
-     * Whether another pair of runs is needed: fewer than the probe's minimum, or fewer than {@link #MAX_PAIRS} while
-     * some pair is beyond the limit (one run's placement in memory or JIT luck must not fail the gate alone).
+     * Whether another round is needed: fewer than the probe's minimum, or fewer than {@link #MAX_ROUNDS} while the
+     * change is not {@link #SETTLED} standard errors below the limit. A metric passes as soon as it clearly does; it
+     * fails only on all the rounds, since a few JVMs can all be unlucky.
      */
-    public static boolean undecided(Metric m, List<Sample> reference, List<Sample> now) {
-        if (!m.kind().compared() || values(m.kind(), reference).length == 0) {
+    public static boolean undecided(Metric m, List<Round> rounds) {
+        if (!m.kind().compared() || rounds.size() >= MAX_ROUNDS
+                || values(m.kind(), rounds.stream().flatMap(r -> r.reference().stream()).toList()).length == 0) {
             return false;
         }
-        double[] r = ratios(m.kind(), reference, now);
-        if (r.length >= MAX_PAIRS) {
-            return false;
-        }
-        if (r.length < m.probe().minPairs()) {
+        Comparison c = comparison(m.kind(), rounds);
+        if (c == null || c.rounds() < m.probe().minRounds()) {
             return true;
         }
-        double limit = 1 + m.tolerance();
-        return Arrays.stream(r).anyMatch(x -> x > limit);
+        return c.change() + SETTLED * c.standardError() > 1 + m.tolerance();
     }
 
-    /** tree / reference for each pair of runs measured side by side (both ok): see the class comment. */
-    static double[] ratios(Metric.Kind kind, List<Sample> reference, List<Sample> now) {
-        List<Double> r = new ArrayList<>();
-        for (int i = 0; i < Math.min(reference.size(), now.size()); i++) {
-            Sample a = reference.get(i);
-            Sample b = now.get(i);
-            if (!a.ok() || !b.ok()) {
-                continue;
-            }
-            double[] ai = kind.iterations(a);
-            double[] bi = kind.iterations(b);
-            int n = Math.min(ai.length, bi.length);
-            if (n > 0) {
-                double[] q = new double[n];
-                for (int j = 0; j < n; j++) {
-                    q[j] = bi[j] / ai[j];
+    /**
+     * The tree against the reference over some rounds.
+     *
+     * @param change        median of the tree's levels / median of the reference's
+     * @param standardError of {@code change}, from the spread of the levels (median absolute deviation) and their count
+     * @param forks         levels of each build (the smaller count)
+     * @param rounds        rounds that measured both builds
+     */
+    record Comparison(double change, double standardError, int forks, int rounds) {
+    }
+
+    /** See the class comment; null when no round measured both builds. */
+    static Comparison comparison(Metric.Kind kind, List<Round> rounds) {
+        List<Double> ref = new ArrayList<>();
+        List<Double> now = new ArrayList<>();
+        int used = 0;
+        for (Round r : rounds) {
+            double[][] l = levels(kind, r);
+            if (l != null) {
+                used++;
+                for (double x : l[0]) {
+                    ref.add(x);
                 }
-                r.add(median(q));
-            } else if (kind.of(a) > 0 && kind.of(b) > 0) {
-                r.add(kind.of(b) / kind.of(a));
+                for (double x : l[1]) {
+                    now.add(x);
+                }
             }
         }
-        return r.stream().mapToDouble(Double::doubleValue).toArray();
+        if (used == 0) {
+            return null;
+        }
+        double[] a = ref.stream().mapToDouble(Double::doubleValue).toArray();
+        double[] b = now.stream().mapToDouble(Double::doubleValue).toArray();
+        double ma = median(a);
+        double mb = median(b);
+        // Robust spread of a level about its build's median, both builds pooled; 1.4826 x MAD estimates a standard
+        // deviation, 1.253 x sd / sqrt(n) a median's standard error.
+        double[] dev = new double[a.length + b.length];
+        for (int i = 0; i < a.length; i++) {
+            dev[i] = Math.abs(a[i] / ma - 1);
+        }
+        for (int i = 0; i < b.length; i++) {
+            dev[a.length + i] = Math.abs(b[i] / mb - 1);
+        }
+        double sd = Math.max(MIN_SPREAD, 1.4826 * median(dev));
+        double change = mb / ma;
+        double se = change * 1.253 * sd * Math.sqrt(1.0 / a.length + 1.0 / b.length);
+        return new Comparison(change, se, Math.min(a.length, b.length), used);
+    }
+
+    /**
+     * One round's levels, {reference, tree}: each fork's median over iterations of its figure / the reference forks'
+     * median in that iteration, or (without iterations) its figure / the reference's median figure. Null when a
+     * side measured nothing.
+     */
+    static double[][] levels(Metric.Kind kind, Round round) {
+        List<Sample> ref = round.reference().stream().filter(s -> s.ok() && kind.of(s) > 0).toList();
+        List<Sample> now = round.now().stream().filter(s -> s.ok() && kind.of(s) > 0).toList();
+        if (ref.isEmpty() || now.isEmpty()) {
+            return null;
+        }
+        int n = Integer.MAX_VALUE;
+        for (Sample s : ref) {
+            n = Math.min(n, kind.iterations(s).length);
+        }
+        for (Sample s : now) {
+            n = Math.min(n, kind.iterations(s).length);
+        }
+        if (n == 0) {
+            double base = median(ref.stream().mapToDouble(kind::of).toArray());
+            return new double[][] {ref.stream().mapToDouble(s -> kind.of(s) / base).toArray(),
+                    now.stream().mapToDouble(s -> kind.of(s) / base).toArray()};
+        }
+        double[] column = new double[n];
+        for (int i = 0; i < n; i++) {
+            final int at = i;
+            column[i] = median(ref.stream().mapToDouble(s -> kind.iterations(s)[at]).toArray());
+        }
+        return new double[][] {levels(kind, ref, column, n), levels(kind, now, column, n)};
+    }
+
+    private static double[] levels(Metric.Kind kind, List<Sample> forks, double[] column, int n) {
+        double[] out = new double[forks.size()];
+        for (int f = 0; f < out.length; f++) {
+            double[] q = new double[n];
+            for (int i = 0; i < n; i++) {
+                q[i] = kind.iterations(forks.get(f))[i] / column[i];
+            }
+            out[f] = median(q);
+        }
+        return out;
+    }
+
+    /** One round's change on its own (for the progress line); NaN when a side measured nothing. */
+    static double ratio(Metric.Kind kind, Round round) {
+        Comparison c = comparison(kind, List.of(round));
+        return c == null ? Double.NaN : c.change();
     }
 
     private static double[] values(Metric.Kind kind, List<Sample> samples) {

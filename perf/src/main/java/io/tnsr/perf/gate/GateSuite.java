@@ -21,9 +21,9 @@ import java.util.Set;
  * deliberately regressed variants its self-test must catch.
  *
  * <p>Tolerances of the compared figures are the largest slowdown of the tree under test against the reference
- * build that passes. They sit between the noise of one pair of forks of the same code (measured with
- * {@code tools/perf-gate --calibrate}, docs/perf-gate.md) and the regressions the gate must catch: every kernel
- * and the layer pass at 5%, so a 10% slowdown of any of them fails.
+ * build that passes. They sit between the noise of the same code measured against itself ({@code tools/perf-gate
+ * --calibrate}, docs/perf-gate.md) and the regressions the gate must catch: 5% where the figure is steady from one
+ * JVM to the next, so that 10% fails; 12% for the figures a JVM's memory placement moves.
  */
 public final class GateSuite {
     private GateSuite() {
@@ -36,14 +36,23 @@ public final class GateSuite {
     static final String RING = RingBenchmark.class.getName() + ".handOff";
     static final String STAGE = StageLoopBenchmark.class.getName() + ".frame";
 
-    /** Compute kernels, the layer and the codec paths: a 10% slowdown must fail, the noise of a pair must not. */
+    /** Kernels, the layer and the codec: a 10% slowdown fails, the noise of the same code does not. */
     static final double KERNEL_TOLERANCE = 0.05;
+    /**
+     * Figures bound by streaming weights from L2 or memory, which a JVM's placement moves by up to 15-20% either way
+     * for its whole life on the VMs this was measured on (docs/perf-gate.md): with the gate's forks, 12% keeps
+     * unchanged code passing; a 2x slowdown, or a lost repack, still fails.
+     */
+    static final double STREAMING_TOLERANCE = 0.12;
     /** The pinned stage hop's median: the self-test's extra copy of each frame adds about 6%. */
     static final double HOP_TOLERANCE = 0.03;
     /** The stage hop's 99th percentile: a tail moves more from fork to fork than a median. */
     static final double HOP_P99_TOLERANCE = 0.15;
     /** Real stage processes on both CPUs, scheduled by the OS: the whole pipeline's decode rate. */
     static final double PIPELINE_TOLERANCE = 0.08;
+
+    /** Forks of each build per round for the probes whose speed moves most from one JVM to the next. */
+    static final int NOISY_FORKS = 3;
 
     static final Probe.Jmh HOP_STAGE = Probe.Jmh.sample(HOP, "path", "stage", "cpu", "last");
     static final Probe.Pipeline PIPELINE = new Probe.Pipeline("2x2x8");
@@ -62,19 +71,29 @@ public final class GateSuite {
         }
         // Weight-matrix kernels, one per weight type at least: median time per call. 768x768 stays in L2 (compute
         // and the repacked panels), 2048x768 x 16 tokens is the batched path, 4096x4096 streams from memory.
-        m.add(kernel("F32", "768x768", "1"));
-        m.add(kernel("F32", "2048x768", "16"));
-        m.add(kernel("F32", "4096x4096", "1"));
-        m.add(kernel("F16", "4096x4096", "1"));
-        m.add(kernel("Q8_0", "768x768", "1"));
-        m.add(kernel("Q4_0", "768x768", "1"));
-        m.add(kernel("Q4_0", "2048x768", "16"));
-        m.add(kernel("Q4_K", "768x768", "1"));
-        m.add(kernel("Q6_K", "768x768", "1"));
-        // One stories110M layer, F32: decode (memory-bound) and a 128-token prefill (compute-bound). Their
-        // allocation in average-time mode: sample mode allocates for its own bookkeeping.
-        m.add(Metric.time("time.layer.decode", Probe.Jmh.sample(LAYER, "phase", "decode", "type", "F32"), KERNEL_TOLERANCE,
-                "LayerBenchmark decode (1 token at position 128) F32, median"));
+        // Matrix-vector products (1 token) of F32, Q8_0 and Q6_K stream their weights once per call: where a JVM placed
+        // them moves their speed from one JVM to the next (docs/perf-gate.md), so they get more forks and a wider
+        // tolerance. Every type also has a figure that resolves 10%: its batched kernel (16 tokens) or, for F16,
+        // Q4_0 and Q4_K, its matrix-vector product (F16 reads the mapped file, shared by every JVM; Q4_0 and Q4_K
+        // unpack, which makes them compute-bound).
+        m.add(kernel("F32", "768x768", "1", NOISY_FORKS, STREAMING_TOLERANCE));
+        m.add(kernel("F32", "2048x768", "16", NOISY_FORKS, KERNEL_TOLERANCE));
+        m.add(kernel("F32", "4096x4096", "1", NOISY_FORKS, STREAMING_TOLERANCE));
+        m.add(kernel("F16", "4096x4096", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        m.add(kernel("Q8_0", "768x768", "1", NOISY_FORKS, STREAMING_TOLERANCE));
+        m.add(kernel("Q8_0", "2048x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        m.add(kernel("Q4_0", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        m.add(kernel("Q4_0", "2048x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        m.add(kernel("Q4_K", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        m.add(kernel("Q6_K", "768x768", "1", NOISY_FORKS, STREAMING_TOLERANCE));
+        m.add(kernel("Q6_K", "2048x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        // One stories110M layer: decode with F32 weights (memory-bound, as the streaming kernels) and with Q4_0 (the
+        // same attention, norms and activations; steady to 1% from JVM to JVM), and a 128-token F32 prefill
+        // (compute-bound). Their allocation in average-time mode: sample mode allocates for its own bookkeeping.
+        m.add(Metric.time("time.layer.decode", Probe.Jmh.sample(LAYER, "phase", "decode", "type", "F32").forks(NOISY_FORKS),
+                STREAMING_TOLERANCE, "LayerBenchmark decode (1 token at position 128) F32, median"));
+        m.add(Metric.time("time.layer.decode.q4_0", Probe.Jmh.sample(LAYER, "phase", "decode", "type", "Q4_0"), KERNEL_TOLERANCE,
+                "LayerBenchmark decode (1 token at position 128) Q4_0, median"));
         m.add(Metric.time("time.layer.prefill", Probe.Jmh.sample(LAYER, "phase", "prefill", "type", "F32").scaled(3),
                 KERNEL_TOLERANCE, "LayerBenchmark prefill (128 tokens) F32, median"));
         // JMH's background (about 6 KB per iteration) is spread over a layer's few hundred calls per iteration.
@@ -91,7 +110,8 @@ public final class GateSuite {
                 "RingBenchmark (blocking wait): bytes per round trip"));
         // The stage's metrics thread writes its histogram log once a second (about 24 KB/s here): -prof gc counts it,
         // about 3 B per frame at this frame rate, so this metric allows 8 B/op (one object per frame is 16 or more).
-        m.add(Metric.alloc("alloc.stage.loop", Probe.Jmh.avgt(STAGE, "wait", "block"), 8,
+        // Iterations three times as long: the stage's threads must be past their start-up before anything counts.
+        m.add(Metric.alloc("alloc.stage.loop", Probe.Jmh.avgt(STAGE, "wait", "block").scaled(3), 8,
                 "StageLoopBenchmark: bytes per frame, all threads"));
         // End to end: 2 stage processes, 2 micro-batches of 8 sequences in flight, stories110M shape, F32.
         m.add(Metric.time("time.pipeline.2x2x8", PIPELINE, PIPELINE_TOLERANCE,
@@ -99,9 +119,9 @@ public final class GateSuite {
         return m;
     }
 
-    private static Metric kernel(String type, String shape, String tokens) {
+    private static Metric kernel(String type, String shape, String tokens, int forks, double tolerance) {
         return Metric.time("time.kernel." + type.toLowerCase(Locale.ROOT) + "." + shape + ".n" + tokens,
-                Probe.Jmh.sample(KERNEL, "type", type, "shape", shape, "tokens", tokens), KERNEL_TOLERANCE,
+                Probe.Jmh.sample(KERNEL, "type", type, "shape", shape, "tokens", tokens).forks(forks), tolerance,
                 "KernelBenchmark " + type + " " + shape + " x " + tokens + " token(s), median");
     }
 
@@ -135,10 +155,10 @@ public final class GateSuite {
         return List.of(
                 new Injection("kernel-2x", "Q4_0 768x768 matmul doing its work twice",
                         "time.kernel.q4_0.768x768.n1", slowKernel + ".twice", Set.of()),
-                new Injection("kernel-10pct", "F32 4096x4096 matmul 10% slower (memory-bound, the noisiest kernel)",
-                        "time.kernel.f32.4096x4096.n1", slowKernel + ".tenPercent", Set.of()),
-                new Injection("layer-10pct", "F32 layer decode 10% slower",
-                        "time.layer.decode", InjectedSlowLayer.class.getName() + ".tenPercent", Set.of()),
+                new Injection("kernel-10pct", "F32 2048x768 matmul of 16 tokens 10% slower",
+                        "time.kernel.f32.2048x768.n16", slowKernel + ".tenPercent", Set.of()),
+                new Injection("layer-10pct", "Q4_0 layer decode 10% slower",
+                        "time.layer.decode.q4_0", InjectedSlowLayer.class.getName() + ".tenPercent", Set.of()),
                 new Injection("codec-allocating", "16 KiB frame decode whose handler allocates a record per frame",
                         "alloc.codec.decode16k", InjectedAllocatingCodec.class.getName() + ".decodeActivation16k", Set.of()),
                 new Injection("hop-extra-copy", "stage hop copying every frame through a heap array before the write",

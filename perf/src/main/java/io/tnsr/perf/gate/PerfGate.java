@@ -156,8 +156,8 @@ public final class PerfGate implements Callable<Integer> {
         ForkRunner.Build tree = new ForkRunner.Build("tree", home);
         ForkRunner.Build ref = compare ? ReferenceBuild.prepare(home, git, reference, out) : null;
         out.printf(Locale.ROOT, "perf-gate: %d metrics; %s; JMH forks %s, %d warm-up + %d measured iterations of %d ms, -prof gc%n",
-                metrics.size(), compare ? "each probe in both builds at once, iterations taken in turns, up to "
-                        + GateCheck.MAX_PAIRS + " runs" : "allocation probes in this tree only",
+                metrics.size(), compare ? "each probe in rounds of forks of both builds run at once, iterations taken in turns, up to "
+                        + GateCheck.MAX_ROUNDS + " rounds" : "allocation probes in this tree only",
                 cpuNumber() < 0 ? "not pinned" : "pinned to CPU " + cpuNumber(), settings.warmupIterations(),
                 settings.measurementIterations(), settings.iterationMillis());
         Files.createDirectories(outDir);
@@ -197,10 +197,10 @@ public final class PerfGate implements Callable<Integer> {
         for (Metric x : metrics) {
             if (x.kind().compared()) {
                 if (compared) {
-                    rows.add(GateCheck.compare(x, m.of(x.probe(), SideBySide.REFERENCE), m.of(x.probe(), SideBySide.TREE)));
+                    rows.add(GateCheck.compare(x, m.rounds(x.probe(), SideBySide.TREE)));
                 }
             } else {
-                rows.add(GateCheck.alloc(x, m.of(x.probe(), SideBySide.TREE)));
+                rows.add(GateCheck.alloc(x, m.all(x.probe(), SideBySide.TREE)));
             }
         }
         return new GateCheck.Report(rows);
@@ -218,9 +218,8 @@ public final class PerfGate implements Callable<Integer> {
                 out.printf(Locale.ROOT, "self-test: injected %-16s not measured (--only leaves out %s)%n", inj.name(), inj.expected());
                 continue;
             }
-            List<Sample> variant = m.of(x.probe(), inj.name());
-            GateCheck.Row r = x.kind().compared() ? GateCheck.compare(x, m.of(x.probe(), SideBySide.REFERENCE), variant)
-                    : GateCheck.alloc(x, variant);
+            GateCheck.Row r = x.kind().compared() ? GateCheck.compare(x, m.rounds(x.probe(), inj.name()))
+                    : GateCheck.alloc(x, m.all(x.probe(), inj.name()));
             boolean caught = r.verdict() == GateCheck.Verdict.REGRESSION || r.verdict() == GateCheck.Verdict.ALLOCATES;
             ok &= caught;
             out.printf(Locale.ROOT, "self-test: injected %-16s (%s): %s %s: %s%n", inj.name(), inj.description(),
@@ -234,7 +233,7 @@ public final class PerfGate implements Callable<Integer> {
         if (r.kind() == Metric.Kind.ALLOC) {
             return String.format(Locale.ROOT, "%s, %.2f B/op, allowed %.2f", r.verdict(), r.now(), r.limit());
         }
-        return String.format(Locale.ROOT, "%s, x%.3f the reference (pairs %.3f..%.3f, %d), limit x%.2f", r.verdict(), r.change(),
+        return String.format(Locale.ROOT, "%s, x%.3f the reference (rounds %.3f..%.3f, %d), limit x%.2f", r.verdict(), r.change(),
                 r.low(), r.high(), r.pairs(), r.limit());
     }
 
@@ -269,8 +268,15 @@ public final class PerfGate implements Callable<Integer> {
                     + describe(uncommitted) + ". Commit the change first, then accept it.");
             return 2;
         }
+        Baseline old = null;
         if (Files.exists(baselinePath)) {
-            Baseline old = Baseline.read(baselinePath);
+            try {
+                old = Baseline.read(baselinePath);
+            } catch (IOException e) {
+                out.println("perf-gate: replacing " + baselinePath + ", which names no reference: " + e.getMessage());
+            }
+        }
+        if (old != null) {
             if (old.reference().equals(head)) {
                 out.println("perf-gate: " + baselinePath + " already names HEAD " + head.substring(0, 10));
                 return 0;
@@ -369,17 +375,22 @@ public final class PerfGate implements Callable<Integer> {
         }
         root.put("metrics", rows);
         List<Object> samples = new ArrayList<>();
-        for (Map.Entry<Probe, Map<String, List<Sample>>> e : m.samples().entrySet()) {
-            for (Map.Entry<String, List<Sample>> c : e.getValue().entrySet()) {
-                for (Sample s : c.getValue()) {
-                    Map<String, Object> x = new LinkedHashMap<>();
-                    x.put("probe", e.getKey().key());
-                    x.put("build", c.getKey());
-                    x.put("nanos", finite(s.time()));
-                    x.put("p99_nanos", finite(s.p99()));
-                    x.put("alloc_bytes_per_op", finite(s.alloc()));
-                    x.put("error", s.error());
-                    samples.add(x);
+        for (Map.Entry<Probe, List<Map<String, List<Sample>>>> e : m.samples().entrySet()) {
+            List<Map<String, List<Sample>>> rounds = e.getValue();
+            for (int round = 0; round < rounds.size(); round++) {
+                for (Map.Entry<String, List<Sample>> c : rounds.get(round).entrySet()) {
+                    for (Sample s : c.getValue()) {
+                        Map<String, Object> x = new LinkedHashMap<>();
+                        x.put("probe", e.getKey().key());
+                        x.put("round", round + 1);
+                        x.put("build", c.getKey());
+                        x.put("nanos", finite(s.time()));
+                        x.put("p99_nanos", finite(s.p99()));
+                        x.put("alloc_bytes_per_op", finite(s.alloc()));
+                        x.put("iterations_nanos", s.iterations());
+                        x.put("error", s.error());
+                        samples.add(x);
+                    }
                 }
             }
         }

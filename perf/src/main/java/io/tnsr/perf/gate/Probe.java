@@ -17,10 +17,10 @@ public sealed interface Probe permits Probe.Jmh, Probe.Pipeline {
     String key();
 
     /**
-     * Runs of each build before a compared metric may pass: one JMH fork of each suffices (its iterations are
-     * paired), a pipeline run is one figure, so two.
+     * Rounds before a compared metric may pass: one for a JMH probe (each round runs several forks of each build,
+     * iterations in turns), two for a pipeline (one run of each build per round).
      */
-    int minPairs();
+    int minRounds();
 
     /**
      * One JMH fork of a benchmark method.
@@ -31,32 +31,41 @@ public sealed interface Probe permits Probe.Jmh, Probe.Pipeline {
      *                       time per operation; {@link Mode#SampleTime}: the median (and p99) of all sampled
      *                       operations, so a call the scheduler interrupted does not move it
      * @param iterationScale iteration time = the gate's iteration time x this (for operations of many milliseconds)
+     * @param forks          forks of each build in one round, when compared (their fastest counts)
      */
-    record Jmh(String benchmark, Map<String, String> params, Mode mode, int iterationScale) implements Probe {
+    record Jmh(String benchmark, Map<String, String> params, Mode mode, int iterationScale, int forks) implements Probe {
+        /** Forks of each build per round unless a probe asks for more. */
+        public static final int FORKS = 2;
+
         public Jmh {
             params = new TreeMap<>(params);
-            if (iterationScale < 1) {
-                throw new IllegalArgumentException("iterationScale must be >= 1: " + iterationScale);
+            if (iterationScale < 1 || forks < 1) {
+                throw new IllegalArgumentException("iterationScale and forks must be >= 1: " + iterationScale + ", " + forks);
             }
         }
 
         public static Jmh avgt(String benchmark, String... keyValues) {
-            return new Jmh(benchmark, map(keyValues), Mode.AverageTime, 1);
+            return new Jmh(benchmark, map(keyValues), Mode.AverageTime, 1, FORKS);
         }
 
         public static Jmh sample(String benchmark, String... keyValues) {
-            return new Jmh(benchmark, map(keyValues), Mode.SampleTime, 1);
+            return new Jmh(benchmark, map(keyValues), Mode.SampleTime, 1, FORKS);
         }
 
         public Jmh scaled(int scale) {
-            return new Jmh(benchmark, params, mode, scale);
+            return new Jmh(benchmark, params, mode, scale, forks);
+        }
+
+        /** The same probe with {@code n} forks of each build per round. */
+        public Jmh forks(int n) {
+            return new Jmh(benchmark, params, mode, iterationScale, n);
         }
 
         /** The same measurement of another benchmark method (an injected variant), {@code drop} parameters removed. */
         public Jmh of(String otherBenchmark, java.util.Set<String> drop) {
             Map<String, String> p = new TreeMap<>(params);
             p.keySet().removeAll(drop);
-            return new Jmh(otherBenchmark, p, mode, iterationScale);
+            return new Jmh(otherBenchmark, p, mode, iterationScale, forks);
         }
 
         private static Map<String, String> map(String... kv) {
@@ -71,7 +80,7 @@ public sealed interface Probe permits Probe.Jmh, Probe.Pipeline {
         }
 
         @Override
-        public int minPairs() {
+        public int minRounds() {
             return 1;
         }
 
@@ -98,7 +107,7 @@ public sealed interface Probe permits Probe.Jmh, Probe.Pipeline {
      */
     record Pipeline(String layout) implements Probe {
         @Override
-        public int minPairs() {
+        public int minRounds() {
             return 2;
         }
 

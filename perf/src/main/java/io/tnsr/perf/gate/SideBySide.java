@@ -10,16 +10,17 @@ import java.util.Map;
 
 /**
  * Measures the gate's probes in the reference build and the tree under test (and, for the self-test, the injected
- * variants) side by side. A JMH probe runs one fork per contender at once, the forks taking turns iteration by
- * iteration ({@link ForkRunner#together}); a pipeline probe runs one contender after the other, the order reversed
- * every other round. A probe that a compared metric uses gets {@link Probe#minPairs()} rounds, and more, up to
- * {@link GateCheck#MAX_PAIRS}, while some round is beyond a limit ({@link GateCheck#undecided}); a probe only
- * allocation is judged on runs once, in the tree under test alone.
+ * variants) side by side, in rounds. In a round of a JMH probe, {@link Probe.Jmh#forks()} forks of every contender
+ * run at once, taking turns iteration by iteration ({@link ForkRunner#together}); in a round of a pipeline probe,
+ * one run of each contender, one after the other, the order reversed every other round. A probe that a compared
+ * metric uses gets {@link Probe#minRounds()} rounds, and more, up to {@link GateCheck#MAX_ROUNDS}, while some round
+ * is beyond a limit ({@link GateCheck#undecided}); a probe only allocation is judged on runs once, one fork of the
+ * tree under test (and of each allocation variant).
  *
  * <pre>
  *   for each probe:
  *     for round in 0, 1, ...:
- *       run every contender (JMH: together, in turns; pipeline: in order, reversed on odd rounds)
+ *       run the round (JMH: every fork at once, in turns; pipeline: in order, reversed on odd rounds)
  *       stop when no metric of the probe is undecided
  * </pre>
  */
@@ -32,10 +33,22 @@ public final class SideBySide {
     record Contender(String name, ForkRunner.Build build, Probe probe) {
     }
 
-    /** Every sample, by the gate's probe, then by contender name, in measuring order. */
-    public record Measurements(Map<Probe, Map<String, List<Sample>>> samples) {
-        public List<Sample> of(Probe probe, String contender) {
-            return samples.getOrDefault(probe, Map.of()).getOrDefault(contender, List.of());
+    /** Every sample: by the gate's probe, then round, then contender name (its forks in that round). */
+    public record Measurements(Map<Probe, List<Map<String, List<Sample>>>> samples) {
+        /** The rounds of {@code probe} that measured the reference and {@code contender}. */
+        public List<GateCheck.Round> rounds(Probe probe, String contender) {
+            List<GateCheck.Round> out = new ArrayList<>();
+            for (Map<String, List<Sample>> r : samples.getOrDefault(probe, List.of())) {
+                if (r.containsKey(contender)) {
+                    out.add(new GateCheck.Round(r.getOrDefault(REFERENCE, List.of()), r.get(contender)));
+                }
+            }
+            return out;
+        }
+
+        /** Every sample of {@code contender} for {@code probe}, all rounds. */
+        public List<Sample> all(Probe probe, String contender) {
+            return samples.getOrDefault(probe, List.of()).stream().flatMap(r -> r.getOrDefault(contender, List.of()).stream()).toList();
         }
     }
 
@@ -53,7 +66,7 @@ public final class SideBySide {
      */
     public Measurements measure(List<Metric> metrics, ForkRunner.Build reference, ForkRunner.Build tree,
                                 List<GateSuite.Injection> injections) {
-        Map<Probe, Map<String, List<Sample>>> all = new LinkedHashMap<>();
+        Map<Probe, List<Map<String, List<Sample>>>> all = new LinkedHashMap<>();
         List<Probe> probes = GateSuite.probes(metrics);
         if (reference == null) {
             probes = probes.stream().filter(p -> metrics.stream().anyMatch(m -> m.probe().equals(p) && !m.kind().compared())).toList();
@@ -62,43 +75,35 @@ public final class SideBySide {
         int n = 0;
         for (Probe p : probes) {
             n++;
-            List<Metric> compared = reference == null ? List.of()
-                    : metrics.stream().filter(m -> m.probe().equals(p) && m.kind().compared()).toList();
-            List<Contender> contenders = new ArrayList<>();
-            if (!compared.isEmpty()) {
-                contenders.add(new Contender(REFERENCE, reference, p));
-            }
-            contenders.add(new Contender(TREE, tree, p));
-            for (GateSuite.Injection inj : injections) {
-                metrics.stream().filter(m -> m.name().equals(inj.expected()) && m.probe().equals(p)).findFirst()
-                        .ifPresent(m -> contenders.add(new Contender(inj.name(), tree, inj.variant(m))));
-            }
-            Map<String, List<Sample>> byName = new LinkedHashMap<>();
-            for (Contender c : contenders) {
-                byName.put(c.name(), new ArrayList<>());
-            }
-            all.put(p, byName);
+            List<Metric> compared = compared(metrics, p, reference);
+            List<Contender> contenders = contenders(metrics, p, compared, reference, tree, injections);
+            List<Map<String, List<Sample>>> rounds = new ArrayList<>();
+            all.put(p, rounds);
             for (int round = 0; ; round++) {
                 long s = System.nanoTime();
                 List<Contender> order = new ArrayList<>(contenders);
                 if (round % 2 == 1) {
                     Collections.reverse(order);
                 }
+                Map<String, List<Sample>> byName = new LinkedHashMap<>();
+                for (Contender c : contenders) {
+                    byName.put(c.name(), new ArrayList<>());
+                }
                 if (p instanceof Probe.Jmh) {
-                    List<ForkRunner.Fork> forks = order.stream()
-                            .map(c -> new ForkRunner.Fork(c.name(), c.build(), (Probe.Jmh) c.probe())).toList();
-                    List<Sample> samples = runner.together(forks);
-                    for (int i = 0; i < order.size(); i++) {
-                        byName.get(order.get(i).name()).add(samples.get(i));
+                    Started now = start(order, compared.isEmpty());
+                    List<Sample> samples = now.batch().run();
+                    for (int i = 0; i < samples.size(); i++) {
+                        byName.get(now.of().get(i).name()).add(samples.get(i));
                     }
                 } else {
                     for (Contender c : order) {
                         byName.get(c.name()).add(runner.pipeline(c.build(), (Probe.Pipeline) c.probe()));
                     }
                 }
+                rounds.add(byName);
                 out.printf(Locale.ROOT, "[%2d/%d] %-58s %s (%.0f s)%n", n, probes.size(), round == 0 ? p.key() : "",
-                        line(contenders, byName, round), (System.nanoTime() - s) / 1e9);
-                if (compared.isEmpty() || !undecided(compared, contenders, byName)) {
+                        line(contenders, byName), (System.nanoTime() - s) / 1e9);
+                if (compared.isEmpty() || !undecided(p, compared, contenders, rounds)) {
                     break;
                 }
             }
@@ -107,15 +112,50 @@ public final class SideBySide {
         return new Measurements(all);
     }
 
-    /** Whether any compared metric of the probe, for the tree or a variant, needs another round. */
-    private static boolean undecided(List<Metric> compared, List<Contender> contenders, Map<String, List<Sample>> byName) {
-        List<Sample> ref = byName.get(REFERENCE);
-        for (Contender c : contenders) {
-            if (c.name().equals(REFERENCE)) {
-                continue;
+    /** Forks started for one round, and the contender of each. */
+    private record Started(ForkRunner.Batch batch, List<Contender> of) {
+    }
+
+    /** Starts a round of a JMH probe: its forks of every contender, interleaved (one fork each when not compared). */
+    private Started start(List<Contender> order, boolean alone) {
+        int forks = alone ? 1 : ((Probe.Jmh) order.get(0).probe()).forks();
+        List<ForkRunner.Fork> list = new ArrayList<>();
+        List<Contender> of = new ArrayList<>();
+        for (int k = 0; k < forks; k++) {
+            for (Contender c : order) {
+                list.add(new ForkRunner.Fork(c.name() + "-" + (k + 1), c.build(), (Probe.Jmh) c.probe()));
+                of.add(c);
             }
-            for (Metric m : compared) {
-                if (GateCheck.undecided(m, ref, byName.get(c.name()))) {
+        }
+        return new Started(runner.start(list), of);
+    }
+
+    private static List<Metric> compared(List<Metric> metrics, Probe p, ForkRunner.Build reference) {
+        return reference == null ? List.of() : metrics.stream().filter(m -> m.probe().equals(p) && m.kind().compared()).toList();
+    }
+
+    /** The reference (when a metric of {@code p} is compared), the tree, and each variant injected beside {@code p}. */
+    private static List<Contender> contenders(List<Metric> metrics, Probe p, List<Metric> compared, ForkRunner.Build reference,
+                                              ForkRunner.Build tree, List<GateSuite.Injection> injections) {
+        List<Contender> contenders = new ArrayList<>();
+        if (!compared.isEmpty()) {
+            contenders.add(new Contender(REFERENCE, reference, p));
+        }
+        contenders.add(new Contender(TREE, tree, p));
+        for (GateSuite.Injection inj : injections) {
+            metrics.stream().filter(m -> m.name().equals(inj.expected()) && m.probe().equals(p)).findFirst()
+                    .ifPresent(m -> contenders.add(new Contender(inj.name(), tree, inj.variant(m))));
+        }
+        return contenders;
+    }
+
+    /** Whether any compared metric of the probe, for the tree or a variant, needs another round. */
+    private static boolean undecided(Probe p, List<Metric> compared, List<Contender> contenders,
+                                     List<Map<String, List<Sample>>> rounds) {
+        Measurements m = new Measurements(Map.of(p, rounds));
+        for (Contender c : contenders) {
+            for (Metric x : compared) {
+                if (!c.name().equals(REFERENCE) && GateCheck.undecided(x, m.rounds(p, c.name()))) {
                     return true;
                 }
             }
@@ -124,25 +164,34 @@ public final class SideBySide {
     }
 
     /** "reference 26.8 us | tree 26.9 us 0.00 B/op x1.004 | kernel-2x 53.1 us x1.98" for one round. */
-    private static String line(List<Contender> contenders, Map<String, List<Sample>> byName, int round) {
+    private static String line(List<Contender> contenders, Map<String, List<Sample>> byName) {
         StringBuilder sb = new StringBuilder();
         List<Sample> ref = byName.get(REFERENCE);
         for (Contender c : contenders) {
             List<Sample> l = byName.get(c.name());
-            Sample s = l.get(round);
             sb.append(sb.length() == 0 ? "" : " | ").append(c.name()).append(' ');
-            if (!s.ok()) {
-                sb.append("FAILED: ").append(s.error());
+            List<Sample> ok = l.stream().filter(Sample::ok).toList();
+            if (ok.isEmpty()) {
+                sb.append("FAILED: ").append(l.get(0).error());
                 continue;
             }
-            sb.append(GateTable.time(s.time()));
-            if (!Double.isNaN(s.alloc()) && !c.name().equals(REFERENCE)) {
-                sb.append(String.format(Locale.ROOT, " %.2f B/op", s.alloc()));
+            double[] t = ok.stream().mapToDouble(Sample::time).sorted().toArray();
+            sb.append(GateTable.time(t[0]));
+            if (t.length > 1) {
+                sb.append(String.format(Locale.ROOT, "..%s", GateTable.time(t[t.length - 1])));
             }
-            if (ref != null && s != ref.get(round)) {
-                double[] r = GateCheck.ratios(Metric.Kind.TIME, List.of(ref.get(round)), List.of(s));
-                if (r.length == 1) {
-                    sb.append(String.format(Locale.ROOT, " x%.3f", r[0]));
+            if (ok.size() < l.size()) {
+                sb.append(" (").append(l.size() - ok.size()).append(" failed: ")
+                        .append(l.stream().filter(x -> !x.ok()).findFirst().orElseThrow().error()).append(')');
+            }
+            double alloc = ok.stream().mapToDouble(Sample::alloc).filter(x -> !Double.isNaN(x)).max().orElse(Double.NaN);
+            if (!Double.isNaN(alloc) && !c.name().equals(REFERENCE)) {
+                sb.append(String.format(Locale.ROOT, " %.2f B/op", alloc));
+            }
+            if (ref != null && !c.name().equals(REFERENCE)) {
+                double r = GateCheck.ratio(Metric.Kind.TIME, new GateCheck.Round(ref, l));
+                if (!Double.isNaN(r)) {
+                    sb.append(String.format(Locale.ROOT, " x%.3f", r));
                 }
             }
         }

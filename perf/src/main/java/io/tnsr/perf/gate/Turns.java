@@ -42,7 +42,7 @@ import org.openjdk.jmh.util.Statistics;
  */
 public final class Turns implements InternalProfiler {
     /** The longest a fork waits for its turn. */
-    static final int WAIT_MILLIS = 300_000;
+    static final int WAIT_MILLIS = 900_000;
 
     private final int port;
     private final String name;

@@ -36,10 +36,15 @@ class GateSuiteTest {
     }
 
     @Test
-    void aTenPercentSlowdownOfAnyKernelOrTheLayerFails() {
+    void everyWeightTypeAndTheLayerHaveAFigureThatFailsATenPercentSlowdown() {
+        for (String prefix : List.of("time.kernel.f32.", "time.kernel.f16.", "time.kernel.q8_0.", "time.kernel.q4_0.",
+                "time.kernel.q4_k.", "time.kernel.q6_k.", "time.layer.decode", "time.layer.prefill")) {
+            assertTrue(metrics.stream().anyMatch(m -> m.name().startsWith(prefix) && 1.10 > (1 + m.tolerance()) * 1.03),
+                    prefix + ": no figure with a tolerance that leaves a margin below 10%");
+        }
         for (Metric m : metrics) {
-            if (m.name().startsWith("time.kernel.") || m.name().startsWith("time.layer.")) {
-                assertTrue(1.10 > (1 + m.tolerance()) * 1.03, m.name() + ": tolerance " + m.tolerance() + " leaves no margin for 10%");
+            if (m.kind() != Metric.Kind.ALLOC) {
+                assertTrue(m.tolerance() <= 0.15, m.name() + " would let more than 15% through");
             }
         }
     }
@@ -75,6 +80,6 @@ class GateSuiteTest {
         List<Probe> probes = GateSuite.probes(metrics);
         assertEquals(new HashSet<>(probes).size(), probes.size());
         assertTrue(probes.contains(GateSuite.HOP_STAGE));
-        assertEquals(2, metrics.stream().filter(m -> m.probe().equals(GateSuite.HOP_STAGE)).count(), "median and p99 of one run");
+        assertEquals(2, metrics.stream().filter(m -> m.probe().equals(GateSuite.HOP_STAGE)).count(), "median and p99 of the same forks");
     }
 }
