@@ -23,7 +23,7 @@ import java.util.Set;
  * <p>Tolerances of the compared figures are the largest slowdown of the tree under test against the reference
  * build that passes. They sit between the noise of the same code measured against itself ({@code tools/perf-gate
  * --calibrate}, docs/perf-gate.md) and the regressions the gate must catch: 5% where the figure is steady from one
- * JVM to the next, so that 10% fails; 12% for the figures a JVM's memory placement moves.
+ * JVM to the next, so that 10% fails; more for the figures each JVM's luck moves.
  */
 public final class GateSuite {
     private GateSuite() {
@@ -44,12 +44,22 @@ public final class GateSuite {
      * unchanged code passing; a 2x slowdown, or a lost repack, still fails.
      */
     static final double STREAMING_TOLERANCE = 0.12;
+    /** F32's batched product of 6 MB of weights: 4% above the limit of 5% in one comparison of the same code. */
+    static final double F32_BATCHED_TOLERANCE = 0.08;
+    /**
+     * Q6_K's matrix-vector product runs at one of two speeds, 10.3 or 11.6 us, chosen per JVM: a median over a few
+     * JVMs of each build lands on either, 10% apart.
+     */
+    static final double BIMODAL_TOLERANCE = 0.20;
     /** The pinned stage hop's median: the self-test's extra copy of each frame adds about 6%. */
     static final double HOP_TOLERANCE = 0.03;
     /** The stage hop's 99th percentile: a tail moves more from fork to fork than a median. */
     static final double HOP_P99_TOLERANCE = 0.15;
-    /** Real stage processes on both CPUs, scheduled by the OS: the whole pipeline's decode rate. */
-    static final double PIPELINE_TOLERANCE = 0.08;
+    /**
+     * Real stage processes on both CPUs, scheduled by the OS, one run of each build after the other: their ratio
+     * moved between 0.94 and 1.18 for the same code.
+     */
+    static final double PIPELINE_TOLERANCE = 0.15;
 
     /** Forks of each build per round for the probes whose speed moves most from one JVM to the next. */
     static final int NOISY_FORKS = 3;
@@ -71,13 +81,13 @@ public final class GateSuite {
         }
         // Weight-matrix kernels, one per weight type at least: median time per call. 768x768 stays in L2 (compute
         // and the repacked panels), 2048x768 x 16 tokens is the batched path, 4096x4096 streams from memory.
-        // Matrix-vector products (1 token) of F32, Q8_0 and Q6_K stream their weights once per call: where a JVM placed
-        // them moves their speed from one JVM to the next (docs/perf-gate.md), so they get more forks and a wider
-        // tolerance. Every type also has a figure that resolves 10%: its batched kernel (16 tokens) or, for F16,
-        // Q4_0 and Q4_K, its matrix-vector product (F16 reads the mapped file, shared by every JVM; Q4_0 and Q4_K
-        // unpack, which makes them compute-bound).
+        // Matrix-vector products (1 token) of F32, Q8_0 and Q6_K stream their weights once per call: each JVM's luck
+        // moves their speed (docs/perf-gate.md), so they get more forks and a wider tolerance. Every type also has a
+        // figure that resolves 10%: its batched kernel (16 tokens; for F32, the layer prefill below, which is its
+        // batched kernel over 128 tokens) or, for F16, Q4_0 and Q4_K, its matrix-vector product (F16 reads the
+        // mapped file, shared by every JVM; Q4_0 and Q4_K unpack, which makes them compute-bound).
         m.add(kernel("F32", "768x768", "1", NOISY_FORKS, STREAMING_TOLERANCE));
-        m.add(kernel("F32", "2048x768", "16", NOISY_FORKS, KERNEL_TOLERANCE));
+        m.add(kernel("F32", "2048x768", "16", NOISY_FORKS, F32_BATCHED_TOLERANCE));
         m.add(kernel("F32", "4096x4096", "1", NOISY_FORKS, STREAMING_TOLERANCE));
         m.add(kernel("F16", "4096x4096", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q8_0", "768x768", "1", NOISY_FORKS, STREAMING_TOLERANCE));
@@ -85,7 +95,7 @@ public final class GateSuite {
         m.add(kernel("Q4_0", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q4_0", "2048x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q4_K", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
-        m.add(kernel("Q6_K", "768x768", "1", NOISY_FORKS, STREAMING_TOLERANCE));
+        m.add(kernel("Q6_K", "768x768", "1", NOISY_FORKS, BIMODAL_TOLERANCE));
         m.add(kernel("Q6_K", "2048x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         // One stories110M layer: decode with F32 weights (memory-bound, as the streaming kernels) and with Q4_0 (the
         // same attention, norms and activations; steady to 1% from JVM to JVM), and a 128-token F32 prefill
@@ -155,8 +165,8 @@ public final class GateSuite {
         return List.of(
                 new Injection("kernel-2x", "Q4_0 768x768 matmul doing its work twice",
                         "time.kernel.q4_0.768x768.n1", slowKernel + ".twice", Set.of()),
-                new Injection("kernel-10pct", "F32 2048x768 matmul of 16 tokens 10% slower",
-                        "time.kernel.f32.2048x768.n16", slowKernel + ".tenPercent", Set.of()),
+                new Injection("kernel-10pct", "Q8_0 2048x768 matmul of 16 tokens 10% slower",
+                        "time.kernel.q8_0.2048x768.n16", slowKernel + ".tenPercent", Set.of()),
                 new Injection("layer-10pct", "Q4_0 layer decode 10% slower",
                         "time.layer.decode.q4_0", InjectedSlowLayer.class.getName() + ".tenPercent", Set.of()),
                 new Injection("codec-allocating", "16 KiB frame decode whose handler allocates a record per frame",

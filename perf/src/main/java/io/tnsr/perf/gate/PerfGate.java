@@ -318,10 +318,10 @@ public final class PerfGate implements Callable<Integer> {
 
     /** Per metric, over the calibration runs: the change (or B/op), its range, and how close it came to the limit. */
     private void printSpread(List<Metric> metrics, List<GateCheck.Report> reports) {
-        out.printf(Locale.ROOT, "%nover %d runs (change = median of a run's pair ratios, tree / reference; pairs = widest single "
-                + "pair ratio range seen)%n", reports.size());
+        out.printf(Locale.ROOT, "%nover %d runs (change of each run, tree / reference; band = the widest +-2 standard errors "
+                + "seen around a run's change)%n", reports.size());
         String fmt = "%-30s %10s %10s %10s %8s %16s %10s %8s%n";
-        out.printf(Locale.ROOT, fmt, "metric", "min", "median", "max", "spread", "pairs", "limit", "passed");
+        out.printf(Locale.ROOT, fmt, "metric", "min", "median", "max", "spread", "band", "limit", "passed");
         for (Metric m : metrics) {
             List<GateCheck.Row> rows = reports.stream().map(r -> r.row(m.name())).filter(r -> r != null).toList();
             double[] v = rows.stream().mapToDouble(r -> m.kind().compared() ? r.change() : r.now()).filter(x -> !Double.isNaN(x)).toArray();

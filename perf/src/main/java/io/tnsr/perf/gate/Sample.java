@@ -7,7 +7,8 @@ package io.tnsr.perf.gate;
  *                        (JMH sample mode) or mean (average-time mode); per decode token for a pipeline
  * @param p99             the median over measured iterations of each iteration's 99th percentile (sample mode), else NaN
  * @param alloc           bytes allocated per operation by all threads of the JVM ({@code -prof gc}:
- *                        {@code gc.alloc.rate.norm}), median over iterations; NaN when not measured
+ *                        {@code gc.alloc.rate.norm}), the least over the measured iterations (a hot path's allocation shows
+ *                        in every one, a background thread's periodic one in some); NaN when not measured
  * @param opsPerIteration operations in one measured iteration (the background allocation allowance is spread
  *                        over them), NaN when not known
  * @param iterations      each measured iteration's figure (as {@code time}), in order: iteration i of one build was
