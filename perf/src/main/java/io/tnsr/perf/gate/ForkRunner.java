@@ -31,9 +31,9 @@ import org.openjdk.jmh.annotations.Mode;
  * <li>JMH probes of several builds at once ({@link #together}): {@code ROOT/tools/jmh -f 1 -wi W -i I ... -prof gc
  * -prof io.tnsr.perf.gate.Turns:port=P;name=N -rf json -rff FILE ^benchmark$} in each build (its own JVM flags from
  * its launcher, plus {@code TNSR_JAVA_OPTS}, inherited). Each fork says hello, is pinned to one CPU with all its
- * threads, and then runs its iterations only when given the turn: one iteration of each build in turn, the order
- * reversed every other iteration, so that iteration i of every build is measured within a second of the
- * others;</li>
+ * threads, and then runs its iterations only when given the turn ({@link Turns}): one iteration of each fork in
+ * turn, the order reversed every other iteration, so that iteration i of every fork is measured within a second
+ * or two of the others;</li>
  * <li>a pipeline probe ({@link #pipeline}): {@code ROOT/tools/pipeline-bench --scenarios LAYOUT --repeats 1 --json},
  * not pinned (its stage processes need every CPU).</li>
  * </ul>
@@ -51,7 +51,7 @@ public final class ForkRunner {
         /** What the gate uses. */
         public static final Settings GATE = new Settings(3, 4, 200);
         /** For trying things out ({@code --quick}): rougher figures. */
-        public static final Settings QUICK = new Settings(2, 4, 200);
+        public static final Settings QUICK = new Settings(2, 2, 150);
     }
 
     /** Where a build lives: its root holds {@code tools/} and the built modules. */

@@ -65,7 +65,7 @@ public final class PerfGate implements Callable<Integer> {
     @Option(names = "--only", paramLabel = "REGEX", description = "Only the metrics whose name matches (for development; never in CI).")
     Pattern only;
 
-    @Option(names = "--quick", description = "Shorter iterations (2 + 3 x 0.2 s): rough figures, for development.")
+    @Option(names = "--quick", description = "Fewer, shorter iterations (2 + 2 x 0.15 s): rough figures, for development.")
     boolean quick;
 
     @Option(names = "--cpu", paramLabel = "N|none", defaultValue = "last",
@@ -233,7 +233,7 @@ public final class PerfGate implements Callable<Integer> {
         if (r.kind() == Metric.Kind.ALLOC) {
             return String.format(Locale.ROOT, "%s, %.2f B/op, allowed %.2f", r.verdict(), r.now(), r.limit());
         }
-        return String.format(Locale.ROOT, "%s, x%.3f the reference (rounds %.3f..%.3f, %d), limit x%.2f", r.verdict(), r.change(),
+        return String.format(Locale.ROOT, "%s, x%.3f the reference (+-2 SE %.3f..%.3f, %d forks each), limit x%.2f", r.verdict(), r.change(),
                 r.low(), r.high(), r.pairs(), r.limit());
     }
 
