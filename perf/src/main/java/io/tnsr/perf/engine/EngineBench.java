@@ -81,7 +81,7 @@ public final class EngineBench implements Callable<Integer> {
             description = {"Compare TYPE's rows against llama.cpp measured here: FILE holds the JSON lines of `llama-bench"
                     + " -t 1 -o jsonl` and `llama-batched-bench -t 1 -tb 1 --output-format jsonl` run on the model file"
                     + " engine-bench uses (.build/models/synthetic-PRESET-TYPE-s42.gguf); repeated runs give a range."
-                    + " Repeat the option per type. Without it: the figures measured for the issue (stories110M)."})
+                    + " Repeat the option per type. Without it: fixed figures measured on another AMD EPYC host (stories110M)."})
     Map<String, java.nio.file.Path> llamaCppFiles;
 
     /** Set by the parent for a forked child: the probes' {bandwidth, peak}; the child prints its rows only. */
@@ -91,14 +91,14 @@ public final class EngineBench implements Callable<Integer> {
     /** Longest a forked type may take before it is killed (its workloads at the defaults take about a minute). */
     private static final long CHILD_TIMEOUT_MINUTES = 60;
 
-    /** llama.cpp (CPU build, -march=native, 1 thread) on the same stories110M shape, as measured for the issue. */
+    /** llama.cpp (CPU build, -march=native, 1 thread) on the same stories110M shape, measured once on another AMD EPYC host. */
     private static final Map<GgmlType, Map<String, LlamaCppFigures.Range>> ISSUE_FIGURES = Map.of( // workload -> tokens/s
             GgmlType.F32, Map.of("decode1", new LlamaCppFigures.Range(71, 76), "prefill128", new LlamaCppFigures.Range(670, 670),
                     "decode8", new LlamaCppFigures.Range(231, 231), "decode16", new LlamaCppFigures.Range(339, 339)),
             GgmlType.Q8_0, Map.of("decode1", new LlamaCppFigures.Range(216, 225)),
             GgmlType.Q4_0, Map.of("decode1", new LlamaCppFigures.Range(318, 324)));
 
-    /** The issue's target ratio to llama.cpp per row, against whichever llama.cpp figure the row shows. */
+    /** The target ratio to llama.cpp per row, against whichever llama.cpp figure the row shows. */
     private static final Map<GgmlType, Map<String, Double>> TARGETS = Map.of(
             GgmlType.F32, Map.of("decode1", 1.0, "prefill128", 0.7, "decode8", 0.8, "decode16", 0.8),
             GgmlType.Q8_0, Map.of("decode1", 0.9),
@@ -138,9 +138,9 @@ public final class EngineBench implements Callable<Integer> {
                 probeRuns, bw / 1e9, Probes.STREAM_BYTES >> 20, heap / 1e9, offHeap / 1e9, peak / 1e9);
         System.out.println("ceiling = tokens/s if the step took only max((weight + KV cache bytes) / bandwidth, FLOPs / peak); bound = which one;");
         System.out.println("ratio = tokens/s / llama.cpp's (middle of its range); target ratio, '!' when missed; B/tok = bytes allocated per token");
-        System.out.println(measured.isEmpty() ? "llama.cpp = its figures measured for the issue (CPU build, -march=native, 1 thread; stories110M)"
+        System.out.println(measured.isEmpty() ? "llama.cpp = fixed figures measured on another AMD EPYC host (CPU build, -march=native, 1 thread; stories110M)"
                 : "llama.cpp = measured here, " + llamaCppFiles.entrySet().stream().map(e -> e.getKey() + " from " + e.getValue())
-                        .collect(Collectors.joining(", ")) + (measured.size() < specs.size() ? "; other types: the issue's figures" : ""));
+                        .collect(Collectors.joining(", ")) + (measured.size() < specs.size() ? "; other types: the fixed figures" : ""));
         System.out.printf(Locale.ROOT, "%-34s %9s %15s %9s %-4s %6s %11s %6s %6s %6s%n", "workload", "tokens/s", "spread",
                 "ceiling", "bound", "%ceil", "llama.cpp", "ratio", "target", "B/tok");
         List<String> failed = new ArrayList<>();
@@ -196,7 +196,7 @@ public final class EngineBench implements Callable<Integer> {
     private void measure(ModelSpec spec, double bw, double peak, Map<GgmlType, Map<String, LlamaCppFigures.Range>> measured)
             throws Exception {
         GgmlType type = spec.type();
-        // workload key -> llama.cpp's tokens/s: from --llama-cpp, else the issue's (measured on stories110M only)
+        // workload key -> llama.cpp's tokens/s: from --llama-cpp, else the fixed figures (measured on stories110M only)
         Map<String, LlamaCppFigures.Range> llamaCpp = measured.getOrDefault(type,
                 preset.equalsIgnoreCase("stories110M") ? ISSUE_FIGURES.getOrDefault(type, Map.of()) : Map.of());
         try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
@@ -292,7 +292,7 @@ public final class EngineBench implements Callable<Integer> {
 
     /**
      * One row: {@code key} names the workload as {@link LlamaCppFigures} does ("decode1", "prefill128", "decode8",
-     * "decodeAt960") in {@code llamaCpp}; the target ratio is the issue's for that workload and type, if any.
+     * "decodeAt960") in {@code llamaCpp}; the target ratio is the fixed one for that workload and type, if any.
      */
     private static void report(String workload, String key, GgmlType type, Map<String, LlamaCppFigures.Range> llamaCpp,
                                double[] rates, double[] ceiling, double allocPerToken) {

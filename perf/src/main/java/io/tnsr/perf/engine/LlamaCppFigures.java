@@ -16,7 +16,7 @@ import java.util.TreeMap;
 /**
  * llama.cpp's own figures for one weight type, read from the JSON its benchmark tools print, so that
  * {@code engine-bench --llama-cpp TYPE=FILE} compares against llama.cpp measured on the same machine and files,
- * in the same minutes, instead of the figures measured for the issue. Made with one thread, on the model file
+ * in the same minutes, instead of fixed figures measured on another host. Made with one thread, on the model file
  * engine-bench uses ({@code .build/models/synthetic-<preset>-<type>-s42.gguf}):
  * <pre>
  *   llama-bench -m MODEL -t 1 -p 128 -n 128 -o jsonl                    &gt;  FILE
@@ -29,7 +29,7 @@ import java.util.TreeMap;
  *   llama-bench    n_prompt P, n_gen 0, n_depth 0  -&gt; "prefill" + P    (avg_ts)
  *   batched-bench  pl B                            -&gt; "decode" + B     (speed_tg)
  * </pre>
- * Several records of one workload (repeated runs appended to the file) give a range, as the issue's "71-76".
+ * Several records of one workload (repeated runs appended to the file) give a range, as the fixed "71-76".
  * The file holds JSON lines ({@code -o jsonl}) or one JSON array ({@code -o json}); lines that are not JSON objects
  * (a log line that reached stdout) are skipped. Refused, naming the file and line: a line that starts like JSON
  * but does not parse, a record run with more than one thread (engine-bench measures one), and a file with no

@@ -67,7 +67,7 @@ class EngineBenchTest {
         String text = runBench(home, 0, "--preset", "tiny", "--types", "f32", "--decode-tokens", "2", "--prefill", "4",
                 "--batches", "2", "--repeats", "1", "--warmup", "0", "--probe-runs", "1", "--llama-cpp", "f32=" + figures);
         assertTrue(text.contains("llama.cpp = measured here, f32 from " + figures), text);
-        // the range as the file gave it, the ratio against its middle, and the target where it has one
+        // the range as the file gave it, the ratio against its middle, and the fixed target where it has one
         // (tiny runs thousands of tokens/s, so every ratio is far above it)
         assertComparison(text, "decode, 1 sequence, F32", "1-3", 2.0, "1.0x");
         assertComparison(text, "decode, 2 sequences batched, F32", "4", 4.0, "-");
