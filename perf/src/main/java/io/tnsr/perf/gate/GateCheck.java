@@ -24,8 +24,9 @@ import java.util.Locale;
  * <li>Another round is measured, up to {@link #MAX_ROUNDS}, while {@code change} is not two standard errors (from
  * the spread of the levels) below the limit: one round passes a steady figure, a noisy one gets more JVMs before
  * it is judged, and a regression is only declared on all of them.</li>
- * <li>{@link Metric.Kind#ALLOC}: every sample of the tree under test must stay within the allowance plus the
- * background allowance spread over the iteration's operations, else ALLOCATES. Absolute, never compared.</li>
+ * <li>{@link Metric.Kind#ALLOC}: the tree under test's bytes per operation against the allowance plus JMH's
+ * background spread over the iteration's operations; ALLOCATES when most of its forks, and at least three, exceed
+ * it (a fork that exceeds brings more forks). Absolute, never compared.</li>
  * <li>MISSING (fails) when the tree under test could not measure a metric.</li>
  * </ul>
  */
@@ -137,33 +138,51 @@ public final class GateCheck {
         return new Row(m.name(), m.kind(), median(refValues), median(nowValues), change, low, high, c.forks(), limit, v, note);
     }
 
-    /** An allocation metric: every sample of the tree under test within its allowance. */
+    /** Forks of the tree under test that must show an allocation before a metric fails on it. */
+    static final int ALLOC_CONFIRMATIONS = 3;
+
+    /**
+     * An allocation metric: ALLOCATES when most of the tree's forks, and at least {@link #ALLOC_CONFIRMATIONS}, allocate
+     * beyond their allowance. A change that allocates on the hot path does so in every JVM; one JVM alone that does
+     * (C2 boxing the vectors of one compilation, seen once in about forty JVMs of the F32 layer, 23 KB per call) is
+     * the JIT's accident, not the change's: it passes, and the note names it.
+     */
     public static Row alloc(Metric m, List<Sample> now) {
-        double worst = Double.NaN;
-        double worstAllowed = Double.NaN;
-        int measured = 0;
+        List<double[]> measured = new ArrayList<>(); // {bytes per op, allowance}
         for (Sample s : now) {
-            if (!s.ok() || Double.isNaN(s.alloc())) {
-                continue;
-            }
-            measured++;
-            double allowed = m.tolerance() + (Double.isNaN(s.opsPerIteration()) ? 0
-                    : BACKGROUND_ALLOC_PER_ITERATION / Math.max(1, s.opsPerIteration()));
-            if (Double.isNaN(worst) || s.alloc() - allowed > worst - worstAllowed) {
-                worst = s.alloc();
-                worstAllowed = allowed;
+            if (s.ok() && !Double.isNaN(s.alloc())) {
+                measured.add(new double[] {s.alloc(), allowance(m, s)});
             }
         }
-        if (measured == 0) {
+        if (measured.isEmpty()) {
             return new Row(m.name(), m.kind(), Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, 0, Double.NaN,
                     Verdict.MISSING, "not measured: " + firstError(now));
         }
-        if (worst > worstAllowed) {
-            return new Row(m.name(), m.kind(), Double.NaN, worst, Double.NaN, Double.NaN, Double.NaN, 0, worstAllowed,
-                    Verdict.ALLOCATES, String.format(Locale.ROOT, "allocates %.1f B/op, allowed %.2f", worst, worstAllowed));
+        List<double[]> over = measured.stream().filter(x -> x[0] > x[1]).toList();
+        double[] typical = measured.stream().sorted((a, b) -> Double.compare(a[0] - a[1], b[0] - b[1])).toList()
+                .get((measured.size() - 1) / 2);
+        if (over.size() * 2 > measured.size() && over.size() >= Math.min(ALLOC_CONFIRMATIONS, measured.size())) {
+            double[] worst = over.stream().max((a, b) -> Double.compare(a[0] - a[1], b[0] - b[1])).orElseThrow();
+            return new Row(m.name(), m.kind(), Double.NaN, typical[0], Double.NaN, Double.NaN, Double.NaN, measured.size(),
+                    typical[1], Verdict.ALLOCATES, String.format(Locale.ROOT, "allocates %.1f B/op (up to %.1f) in %d of %d JVMs, "
+                    + "allowed %.2f", typical[0], worst[0], over.size(), measured.size(), worst[1]));
         }
-        return new Row(m.name(), m.kind(), Double.NaN, worst, Double.NaN, Double.NaN, Double.NaN, 0, worstAllowed,
-                Verdict.PASS, "");
+        String note = over.isEmpty() ? "" : String.format(Locale.ROOT, "%d of %d JVMs allocated (up to %.1f B/op): a JIT accident, "
+                + "not steady", over.size(), measured.size(), over.stream().mapToDouble(x -> x[0]).max().orElseThrow());
+        return new Row(m.name(), m.kind(), Double.NaN, typical[0], Double.NaN, Double.NaN, Double.NaN, measured.size(), typical[1],
+                Verdict.PASS, note);
+    }
+
+    /** Whether an allocation metric needs more forks: some allocated, too few to tell a change from an accident. */
+    public static boolean allocUndecided(Metric m, List<Sample> now) {
+        List<Sample> measured = now.stream().filter(s -> s.ok() && !Double.isNaN(s.alloc())).toList();
+        long over = measured.stream().filter(s -> s.alloc() > allowance(m, s)).count();
+        return over > 0 && measured.size() < ALLOC_CONFIRMATIONS;
+    }
+
+    /** A fork's allowance: the metric's own plus JMH's background spread over the iteration's operations. */
+    private static double allowance(Metric m, Sample s) {
+        return m.tolerance() + (Double.isNaN(s.opsPerIteration()) ? 0 : BACKGROUND_ALLOC_PER_ITERATION / Math.max(1, s.opsPerIteration()));
     }
 
     /**

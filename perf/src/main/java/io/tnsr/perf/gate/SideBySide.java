@@ -14,8 +14,9 @@ import java.util.Map;
  * run at once, taking turns iteration by iteration ({@link ForkRunner#together}); in a round of a pipeline probe,
  * one run of each contender, one after the other, the order reversed every other round. A probe that a compared
  * metric uses gets {@link Probe#minRounds()} rounds, and more, up to {@link GateCheck#MAX_ROUNDS}, while some round
- * is beyond a limit ({@link GateCheck#undecided}); a probe only allocation is judged on runs once, one fork of the
- * tree under test (and of each allocation variant).
+ * is beyond a limit ({@link GateCheck#undecided}); a probe only allocation is judged on runs one fork of the tree
+ * under test (and of each allocation variant) per round, another while a fork allocated and fewer than three have
+ * run ({@link GateCheck#allocUndecided}).
  *
  * <pre>
  *   for each probe:
@@ -103,7 +104,7 @@ public final class SideBySide {
                 rounds.add(byName);
                 out.printf(Locale.ROOT, "[%2d/%d] %-58s %s (%.0f s)%n", n, probes.size(), round == 0 ? p.key() : "",
                         line(contenders, byName), (System.nanoTime() - s) / 1e9);
-                if (compared.isEmpty() || !undecided(p, compared, contenders, rounds)) {
+                if (round + 1 >= GateCheck.MAX_ROUNDS || !undecided(p, metrics, contenders, rounds, reference != null)) {
                     break;
                 }
             }
@@ -150,12 +151,16 @@ public final class SideBySide {
     }
 
     /** Whether any compared metric of the probe, for the tree or a variant, needs another round. */
-    private static boolean undecided(Probe p, List<Metric> compared, List<Contender> contenders,
-                                     List<Map<String, List<Sample>>> rounds) {
+    private static boolean undecided(Probe p, List<Metric> metrics, List<Contender> contenders,
+                                     List<Map<String, List<Sample>>> rounds, boolean comparing) {
         Measurements m = new Measurements(Map.of(p, rounds));
         for (Contender c : contenders) {
-            for (Metric x : compared) {
-                if (!c.name().equals(REFERENCE) && GateCheck.undecided(x, m.rounds(p, c.name()))) {
+            for (Metric x : metrics) {
+                if (!x.probe().equals(p) || c.name().equals(REFERENCE)) {
+                    continue;
+                }
+                if (x.kind().compared() ? comparing && GateCheck.undecided(x, m.rounds(p, c.name()))
+                        : GateCheck.allocUndecided(x, m.all(p, c.name()))) {
                     return true;
                 }
             }
