@@ -34,7 +34,7 @@ public record Baseline(String reference, String accepted, String reason) {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     private static final String COMMENT = "The commit whose performance was last accepted. tools/perf-gate builds it and measures it "
             + "beside the tree under test, interleaved on this host. Move it only with tools/perf-gate --update-baseline "
-            + "--reason TEXT, in a commit of its own whose message says why (README.md, Performance gate).";
+            + "--reason TEXT, in a commit of its own whose message says why (README.md, The performance gate).";
 
     public Baseline {
         if (reference == null || !SHA.matcher(reference).matches()) {

@@ -23,6 +23,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.openjdk.jmh.annotations.Mode;
 
 /**
@@ -73,6 +74,11 @@ public final class ForkRunner {
     public ForkRunner(Settings settings, Path logDir, int cpu) throws IOException {
         this.settings = settings;
         this.logDir = Files.createDirectories(logDir);
+        try (Stream<Path> old = Files.list(logDir)) { // one run's logs at a time: the last run's go
+            for (Path f : old.filter(f -> f.getFileName().toString().matches("\\d{3}-.*\\.log")).toList()) {
+                Files.delete(f);
+            }
+        }
         if (cpu >= 0 && !Files.isExecutable(Path.of("/usr/bin/taskset"))) {
             System.err.println("perf-gate: no /usr/bin/taskset: benchmark JVMs are not pinned (expect more spread)");
             cpu = -1;

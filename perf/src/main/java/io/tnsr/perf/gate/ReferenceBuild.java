@@ -68,6 +68,7 @@ final class ReferenceBuild {
         // What tools/lib/launch.sh checks before it runs anything: sources older than this stamp need no build.
         Files.writeString(dir.resolve(".build").resolve("stamp"), "");
         Files.writeString(marker, identity, StandardCharsets.UTF_8);
+        removeOtherReferences(dir);
         out.printf(Locale.ROOT, "perf-gate: reference built in %.0f s%n", (System.nanoTime() - t0) / 1e9);
         return build;
     }
@@ -89,6 +90,16 @@ final class ReferenceBuild {
         List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8).stream().map(String::strip).filter(l -> !l.isEmpty()).toList();
         return lines.stream().filter(l -> l.startsWith("[ERROR]")).findFirst()
                 .orElse(lines.isEmpty() ? "(no output)" : lines.get(lines.size() - 1));
+    }
+
+    /** Builds of earlier references are not measured again once the reference has moved: about 6 MB each. */
+    private static void removeOtherReferences(Path keep) throws IOException {
+        try (Stream<Path> s = Files.list(keep.getParent())) {
+            for (Path p : s.filter(p -> !p.equals(keep) && Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                    && p.getFileName().toString().matches("reference-[0-9a-f]{12}")).toList()) {
+                deleteTree(p);
+            }
+        }
     }
 
     private static void deleteTree(Path dir) throws IOException {
