@@ -35,7 +35,7 @@ import org.openjdk.jmh.annotations.Mode;
  * threads, and then runs its iterations only when given the turn ({@link Turns}): one iteration of each fork in
  * turn, the order reversed every other iteration, so that iteration i of every fork is measured within a second
  * or two of the others;</li>
- * <li>a pipeline probe ({@link #pipeline}): {@code ROOT/tools/pipeline-bench --scenarios LAYOUT --repeats 1 --json},
+ * <li>a pipeline probe ({@link #pipeline}): {@code ROOT/tools/pipeline-bench --scenarios LAYOUT --type TYPE --repeats 1 --json},
  * not pinned (its stage processes need every CPU).</li>
  * </ul>
  * Every wait has a bound; a process that outlives its bound is killed with its children. Output goes to one log
@@ -387,7 +387,7 @@ public final class ForkRunner {
         Path log = logDir.resolve(String.format(Locale.ROOT, "%03d-%s-%s.log", count, build.name(),
                 UNSAFE.matcher(p.key()).replaceAll("_")));
         List<String> cmd = List.of(build.root().resolve("tools").resolve("pipeline-bench").toString(),
-                "--scenarios", p.layout(), "--repeats", "1", "--json");
+                "--scenarios", p.layout(), "--type", p.type(), "--repeats", "1", "--json");
         try {
             Files.writeString(log, "# " + String.join(" ", cmd) + "\n");
             Process proc = new ProcessBuilder(cmd).directory(build.root().toFile()).redirectErrorStream(true)

@@ -254,7 +254,7 @@ public final class GateCheck {
 
     /**
      * One round's levels, {reference, tree}: each fork's median over iterations of its figure / the reference forks'
-     * median in that iteration, or (without iterations) its figure / the reference's median figure. Null when a
+     * median in that iteration, or (without iterations) its figure / the median figure of both builds' runs. Null when a
      * side measured nothing.
      */
     static double[][] levels(Metric.Kind kind, Round round) {
@@ -271,7 +271,9 @@ public final class GateCheck {
             n = Math.min(n, kind.iterations(s).length);
         }
         if (n == 0) {
-            double base = median(ref.stream().mapToDouble(kind::of).toArray());
+            // Against the median of both builds' figures: against the reference's alone, a round of one run per
+            // build would give the reference a level of exactly 1 every time and hide half of the spread.
+            double base = median(java.util.stream.Stream.concat(ref.stream(), now.stream()).mapToDouble(kind::of).toArray());
             return new double[][] {ref.stream().mapToDouble(s -> kind.of(s) / base).toArray(),
                     now.stream().mapToDouble(s -> kind.of(s) / base).toArray()};
         }

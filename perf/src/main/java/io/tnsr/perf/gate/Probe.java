@@ -100,12 +100,13 @@ public sealed interface Probe permits Probe.Jmh, Probe.Pipeline {
     }
 
     /**
-     * One run of {@code tools/pipeline-bench --scenarios LAYOUT --repeats 1 --json}: real stage processes on the
-     * synthetic stories110M-shape model; the sample's time is nanoseconds per decode token (1e9 / tokens/s).
+     * One run of {@code tools/pipeline-bench --scenarios LAYOUT --type TYPE --repeats 1 --json}: real stage processes
+     * on the synthetic stories110M-shape model; the sample's time is nanoseconds per decode token (1e9 / tokens/s).
      *
      * @param layout SxMxB: S stages, M micro-batches of B sequences
+     * @param type   the model's weight type
      */
-    record Pipeline(String layout) implements Probe {
+    record Pipeline(String layout, String type) implements Probe {
         @Override
         public int minRounds() {
             return 2;
@@ -113,7 +114,7 @@ public sealed interface Probe permits Probe.Jmh, Probe.Pipeline {
 
         @Override
         public String key() {
-            return "pipeline-bench{" + layout + "}";
+            return "pipeline-bench{" + layout + "," + type + "}";
         }
 
         @Override

@@ -16,7 +16,7 @@ class GateCheckTest {
     private static final Metric KERNEL = Metric.time("time.kernel", P, 0.05, "kernel");
     private static final Metric TAIL = Metric.p99("p99.kernel", P, 0.15, "kernel tail");
     private static final Metric ALLOC = Metric.alloc("alloc.kernel", P, 1, "kernel bytes per op");
-    private static final Metric PIPELINE = Metric.time("time.pipeline", new Probe.Pipeline("2x2x8"), 0.08, "pipeline");
+    private static final Metric PIPELINE = Metric.time("time.pipeline", new Probe.Pipeline("2x2x8", "q4_0"), 0.08, "pipeline");
 
     /** A fork whose iterations took these times (its p99 twice as long). */
     private static Sample fork(double... ns) {
@@ -113,8 +113,18 @@ class GateCheckTest {
     void runsWithoutIterationsCompareTheirFigures() {
         GateCheck.Row row = GateCheck.compare(PIPELINE, List.of(round(List.of(run(100)), List.of(run(110))),
                 round(List.of(run(120)), List.of(run(126)))));
-        assertEquals(Verdict.PASS, row.verdict(), "levels 1.10 and 1.05 against 1 and 1: median 1.075, within 8%");
-        assertEquals(1.075, row.change(), 1e-9);
+        assertEquals(Verdict.PASS, row.verdict(), "ratios 1.10 and 1.05 in the two rounds: about 1.075, within 8%");
+        // Levels against each round's median of both runs: 100/105, 120/123 and 110/105, 126/123.
+        assertEquals((110 / 105.0 + 126 / 123.0) / (100 / 105.0 + 120 / 123.0), row.change(), 1e-12);
+    }
+
+    @Test
+    void oneRunPerBuildAndRoundStillShowsTheSpreadOfBoth() {
+        // Same code, one run of each build per round: ratios 1.24, 0.98 and 1.42. Against the reference's own figure
+        // its levels would all be exactly 1 and the band would shrink to the 1% floor around 1.24.
+        GateCheck.Row row = GateCheck.compare(PIPELINE, List.of(round(List.of(run(508)), List.of(run(631))),
+                round(List.of(run(555)), List.of(run(543))), round(List.of(run(547)), List.of(run(778)))));
+        assertTrue(row.high() - row.low() > 0.3, "a wide band: " + row.low() + ".." + row.high());
     }
 
     @Test
