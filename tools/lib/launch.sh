@@ -3,12 +3,19 @@
 #
 #   tools/lib/launch.sh MODULE MAIN_CLASS [ARGS...]
 #
-# Builds the project on first use (and again only when a source file or a pom changed since the last
-# build), then runs MAIN_CLASS of MODULE with the module's classes and dependencies on the class path.
-# Works from any current directory. Extra JVM options can be passed in TNSR_JAVA_OPTS.
+# Picks the JDK (tools/lib/jdk.sh: JAVA_HOME, then /usr/lib/jvm; one line and exit 2 if none fits), builds the
+# project with it on first use (and again only when a source file or a pom changed since the last build, or the
+# build was made by another JDK), then runs MAIN_CLASS of MODULE with the module's classes and dependencies on the
+# class path. Works from any current directory. Extra JVM options can be passed in TNSR_JAVA_OPTS.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$ROOT/tools/lib/jdk.sh"
+tnsr_find_jdk
+# Maven, the JVMs started here and every child they start (stages, benchmark forks, the perf gate's reference
+# build) use this JDK.
+export JAVA_HOME="$TNSR_JDK"
+JAVA="$TNSR_JDK/bin/java"
 # Java 17 decodes command-line arguments with the locale's charset: make sure it is UTF-8.
 case "${LC_ALL:-${LC_CTYPE:-${LANG:-}}}" in
   *UTF-8*|*utf8*|*UTF8*|*utf-8*) ;;
@@ -21,9 +28,17 @@ STAMP="$ROOT/.build/stamp"
 LOCK="$ROOT/.build/lock"
 mkdir -p "$ROOT/.build"
 
+# The class-file version of the engine's memory access, which the build compiles for the JDK it runs on (17: the
+# ByteBuffer sources, 22+: the MemorySegment ones): another JDK's build is rebuilt from clean.
+built_for() {
+  local cls="$ROOT/engine/target/classes/io/tnsr/engine/memory/Region.class"
+  [ -f "$cls" ] && echo $(( $(od -An -tu1 -j7 -N1 "$cls") - 44 ))
+}
+
 needs_build() {
   [ -f "$STAMP" ] || return 0
   [ -f "$ROOT/$MODULE/target/classpath.txt" ] || return 0
+  [ "$(built_for)" = "$TNSR_JDK_MAJOR" ] || return 0
   local newer
   newer=$(find "$ROOT/pom.xml" "$ROOT/wire" "$ROOT/engine" "$ROOT/perf" \
             \( -path '*/target' -prune \) -o \( -type f \( -path '*/src/*' -o -name pom.xml \) -newer "$STAMP" -print \) \
@@ -35,9 +50,13 @@ if needs_build; then
   (
     flock -w 900 9 || { echo "tools: timed out waiting for another build to finish ($LOCK)" >&2; exit 1; }
     if needs_build; then
-      echo "tools: building the project (first use or sources changed; takes about a minute)..." >&2
+      GOALS=(package)
+      if [ -n "$(built_for)" ] && [ "$(built_for)" != "$TNSR_JDK_MAJOR" ]; then
+        GOALS=(clean package)
+      fi
+      echo "tools: building the project with JDK $TNSR_JDK_MAJOR (first use or sources changed; takes about a minute)..." >&2
       touch "$STAMP.next"
-      if ! mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dmaven.test.skip=true package >"$ROOT/.build/build.log" 2>&1; then
+      if ! mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dmaven.test.skip=true "${GOALS[@]}" >"$ROOT/.build/build.log" 2>&1; then
         echo "tools: build failed; see $ROOT/.build/build.log" >&2
         tail -n 30 "$ROOT/.build/build.log" >&2
         exit 1
@@ -55,6 +74,11 @@ JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec
   -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matmulTokens
   -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")
+# JDK 24 and later warn once per JVM when Agrona and the Disruptor use sun.misc.Unsafe's memory access (pom.xml,
+# profile jdk-24-and-later, passes the same to tests).
+if [ "$TNSR_JDK_MAJOR" -ge 24 ]; then
+  JVM_FLAGS+=(--sun-misc-unsafe-memory-access=allow)
+fi
 # F32 and quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) are repacked onto the heap at load: let the heap grow to 75% of RAM (a limit, not a
 # reservation) instead of the JVM's default 25%, so that a model that fits in memory loads.
 JVM_FLAGS+=(-XX:MaxRAMPercentage=75)
@@ -65,4 +89,4 @@ if grep -qE '\[(always|madvise)\]' /sys/kernel/mm/transparent_hugepage/enabled 2
   JVM_FLAGS+=(-XX:+UseTransparentHugePages)
 fi
 # The incubator warning goes to stderr once per JVM; keep it out of users' way unless asked for.
-exec java "${JVM_FLAGS[@]}" ${TNSR_JAVA_OPTS:-} -cp "$CP" "$MAIN" "$@" 2> >(grep -v --line-buffered '^WARNING: Using incubator modules' >&2)
+exec "$JAVA" "${JVM_FLAGS[@]}" ${TNSR_JAVA_OPTS:-} -cp "$CP" "$MAIN" "$@" 2> >(grep -v --line-buffered '^WARNING: Using incubator modules' >&2)

@@ -7,10 +7,10 @@ import io.tnsr.engine.kernels.VectorOps;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.kvcache.KvCachePool.KvCache;
 import io.tnsr.engine.kvcache.SequenceException;
+import io.tnsr.engine.memory.Region;
 import io.tnsr.engine.model.LayerWeights;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.model.WeightMatrix;
-import java.nio.ByteBuffer;
 
 /**
  * Layers [from, to) of a llama model: the compute one pipeline stage runs. The first range also embeds
@@ -270,7 +270,7 @@ public final class LayerRange {
             KvCache kv = rowCache[t];
             int len = rowPos[t] + 1; // causal: a token sees its own position and the ones before
             for (int p0 = 0; p0 < len; p0 += pageTokens) {
-                ByteBuffer page = kv.page(p0);
+                Region page = kv.page(p0);
                 int count = Math.min(pageTokens, len - p0);
                 for (int h = 0; h < heads; h++) {
                     AttentionKernels.scores(q, t * dim + h * hd, page, cache.keyOffset(local, h / c.groupSize() * hd),
@@ -282,7 +282,7 @@ public final class LayerRange {
             }
             java.util.Arrays.fill(att, t * dim, t * dim + heads * hd, 0f);
             for (int p0 = 0; p0 < len; p0 += pageTokens) {
-                ByteBuffer page = kv.page(p0);
+                Region page = kv.page(p0);
                 int count = Math.min(pageTokens, len - p0);
                 for (int h = 0; h < heads; h++) {
                     AttentionKernels.accumulate(att, t * dim + h * hd, scores, h * scoreStride + p0, page,

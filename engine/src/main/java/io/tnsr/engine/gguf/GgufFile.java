@@ -1,10 +1,12 @@
 package io.tnsr.engine.gguf;
 
+import io.tnsr.engine.memory.MappedFile;
+import io.tnsr.engine.memory.Region;
+import io.tnsr.engine.memory.RegionTooLargeException;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -21,9 +23,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * A GGUF (v2 or v3) file: its metadata, its tensor table, and memory-mapped access to single tensors.
  *
  * <p>Opening reads only the header, the metadata and the tensor table. Tensor bytes are mapped one tensor
- * at a time by {@link #map(String)}, so a pipeline stage that holds a quarter of the layers maps about a
- * quarter of the weights ({@link #mappedBytes()} tells how much was mapped). Files over 2 GiB are fine;
- * a single tensor must be under 2 GiB (a {@code ByteBuffer} limit), which is reported by name if not.
+ * at a time by {@link #region(String)} (in place) and {@link #map(String)} (as a buffer, to read once), so a
+ * pipeline stage that holds a quarter of the layers reads about a quarter of the weights ({@link #mappedBytes()}
+ * tells how much was handed out). Files of any size are fine; on JDK 17 a single tensor must be under 2 GiB
+ * (a {@code ByteBuffer} limit), which is reported by name if not.
  *
  * <pre>{@code
  * try (GgufFile gguf = GgufFile.open(path)) {
@@ -31,7 +34,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *     ByteBuffer wq = gguf.map("blk.0.attn_q.weight");   // little-endian, read-only
  * }
  * }</pre>
- * Mapped buffers stay valid after {@link #close()} (the mapping outlives the channel).
+ * Regions and buffers stay valid after {@link #close()} (the mapping outlives the channel).
  */
 public final class GgufFile implements AutoCloseable {
     /** "GGUF" read as a little-endian u32. */
@@ -47,6 +50,8 @@ public final class GgufFile implements AutoCloseable {
     private final long dataStart;
     private final int alignment;
     private final AtomicLong mappedBytes = new AtomicLong();
+    /** The file's mapping(s), made on the first {@link #region}: opening reads only the header. */
+    private MappedFile mapped;
 
     private GgufFile(Path path, FileChannel channel) throws IOException {
         this.path = path;
@@ -195,19 +200,38 @@ public final class GgufFile implements AutoCloseable {
         return t;
     }
 
-    /** Maps one tensor's bytes read-only, little-endian. */
-    public ByteBuffer map(String name) {
+    /**
+     * One tensor's bytes in place, read-only, little-endian: on JDK 22 and later a slice of one mapping of the whole
+     * file (any size), on JDK 17 a mapping of its own (under 2 GiB, else a {@link GgufException} naming it).
+     */
+    public Region region(String name) {
         GgufTensorInfo t = tensor(name);
-        if (t.byteSize() > Integer.MAX_VALUE) {
-            throw new GgufException(path, "tensor '" + name + "' is " + t.byteSize()
-                    + " bytes; tensors of 2 GiB or more are not supported");
-        }
         try {
-            MappedByteBuffer b = channel.map(FileChannel.MapMode.READ_ONLY, t.dataOffset(), t.byteSize());
+            Region r = mapping().region(t.dataOffset(), t.byteSize());
             mappedBytes.addAndGet(t.byteSize());
-            return b.order(ByteOrder.LITTLE_ENDIAN);
+            return r;
+        } catch (RegionTooLargeException e) {
+            throw new GgufException(path, "tensor '" + name + "' is " + e.getMessage(), e);
         } catch (IOException e) {
             throw new GgufException(path, "cannot map tensor '" + name + "': " + e.getMessage(), e);
+        }
+    }
+
+    private synchronized MappedFile mapping() throws IOException {
+        if (mapped == null) {
+            mapped = new MappedFile(channel, fileSize);
+        }
+        return mapped;
+    }
+
+    /** One tensor's bytes as a read-only little-endian buffer, for reading it once at load: under 2 GiB. */
+    public ByteBuffer map(String name) {
+        Region r = region(name);
+        try {
+            return r.asByteBuffer();
+        } catch (RegionTooLargeException e) {
+            throw new GgufException(path, "tensor '" + name + "' is " + e.getMessage()
+                    + ": its type is read in place only as F16", e);
         }
     }
 

@@ -1,7 +1,6 @@
 package io.tnsr.engine.kernels;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import io.tnsr.engine.memory.Region;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -37,7 +36,6 @@ import jdk.incubator.vector.VectorSpecies;
 public final class AttentionKernels {
     private static final VectorSpecies<Float> F = VectorOps.F;
     private static final int L = F.length();
-    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     private AttentionKernels() {
     }
@@ -54,7 +52,7 @@ public final class AttentionKernels {
      * With {@link #vectorized} pages, {@code scores} must have room up to the end of the page (a whole vector of
      * positions is stored; those past {@code count} hold nothing meaningful).
      */
-    public static void scores(float[] q, int qo, ByteBuffer page, int keys, int pageTokens, int count, int headDim,
+    public static void scores(float[] q, int qo, Region page, int keys, int pageTokens, int count, int headDim,
                               float scale, float[] scores, int so) {
         if (!vectorized(pageTokens)) {
             for (int i = 0; i < count; i++) {
@@ -89,8 +87,8 @@ public final class AttentionKernels {
     }
 
     /** One dimension of L consecutive positions' keys, at byte {@code offset}. */
-    private static FloatVector key(ByteBuffer page, int offset) {
-        return FloatVector.fromByteBuffer(F, page, offset, LE);
+    private static FloatVector key(Region page, int offset) {
+        return page.floats(F, offset);
     }
 
     /**
@@ -111,7 +109,7 @@ public final class AttentionKernels {
     }
 
     /** q . one position's transposed key, in the order of the vector path (lane chains over chunks, lanes, tail). */
-    static float scalarScore(float[] q, int qo, ByteBuffer page, int key, int pageTokens, int headDim) {
+    static float scalarScore(float[] q, int qo, Region page, int key, int pageTokens, int headDim) {
         int chunks = headDim >= L ? headDim / L : 0;
         float s = 0f;
         for (int l = 0; l < L && chunks > 0; l++) {
@@ -132,7 +130,7 @@ public final class AttentionKernels {
      * position would (fma per chunk, y + w * v for the tail): the value of position i at byte
      * {@code values + i * stride}.
      */
-    public static void accumulate(float[] out, int oo, float[] w, int wo, ByteBuffer page, int values, int stride,
+    public static void accumulate(float[] out, int oo, float[] w, int wo, Region page, int values, int stride,
                                   int count, int headDim) {
         int d = 0;
         if (headDim >= L) {
@@ -144,10 +142,10 @@ public final class AttentionKernels {
                 FloatVector a3 = FloatVector.fromArray(F, out, oo + d + 3 * L);
                 for (int i = 0, o = values + d * Float.BYTES; i < count; i++, o += stride) {
                     FloatVector wi = FloatVector.broadcast(F, w[wo + i]);
-                    a0 = FloatVector.fromByteBuffer(F, page, o, LE).fma(wi, a0);
-                    a1 = FloatVector.fromByteBuffer(F, page, o + L * Float.BYTES, LE).fma(wi, a1);
-                    a2 = FloatVector.fromByteBuffer(F, page, o + 2 * L * Float.BYTES, LE).fma(wi, a2);
-                    a3 = FloatVector.fromByteBuffer(F, page, o + 3 * L * Float.BYTES, LE).fma(wi, a3);
+                    a0 = page.floats(F, o).fma(wi, a0);
+                    a1 = page.floats(F, o + L * Float.BYTES).fma(wi, a1);
+                    a2 = page.floats(F, o + 2 * L * Float.BYTES).fma(wi, a2);
+                    a3 = page.floats(F, o + 3 * L * Float.BYTES).fma(wi, a3);
                 }
                 a0.intoArray(out, oo + d);
                 a1.intoArray(out, oo + d + L);
@@ -157,7 +155,7 @@ public final class AttentionKernels {
             for (; d < bound; d += L) {
                 FloatVector acc = FloatVector.fromArray(F, out, oo + d);
                 for (int i = 0, o = values + d * Float.BYTES; i < count; i++, o += stride) {
-                    acc = FloatVector.fromByteBuffer(F, page, o, LE).fma(FloatVector.broadcast(F, w[wo + i]), acc);
+                    acc = page.floats(F, o).fma(FloatVector.broadcast(F, w[wo + i]), acc);
                 }
                 acc.intoArray(out, oo + d);
             }

@@ -1,7 +1,6 @@
 package io.tnsr.engine.kernels;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import io.tnsr.engine.memory.Region;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -16,7 +15,6 @@ import jdk.incubator.vector.VectorSpecies;
  */
 public final class VectorOps {
     public static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
-    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     private VectorOps() {
     }
@@ -56,14 +54,14 @@ public final class VectorOps {
         return sum;
     }
 
-    /** Copies n floats of {@code src} into {@code buf} at byte offset {@code bo}. */
-    public static void store(ByteBuffer buf, int bo, float[] src, int so, int n) {
+    /** Copies n floats of {@code src} into {@code dst} at byte offset {@code bo}. */
+    public static void store(Region dst, int bo, float[] src, int so, int n) {
         int i = 0;
         for (int bound = F.loopBound(n); i < bound; i += F.length()) {
-            FloatVector.fromArray(F, src, so + i).intoByteBuffer(buf, bo + i * 4, LE);
+            dst.put(FloatVector.fromArray(F, src, so + i), bo + i * 4);
         }
         for (; i < n; i++) {
-            buf.putFloat(bo + i * 4, src[so + i]);
+            dst.putFloat(bo + i * 4, src[so + i]);
         }
     }
 

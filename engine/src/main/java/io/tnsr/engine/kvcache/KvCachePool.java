@@ -2,8 +2,7 @@ package io.tnsr.engine.kvcache;
 
 import io.tnsr.engine.kernels.AttentionKernels;
 import io.tnsr.engine.kernels.VectorOps;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import io.tnsr.engine.memory.Region;
 import java.util.ArrayDeque;
 import org.agrona.collections.Int2ObjectHashMap;
 
@@ -31,7 +30,7 @@ public final class KvCachePool {
     private final int pageBytes;
     private final int capacityPages;
     private int allocatedPages;
-    private final ArrayDeque<ByteBuffer> freePages = new ArrayDeque<>();
+    private final ArrayDeque<Region> freePages = new ArrayDeque<>();
     /** {@link #keyRows} for {@link #keyRowsHeadDim} (one model, one head size: built on the first write). */
     private int[] keyRows = new int[0];
     private int keyRowsHeadDim = -1;
@@ -149,9 +148,9 @@ public final class KvCachePool {
                             + " pages are in use by " + live.size() + " sequences");
         }
         for (int i = 0; i < more; i++) {
-            ByteBuffer p = freePages.pollFirst();
+            Region p = freePages.pollFirst();
             if (p == null) {
-                p = ByteBuffer.allocateDirect(pageBytes).order(ByteOrder.LITTLE_ENDIAN);
+                p = Region.allocate(pageBytes);
                 allocatedPages++;
             }
             cache.pages[cache.pageCount++] = p;
@@ -181,7 +180,7 @@ public final class KvCachePool {
      */
     public void write(KvCache cache, int localLayer, int position, int headDim, float[] key, int ko, float[] value,
                       int vo) {
-        ByteBuffer page = cache.page(position);
+        Region page = cache.page(position);
         int slot = position % pageTokens;
         int keys = keyOffset(localLayer, 0);
         int[] rows = keyRows(headDim);
@@ -220,13 +219,13 @@ public final class KvCachePool {
 
     /** One sequence's pages. */
     public final class KvCache {
-        private final ByteBuffer[] pages;
+        private final Region[] pages;
         private int pageCount;
         private int seqId;
         private int length;
 
         private KvCache(int maxPages) {
-            this.pages = new ByteBuffer[maxPages];
+            this.pages = new Region[maxPages];
         }
 
         private void reset(int id) {
@@ -250,7 +249,7 @@ public final class KvCachePool {
         }
 
         /** The page holding {@code position}. */
-        public ByteBuffer page(int position) {
+        public Region page(int position) {
             return pages[position / pageTokens];
         }
 

@@ -5,8 +5,7 @@ import static io.tnsr.engine.model.TileKernels.L;
 
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.kernels.Float16;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import io.tnsr.engine.memory.Region;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
@@ -27,14 +26,13 @@ final class F16Matrix extends WeightMatrix {
     /** True when {@link #S} is wider than L lanes: loads are then masked to the L halves they own (see Blocks). */
     private static final boolean PARTIAL = S.length() > F.length();
     private static final VectorMask<Short> FIRST_L = S.indexInRange(0, F.length());
-    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
-    /** The tensor's bytes in the mapped file, read in place. */
-    private final ByteBuffer data;
+    /** The tensor's bytes in the mapped file, read in place: row r at r * cols * 2 (may pass 2 GiB on JDK 22+). */
+    private final Region data;
     /** [TILE_ROWS][cols] scratch of {@link #matmulTokens}, allocated on its first use; one compute thread uses a matrix. */
     private float[] tile;
 
-    F16Matrix(String name, int rows, int cols, ByteBuffer data) {
+    F16Matrix(String name, int rows, int cols, Region data) {
         super(name, rows, cols);
         this.data = data;
     }
@@ -45,19 +43,18 @@ final class F16Matrix extends WeightMatrix {
     }
 
     /** The L halves at {@code byteOffset}, as floats. */
-    private static FloatVector load(ByteBuffer data, int byteOffset) {
-        ShortVector h = PARTIAL ? ShortVector.fromByteBuffer(S, data, byteOffset, LE, FIRST_L)
-                : ShortVector.fromByteBuffer(S, data, byteOffset, LE);
+    private static FloatVector load(Region data, long byteOffset) {
+        ShortVector h = PARTIAL ? data.shorts(S, byteOffset, FIRST_L) : data.shorts(S, byteOffset);
         return Float16.toFloat((IntVector) h.convertShape(VectorOperators.S2I, I, 0));
     }
 
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
-        ByteBuffer data = this.data; // a local: C2 then keeps the buffer's fields in registers
+        Region data = this.data; // a local: C2 then keeps the region's fields in registers
         int bound = F.loopBound(cols);
         for (int r = 0; r < rows; r++) {
             FloatVector a = FloatVector.zero(F); // one chain, one row at a time: the F32 order
-            int rb = r * cols * 2;
+            long rb = (long) r * cols * 2;
             int c = 0;
             for (; c < bound; c += L) {
                 a = load(data, rb + c * 2).fma(FloatVector.fromArray(F, x, xo + c), a);
@@ -71,7 +68,7 @@ final class F16Matrix extends WeightMatrix {
     }
 
     private float scalar(int row, int c) {
-        return Float16.toFloat(data.getShort((row * cols + c) * 2));
+        return Float16.toFloat(data.getShort(((long) row * cols + c) * 2));
     }
 
     /**
@@ -99,9 +96,10 @@ final class F16Matrix extends WeightMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        ByteBuffer data = this.data;
+        Region data = this.data;
         int c = 0;
-        for (int bound = F.loopBound(cols), rb = row * cols * 2; c < bound; c += L) {
+        long rb = (long) row * cols * 2;
+        for (int bound = F.loopBound(cols); c < bound; c += L) {
             load(data, rb + c * 2).intoArray(dst, off + c);
         }
         for (; c < cols; c++) {

@@ -8,7 +8,9 @@ import io.tnsr.engine.gguf.GgmlType;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Weights that are one int8 per element and one float scale per unit of elements, in row panels like F32's
@@ -47,7 +49,10 @@ final class Int8PanelMatrix extends PanelMatrix {
      * rows past the last zero.
      */
     private final byte[] q;
-    private static final VarHandle FLOAT = MethodHandles.byteArrayViewVarHandle(float[].class, ByteOrder.LITTLE_ENDIAN);
+    /** Scales are stored in the platform's byte order: {@link #scales} reinterprets loaded bytes as floats. */
+    private static final VarHandle FLOAT = MethodHandles.byteArrayViewVarHandle(float[].class, ByteOrder.nativeOrder());
+    /** Bytes of one float vector: {@link #scales} loads them as bytes (the load every JDK from 17 on has). */
+    private static final VectorSpecies<Byte> FLOAT_BYTES = VectorSpecies.of(byte.class, F.vectorShape());
     /** Tokens per {@link #k2x4} call. */
     private static final int TOKENS = 4;
 
@@ -93,7 +98,7 @@ final class Int8PanelMatrix extends PanelMatrix {
 
     /** L scales from byte {@code off}. */
     private static FloatVector scales(byte[] q, int off) {
-        return FloatVector.fromByteArray(F, q, off, ByteOrder.LITTLE_ENDIAN);
+        return ByteVector.fromArray(FLOAT_BYTES, q, off).reinterpretAsFloats();
     }
 
     /** Heap bytes a rows x cols matrix takes once repacked (its rows rounded up to whole panels), unit 16 or 32. */

@@ -105,10 +105,12 @@ public abstract class WeightMatrix {
             throw new GgufException(file.path(), "tensor '" + name + "' has shape " + t.shapeString()
                     + " but the metadata implies [" + cols + ", " + rows + "]");
         }
-        ByteBuffer data = file.map(name);
+        if (t.type() == GgmlType.F16) { // read in place, of any size on JDK 22+
+            return new F16Matrix(name, rows, cols, file.region(name));
+        }
+        ByteBuffer data = file.map(name); // read once, to repack onto the heap
         return switch (t.type()) {
             case F32 -> repacked(file, t, F32Matrix.heapBytes(rows, cols), () -> new F32Matrix(name, rows, cols, data));
-            case F16 -> new F16Matrix(name, rows, cols, data);
             case Q8_0 -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
                     () -> Int8PanelMatrix.q8_0(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case Q4_0 -> repacked(file, t, Q4_0Matrix.heapBytes(rows, cols),

@@ -2,8 +2,7 @@ package io.tnsr.engine.kernels;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import io.tnsr.engine.memory.Region;
 import java.util.SplittableRandom;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
@@ -19,16 +18,15 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class AttentionKernelsTest {
     private static final VectorSpecies<Float> F = VectorOps.F;
-    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     /** Sum of a[ao..ao+n) * the n floats of {@code buf} from byte offset {@code bo}: chunks, lanes from 0, tail. */
-    static float dot(float[] a, int ao, ByteBuffer buf, int bo, int n) {
+    static float dot(float[] a, int ao, Region buf, int bo, int n) {
         int i = 0;
         float sum = 0f;
         if (n >= F.length()) {
             FloatVector acc = FloatVector.zero(F);
             for (int bound = F.loopBound(n); i < bound; i += F.length()) {
-                acc = FloatVector.fromArray(F, a, ao + i).fma(FloatVector.fromByteBuffer(F, buf, bo + i * 4, LE), acc);
+                acc = FloatVector.fromArray(F, a, ao + i).fma(buf.floats(F, bo + i * 4), acc);
             }
             sum = acc.reduceLanes(VectorOperators.ADD);
         }
@@ -39,12 +37,12 @@ class AttentionKernelsTest {
     }
 
     /** y[yo..yo+n) += a * (the n floats of {@code buf} from byte offset {@code bo}). */
-    static void axpy(float[] y, int yo, float a, ByteBuffer buf, int bo, int n) {
+    static void axpy(float[] y, int yo, float a, Region buf, int bo, int n) {
         int i = 0;
         if (n >= F.length()) {
             FloatVector va = FloatVector.broadcast(F, a);
             for (int bound = F.loopBound(n); i < bound; i += F.length()) {
-                FloatVector.fromByteBuffer(F, buf, bo + i * 4, LE).fma(va, FloatVector.fromArray(F, y, yo + i))
+                buf.floats(F, bo + i * 4).fma(va, FloatVector.fromArray(F, y, yo + i))
                         .intoArray(y, yo + i);
             }
         }
@@ -60,8 +58,7 @@ class AttentionKernelsTest {
         SplittableRandom rnd = new SplittableRandom(headDim * 131L + pageTokens * 17L + count);
         int kvDim = 2 * headDim; // two KV heads; the test reads the second
         int keyBlock = 64;       // bytes before the key block, as for a later layer
-        ByteBuffer page = ByteBuffer.allocateDirect(keyBlock + 2 * pageTokens * kvDim * Float.BYTES)
-                .order(ByteOrder.LITTLE_ENDIAN);
+        Region page = Region.allocate(keyBlock + 2 * pageTokens * kvDim * Float.BYTES);
         float[][] keys = new float[pageTokens][kvDim];
         float[][] values = new float[pageTokens][kvDim];
         int valueBlock = keyBlock + pageTokens * kvDim * Float.BYTES;
@@ -92,7 +89,7 @@ class AttentionKernelsTest {
         AttentionKernels.accumulate(out, 5, scores, 2, page, valueBlock + head * headDim * Float.BYTES,
                 kvDim * Float.BYTES, count, headDim);
 
-        ByteBuffer row = ByteBuffer.allocateDirect(headDim * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        Region row = Region.allocate(headDim * Float.BYTES);
         for (int i = 0; i < count; i++) {
             for (int j = 0; j < headDim; j++) {
                 row.putFloat(j * Float.BYTES, keys[i][head * headDim + j]);

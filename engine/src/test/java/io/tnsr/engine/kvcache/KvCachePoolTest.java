@@ -74,7 +74,7 @@ class KvCachePoolTest {
             value[5 + j] = 200 + j;
         }
         pool.write(c, 1, 18, headDim, key, 3, value, 5); // layer 1, second page, slot 2
-        java.nio.ByteBuffer page = c.page(18);
+        io.tnsr.engine.memory.Region page = c.page(18);
         for (int head = 0; head < 2; head++) {
             for (int d = 0; d < headDim; d++) {
                 int j = head * headDim + d;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.kernels.Float16;
+import io.tnsr.engine.memory.Region;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.SplittableRandom;
@@ -26,7 +27,7 @@ class BlockDecoderTest {
         ByteBuffer data = b.duplicate().order(LE);
         return switch (t) {
             case F32 -> new F32Matrix("w", rows, cols, data);
-            case F16 -> new F16Matrix("w", rows, cols, data);
+            case F16 -> new F16Matrix("w", rows, cols, Region.copyOf(data));
             case Q8_0 -> Int8PanelMatrix.q8_0("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case Q4_0 -> new Q4_0Matrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case Q4_K -> new Q4KMatrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));

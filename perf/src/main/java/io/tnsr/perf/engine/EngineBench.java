@@ -377,7 +377,7 @@ public final class EngineBench implements Callable<Integer> {
 
         private static long allocated() {
             return ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean())
-                    .getThreadAllocatedBytes(Thread.currentThread().getId());
+                    .getCurrentThreadAllocatedBytes();
         }
 
         /** What one {@link #allocated()} call allocates itself (its JMX plumbing), to leave out of the figure. */

@@ -1,7 +1,6 @@
 package io.tnsr.perf.engine;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
+import io.tnsr.engine.memory.Region;
 import java.util.function.DoubleSupplier;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
@@ -14,7 +13,6 @@ import jdk.incubator.vector.VectorSpecies;
  */
 final class Probes {
     private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
-    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     /** 512 MiB: 16x the L3 of the machine this was written on. */
     static final int STREAM_BYTES = 512 << 20;
 
@@ -49,7 +47,7 @@ final class Probes {
 
     /** Bytes per second of a streaming read of {@link #STREAM_BYTES} from an off-heap buffer, best of {@code runs}. */
     static double bufferBandwidth(int runs) {
-        ByteBuffer b = ByteBuffer.allocateDirect(STREAM_BYTES).order(LE);
+        Region b = Region.allocate(STREAM_BYTES);
         for (int i = 0; i < STREAM_BYTES; i += 4) {
             b.putFloat(i, i);
         }
@@ -68,14 +66,14 @@ final class Probes {
         return sink == 42 ? best + 1e-9 : best; // uses the sums, so the reads cannot be optimized away
     }
 
-    private static float stream(ByteBuffer b) {
+    private static float stream(Region b) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
         int step = F.length() * 4;
         for (int i = 0; i + 4 * step <= STREAM_BYTES; i += 4 * step) {
-            a0 = a0.add(FloatVector.fromByteBuffer(F, b, i, LE));
-            a1 = a1.add(FloatVector.fromByteBuffer(F, b, i + step, LE));
-            a2 = a2.add(FloatVector.fromByteBuffer(F, b, i + 2 * step, LE));
-            a3 = a3.add(FloatVector.fromByteBuffer(F, b, i + 3 * step, LE));
+            a0 = a0.add(b.floats(F, i));
+            a1 = a1.add(b.floats(F, i + step));
+            a2 = a2.add(b.floats(F, i + 2 * step));
+            a3 = a3.add(b.floats(F, i + 3 * step));
         }
         return a0.add(a1).add(a2).add(a3).reduceLanes(VectorOperators.ADD);
     }

@@ -1,0 +1,83 @@
+package io.tnsr.engine.memory;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * A run of little-endian memory that kernels read with vector loads: a KV-cache page, a tensor of a mapped model
+ * file. Offsets are bytes from the region's start; callers keep them in bounds (checked by the JDK on every access).
+ *
+ * <p>JDK 17 build: the region is a direct or mapped {@link ByteBuffer}, at most 2 GiB, read with the Vector API's
+ * ByteBuffer loads. The JDK 22+ build ({@code src/main/java22}) holds a {@code MemorySegment} instead, with the same
+ * methods; the engine's other classes compile unchanged against either.
+ */
+public final class Region {
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    private final ByteBuffer buf;
+
+    Region(ByteBuffer buf) {
+        this.buf = buf.order(LE);
+    }
+
+    /** {@code bytes} zeroed bytes off the heap, freed when the region is no longer reachable. */
+    public static Region allocate(long bytes) {
+        if (bytes < 0 || bytes > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("cannot allocate " + bytes + " bytes as one region: the JDK 17 build's "
+                    + "limit is 2 GiB (the JDK 22+ build has none)");
+        }
+        return new Region(ByteBuffer.allocateDirect((int) bytes));
+    }
+
+    /** A new off-heap region holding a copy of {@code src}'s remaining bytes. */
+    public static Region copyOf(ByteBuffer src) {
+        ByteBuffer b = ByteBuffer.allocateDirect(src.remaining());
+        b.put(src.duplicate()).clear();
+        return new Region(b);
+    }
+
+    public long byteSize() {
+        return buf.capacity();
+    }
+
+    /** A little-endian view of the whole region, for reading it once at load (repacking); at most 2 GiB. */
+    public ByteBuffer asByteBuffer() {
+        return buf.duplicate().order(LE);
+    }
+
+    public float getFloat(long offset) {
+        return buf.getFloat((int) offset);
+    }
+
+    public void putFloat(long offset, float v) {
+        buf.putFloat((int) offset, v);
+    }
+
+    public short getShort(long offset) {
+        return buf.getShort((int) offset);
+    }
+
+    /** The floats of one vector of species {@code s} from {@code offset}. */
+    public FloatVector floats(VectorSpecies<Float> s, long offset) {
+        return FloatVector.fromByteBuffer(s, buf, (int) offset, LE);
+    }
+
+    /** Stores {@code v} at {@code offset}. */
+    public void put(FloatVector v, long offset) {
+        v.intoByteBuffer(buf, (int) offset, LE);
+    }
+
+    /** The shorts of one vector of species {@code s} from {@code offset}. */
+    public ShortVector shorts(VectorSpecies<Short> s, long offset) {
+        return ShortVector.fromByteBuffer(s, buf, (int) offset, LE);
+    }
+
+    /** The shorts of the lanes of {@code m} from {@code offset} (others zero; nothing past them is read). */
+    public ShortVector shorts(VectorSpecies<Short> s, long offset, VectorMask<Short> m) {
+        return ShortVector.fromByteBuffer(s, buf, (int) offset, LE, m);
+    }
+}
