@@ -15,6 +15,7 @@ import jdk.incubator.vector.VectorSpecies;
  */
 public final class VectorOps {
     public static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
+    private static final int L = F.length();
 
     private VectorOps() {
     }
@@ -37,6 +38,21 @@ public final class VectorOps {
         }
     }
 
+    /**
+     * The lanes of {@code v} added in order, lane 0 first: what {@code reduceLanes(ADD)} computes on JDK 17, where
+     * C2 adds them sequentially. Its order is unspecified, and JDK 25's C2 adds them as a tree (most results differ
+     * from the interpreter's in the last bit), which would let the same call give other bits once compiled: the
+     * engine's kernels sum their lanes through this instead. With L a constant, C2 unrolls the loop into lane
+     * extractions, as its own sequential reduction does.
+     */
+    public static float sumLanes(FloatVector v) {
+        float s = v.lane(0);
+        for (int i = 1; i < L; i++) {
+            s += v.lane(i);
+        }
+        return s;
+    }
+
     /** Sum of a[ao..ao+n) * b[bo..bo+n). */
     public static float dot(float[] a, int ao, float[] b, int bo, int n) {
         int i = 0;
@@ -46,7 +62,7 @@ public final class VectorOps {
             for (int bound = F.loopBound(n); i < bound; i += F.length()) {
                 acc = FloatVector.fromArray(F, a, ao + i).fma(FloatVector.fromArray(F, b, bo + i), acc);
             }
-            sum = acc.reduceLanes(VectorOperators.ADD);
+            sum = sumLanes(acc);
         }
         for (; i < n; i++) {
             sum += a[ao + i] * b[bo + i];
@@ -110,7 +126,7 @@ public final class VectorOps {
             e.intoArray(x, off + i);
             acc = e.add(acc);
         }
-        float sum = FloatVector.zero(F).add(acc).reduceLanes(VectorOperators.ADD);
+        float sum = sumLanes(FloatVector.zero(F).add(acc));
         for (int i = bound; i < n; i++) {
             float e = (float) Math.exp(x[off + i] - max);
             x[off + i] = e;

@@ -1,7 +1,7 @@
 package io.tnsr.engine.model;
 
+import io.tnsr.engine.kernels.VectorOps;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -32,7 +32,7 @@ final class TileKernels {
 
     /** The lane reduction every one-chain kernel ends with. */
     static float sum(FloatVector acc) {
-        return acc.reduceLanes(VectorOperators.ADD);
+        return VectorOps.sumLanes(acc);
     }
 
     /** Tokens one kernel call carries: {@link #group} g covers tokens [g * GROUP, (g + 1) * GROUP). */

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.tnsr.engine.memory.Region;
 import java.util.SplittableRandom;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -28,7 +27,7 @@ class AttentionKernelsTest {
             for (int bound = F.loopBound(n); i < bound; i += F.length()) {
                 acc = FloatVector.fromArray(F, a, ao + i).fma(buf.floats(F, bo + i * 4), acc);
             }
-            sum = acc.reduceLanes(VectorOperators.ADD);
+            sum = VectorOps.sumLanes(acc);
         }
         for (; i < n; i++) {
             sum += a[ao + i] * buf.getFloat(bo + i * 4);
