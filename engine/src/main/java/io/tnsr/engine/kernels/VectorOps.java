@@ -15,7 +15,6 @@ import jdk.incubator.vector.VectorSpecies;
  */
 public final class VectorOps {
     public static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
-    private static final int L = F.length();
 
     private VectorOps() {
     }
@@ -39,18 +38,13 @@ public final class VectorOps {
     }
 
     /**
-     * The lanes of {@code v} added in order, lane 0 first: what {@code reduceLanes(ADD)} computes on JDK 17, where
-     * C2 adds them sequentially. Its order is unspecified, and JDK 25's C2 adds them as a tree (most results differ
-     * from the interpreter's in the last bit), which would let the same call give other bits once compiled: the
-     * engine's kernels sum their lanes through this instead. With L a constant, C2 unrolls the loop into lane
-     * extractions, as its own sequential reduction does.
+     * The lanes of {@code v} added in order, lane 0 first: what {@code reduceLanes(ADD)} computes on JDK 17. Its
+     * order is unspecified, and JDK 25's C2 adds the lanes as a tree (most results then differ from the
+     * interpreter's in the last bit), so the engine's kernels sum lanes through this, one implementation per JDK
+     * ({@code LaneSum}).
      */
     public static float sumLanes(FloatVector v) {
-        float s = v.lane(0);
-        for (int i = 1; i < L; i++) {
-            s += v.lane(i);
-        }
-        return s;
+        return LaneSum.of(v);
     }
 
     /** Sum of a[ao..ao+n) * b[bo..bo+n). */
