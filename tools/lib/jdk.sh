@@ -35,7 +35,7 @@ tnsr_jdk_refuse() {
 }
 
 tnsr_find_jdk() {
-  local home major best="" best_major="" seen="" path_java
+  local home major best="" best_major=""
   if [ -n "${JAVA_HOME:-}" ]; then
     major=$(tnsr_jdk_major "$JAVA_HOME")
     if [ -z "$major" ]; then
@@ -48,8 +48,30 @@ tnsr_find_jdk() {
     TNSR_JDK="$JAVA_HOME"; TNSR_JDK_MAJOR="$major"
     return 0
   fi
-  path_java=$(command -v java 2>/dev/null || true)
-  [ -n "$path_java" ] && path_java=$(dirname "$(dirname "$(readlink -f "$path_java")")")
+  local usable
+  while read -r major home usable; do
+    [ "$usable" = yes ] || continue
+    if [ -z "$best" ] || { [ "$best_major" -ne "$TNSR_JDK_PREFERRED" ] \
+        && { [ "$major" -eq "$TNSR_JDK_PREFERRED" ] || [ "$major" -gt "$best_major" ]; }; }; then
+      best="$home"; best_major="$major"
+    fi
+  done < <(tnsr_scan_jdks with-path)
+  if [ -z "$best" ]; then
+    local found
+    found=$(tnsr_scan_jdks with-path | awk '{printf "%sJDK %s (%s)", (NR > 1 ? ", " : ""), $1, $2}')
+    tnsr_jdk_refuse "no suitable JDK found (JAVA_HOME unset; found: ${found:-none})"
+  fi
+  TNSR_JDK="$best"; TNSR_JDK_MAJOR="$best_major"
+}
+
+# "MAJOR HOME yes|no" for each JDK under /usr/lib/jvm (or TNSR_JDK_DIRS), and with $1 = with-path the one of
+# `java` on the PATH, each home once: yes when tnsr can build and run with it.
+tnsr_scan_jdks() {
+  local home major seen="" path_java=""
+  if [ "${1:-}" = with-path ]; then
+    path_java=$(command -v java 2>/dev/null || true)
+    [ -n "$path_java" ] && path_java=$(dirname "$(dirname "$(readlink -f "$path_java")")")
+  fi
   for home in ${TNSR_JDK_DIRS-/usr/lib/jvm/*} $path_java; do
     [ -d "$home" ] || continue
     home=$(readlink -f "$home")
@@ -57,38 +79,15 @@ tnsr_find_jdk() {
     seen="$seen $home"
     major=$(tnsr_jdk_major "$home")
     [ -n "$major" ] || continue
-    if ! tnsr_jdk_supported "$major" || [ ! -x "$home/bin/javac" ]; then
-      continue
-    fi
-    if [ -z "$best" ] || { [ "$best_major" -ne "$TNSR_JDK_PREFERRED" ] \
-        && { [ "$major" -eq "$TNSR_JDK_PREFERRED" ] || [ "$major" -gt "$best_major" ]; }; }; then
-      best="$home"; best_major="$major"
+    if tnsr_jdk_supported "$major" && [ -x "$home/bin/javac" ]; then
+      echo "$major $home yes"
+    else
+      echo "$major $home no"
     fi
   done
-  if [ -z "$best" ]; then
-    local found=""
-    for home in $seen; do
-      major=$(tnsr_jdk_major "$home")
-      [ -n "$major" ] && found="$found${found:+, }JDK $major ($home)"
-    done
-    tnsr_jdk_refuse "no suitable JDK found (JAVA_HOME unset; found: ${found:-none})"
-  fi
-  TNSR_JDK="$best"; TNSR_JDK_MAJOR="$best_major"
 }
 
-# "MAJOR HOME" for each supported JDK under /usr/lib/jvm (or TNSR_JDK_DIRS), one per release: what .ci/run tests on.
+# "MAJOR HOME" for each usable JDK under /usr/lib/jvm (or TNSR_JDK_DIRS), one per release: what .ci/run tests on.
 tnsr_list_jdks() {
-  local home major seen="" majors=""
-  for home in ${TNSR_JDK_DIRS-/usr/lib/jvm/*}; do
-    [ -d "$home" ] || continue
-    home=$(readlink -f "$home")
-    case " $seen " in *" $home "*) continue ;; esac
-    seen="$seen $home"
-    major=$(tnsr_jdk_major "$home")
-    if tnsr_jdk_supported "$major" && [ -x "$home/bin/javac" ]; then
-      case " $majors " in *" $major "*) continue ;; esac
-      majors="$majors $major"
-      echo "$major $home"
-    fi
-  done | sort -n
+  tnsr_scan_jdks | awk '$3 == "yes" && !seen[$1]++ {print $1, $2}' | sort -n
 }

@@ -65,7 +65,7 @@ class JdkSelectionTest {
     /** A directory of links to the commands jdk.sh and launch.sh use before they run java: no java among them. */
     private String coreutilsWithoutJava() throws IOException {
         Path dir = Files.createDirectories(tmp.resolve("coreutils"));
-        for (String c : List.of("bash", "sed", "head", "dirname", "readlink", "cat", "grep", "od", "find", "mkdir", "env")) {
+        for (String c : List.of("bash", "awk", "sed", "head", "dirname", "readlink", "cat", "grep", "od", "find", "mkdir", "env")) {
             Path link = dir.resolve(c);
             if (!Files.exists(link, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
                 for (String d : List.of("/usr/bin", "/bin")) {
