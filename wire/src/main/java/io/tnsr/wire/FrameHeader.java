@@ -34,7 +34,7 @@ import java.nio.ByteOrder;
  * }
  * }</pre>
  * Hazard: the flyweight reads the buffer on every call; it sees whatever the buffer holds now, so do not keep it (or
- * the buffer) past the moment the bytes are recycled (for example after {@link FrameHandler#onFrame} returns).
+ * the buffer) past the moment the bytes are recycled (for example when the next frame is read into it).
  *
  * <p>Unsigned fields: u64 values ({@code step_id}, dims) are returned as the raw bits in a {@code long}; u32 ids
  * ({@code micro_batch_id}) as raw bits in an {@code int}; u32 lengths as exact non-negative {@code long}s. After

@@ -12,7 +12,7 @@ import java.util.SplittableRandom;
 import static org.junit.jupiter.api.Assertions.*;
 
 /**
- * Random and mutated streams: the decoder only ever delivers valid frames or throws {@link FrameFormatException},
+ * Random and mutated streams: the frame channel only ever delivers valid frames or throws {@link FrameFormatException},
  * never anything else, never buffers more than the maximum frame size, and gives the same outcome however the stream
  * is split.
  *
@@ -116,15 +116,15 @@ class FuzzTest
     /** 0..6 random valid frames that fit {@code max} (occasionally one that does not: too large is a valid outcome too). */
     private static byte[] validStream(final SplittableRandom r, final int max, final List<Integer> offsets)
     {
-        final TestStreams.Builder b = new TestStreams.Builder();
+        final FrameStreams.Builder b = new FrameStreams.Builder();
         final int count = r.nextInt(7);
         for (int i = 0; i < count; i++)
         {
-            final int before = b.length;
+            final int before = b.length();
             appendRandomFrame(r, b, max);
-            if (b.length - before > max)
+            if (b.length() - before > max)
             {
-                b.length = before; // keep the unmutated stream valid
+                b.truncate(before); // keep the unmutated stream valid
                 continue;
             }
             offsets.add(before);
@@ -132,7 +132,7 @@ class FuzzTest
         return b.bytes();
     }
 
-    private static void appendRandomFrame(final SplittableRandom r, final TestStreams.Builder b, final int max)
+    private static void appendRandomFrame(final SplittableRandom r, final FrameStreams.Builder b, final int max)
     {
         final long step = r.nextLong();
         final int mb = r.nextInt(4);
@@ -140,7 +140,7 @@ class FuzzTest
         final int budget = Math.max(1, Math.min(max, 1 << 16) / 16);
         if (max >= 1 << 20 && r.nextInt(100) == 0)
         {
-            b.activations(step, mb, 256, 256, flags); // 256 KiB: makes the decoder grow its buffer
+            b.activations(step, mb, 256, 256, flags); // 256 KiB: larger than the reader's first buffer
             return;
         }
         switch (1 + r.nextInt(7))
@@ -169,11 +169,11 @@ class FuzzTest
             case 4:
             {
                 final byte[] msg = new byte[r.nextInt(Math.min(60, budget))];
-                r.nextBytes(msg); // not necessarily UTF-8: a decoder must cope
+                r.nextBytes(msg); // not necessarily UTF-8: a reader must cope
                 final int off = b.start();
-                final int len = FrameEncoder.encodeError(b.buf, off, step, mb, ErrorCode.INTERNAL, r.nextInt(), "");
-                b.buf.putBytes(off + len, msg);
-                FrameEncoder.encodeHeader(b.buf, off, MessageType.ERROR, step, mb, 0, 0, 1, 8 + msg.length, 0, 0, 0, 8 + msg.length);
+                final int len = FrameEncoder.encodeError(b.buffer(), off, step, mb, ErrorCode.INTERNAL, r.nextInt(), "");
+                b.buffer().putBytes(off + len, msg);
+                FrameEncoder.encodeHeader(b.buffer(), off, MessageType.ERROR, step, mb, 0, 0, 1, 8 + msg.length, 0, 0, 0, 8 + msg.length);
                 b.end(len + msg.length);
                 break;
             }

@@ -4,6 +4,7 @@ import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -15,22 +16,20 @@ class RoundTripTest
 {
     private final UnsafeBuffer out = new UnsafeBuffer(new byte[64 * 1024]);
 
-    /** Decodes the single frame at 0 in PUSH mode and checks PULL-mode validation agrees. */
-    private FrameHeader decodeOne(final int frameLength) throws FrameFormatException
+    /** Reads the single frame at 0 back through a {@link FrameChannel} and checks the validator agrees. */
+    private FrameHeader decodeOne(final int frameLength) throws Exception
     {
         assertEquals(frameLength, FrameValidator.validateHeader(out, 0, 0, 0, FrameHeader.DEFAULT_MAX_FRAME_SIZE));
         FrameValidator.validateTrailer(out, 0, 0, 0);
 
-        final List<Integer> offsets = new ArrayList<>();
-        final StreamFrameDecoder decoder = new StreamFrameDecoder();
-        decoder.feed(out, 0, frameLength, (buf, off, header) ->
-        {
-            assertSame(out, buf, "a frame arriving whole is delivered from the caller's buffer");
-            assertEquals(frameLength, header.frameLength());
-            offsets.add(off);
-        });
-        decoder.endOfStream();
-        assertEquals(List.of(0), offsets);
+        final byte[] bytes = new byte[frameLength];
+        out.getBytes(0, bytes);
+        final FrameChannel channel = FrameChannel.reading(new TestStreams.Chunks(bytes, 1), "the test stream",
+            FrameHeader.DEFAULT_MAX_FRAME_SIZE);
+        final ByteBuffer slot = ByteBuffer.allocate(frameLength).order(FrameHeader.ORDER);
+        assertEquals(frameLength, channel.read(slot));
+        assertArrayEquals(bytes, slot.array(), "the frame's bytes, in place in the reader's buffer");
+        assertEquals(FrameChannel.END_OF_STREAM, channel.read(slot));
         return new FrameHeader().wrap(out, 0);
     }
 
@@ -79,7 +78,7 @@ class RoundTripTest
     @Test
     void activationsPlainAndWithTrailer() throws Exception
     {
-        final UnsafeBuffer values = TestStreams.floats(3 * 5, 1);
+        final UnsafeBuffer values = FrameStreams.floats(3 * 5, 1);
         int len = FrameEncoder.encodeActivations(out, 0, 7, 2, values, 0, 3, 5, 0, 0);
         FrameHeader h = decodeOne(len);
         assertEquals(MessageType.ACTIVATIONS, h.messageType());
@@ -123,7 +122,7 @@ class RoundTripTest
     @Test
     void logitsWithWantLogitsRows() throws Exception
     {
-        final UnsafeBuffer values = TestStreams.floats(2 * 10, 3);
+        final UnsafeBuffer values = FrameStreams.floats(2 * 10, 3);
         final int len = FrameEncoder.encodeLogits(out, 0, 11, 0, values, 0, 2, 10, 3, 0);
         FrameEncoder.putSequenceEntry(out, 0, 0, 1, 0, 4, SequenceTable.WANT_LOGITS);
         FrameEncoder.putSequenceEntry(out, 0, 1, 2, 0, 4, 0);
@@ -209,7 +208,7 @@ class RoundTripTest
     @Test
     void pullModeIntoARingSlot() throws Exception
     {
-        final byte[] stream = TestStreams.everyType();
+        final byte[] stream = FrameStreams.example();
         final UnsafeBuffer slot = new UnsafeBuffer(new byte[4096]);
         final UnsafeBuffer wire = new UnsafeBuffer(stream);
         final List<String> pulled = new ArrayList<>();
@@ -227,9 +226,13 @@ class RoundTripTest
             frameIndex++;
         }
         final List<String> pushed = new ArrayList<>();
-        final StreamFrameDecoder decoder = new StreamFrameDecoder();
-        decoder.feed(wire, 0, stream.length, (buf, off, h) -> pushed.add(h.toString()));
-        decoder.endOfStream();
+        final FrameChannel channel = FrameChannel.reading(new TestStreams.Chunks(stream, 1), "the test stream",
+            FrameHeader.DEFAULT_MAX_FRAME_SIZE);
+        final ByteBuffer bytes = ByteBuffer.allocate(4096).order(FrameHeader.ORDER);
+        while (channel.read(bytes) != FrameChannel.END_OF_STREAM)
+        {
+            pushed.add(header.wrap(new UnsafeBuffer(bytes), 0).toString());
+        }
         assertEquals(pushed, pulled);
         assertEquals(12, pulled.size());
     }

@@ -4,6 +4,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -17,7 +18,7 @@ class StreamSplitTest
     @Test
     void everySplitPointDecodesIdentically()
     {
-        final byte[] stream = TestStreams.everyType();
+        final byte[] stream = FrameStreams.example();
         final TestStreams.Decoded whole = TestStreams.decode(stream, MAX);
         assertNull(whole.error, whole::toString);
         assertEquals(12, whole.frames.size());
@@ -30,7 +31,7 @@ class StreamSplitTest
     @Test
     void oneByteAtATimeDecodesIdentically()
     {
-        final byte[] stream = TestStreams.everyType();
+        final byte[] stream = FrameStreams.example();
         final int[] cuts = new int[stream.length - 1];
         Arrays.setAll(cuts, i -> i + 1);
         assertEquals(TestStreams.decode(stream, MAX).toString(), TestStreams.decode(stream, MAX, cuts).toString());
@@ -39,7 +40,7 @@ class StreamSplitTest
     @Test
     void randomMultiWaySplitsDecodeIdentically()
     {
-        final byte[] stream = TestStreams.everyType();
+        final byte[] stream = FrameStreams.example();
         final String expected = TestStreams.decode(stream, MAX).toString();
         final SplittableRandom random = new SplittableRandom(42);
         for (int i = 0; i < 300; i++)
@@ -52,7 +53,7 @@ class StreamSplitTest
     @Test
     void malformedStreamFailsIdenticallyAtEverySplitPoint()
     {
-        final byte[] good = TestStreams.everyType();
+        final byte[] good = FrameStreams.example();
         // Garbage after the valid frames: 60 bytes of a HELLO with a bad magic; 40 bytes of a HELLO (truncated header);
         // 80 of its 88 bytes (truncated payload).
         final String[] expected = {"BAD_MAGIC frame#12 @" + good.length, "TRUNCATED_HEADER frame#12 @" + (good.length + 40),
@@ -77,80 +78,78 @@ class StreamSplitTest
     }
 
     @Test
-    void frameSpanningChunksIsBufferedAndLongFramesGrowTheBufferUpToTheFrameOnly() throws Exception
+    void aFrameLargerThanTheBufferIsSkippedWholeAndTheNextOneIsRead() throws Exception
     {
         final int rows = 64;
-        final int width = 1024; // 256 KiB payload: beyond the initial 64 KiB buffer
-        final byte[] stream = new TestStreams.Builder().activations(1, 0, rows, width, 0).shutdown(2).bytes();
-        final StreamFrameDecoder decoder = new StreamFrameDecoder(1 << 20);
-        assertEquals(StreamFrameDecoder.INITIAL_CAPACITY, decoder.bufferCapacity());
-        final int[] count = {0};
-        TestStreams.feedCopy(decoder, stream, 0, 1000, (b, o, h) -> count[0]++);
-        assertEquals(1000, decoder.bufferedBytes());
-        assertEquals(56 + rows * width * 4, decoder.bufferCapacity(), "grown to the frame, not to the max");
-        TestStreams.feedCopy(decoder, stream, 1000, stream.length, (b, o, h) ->
-        {
-            if (count[0]++ == 0)
-            {
-                assertEquals(MessageType.ACTIVATIONS, h.messageType());
-                assertEquals(0.5f * (1000 + rows * width - 1), FramePayload.f32(b, o, rows * width - 1));
-            }
-        });
-        decoder.endOfStream();
-        assertEquals(2, count[0]);
-        assertEquals(2, decoder.frameIndex());
-        assertEquals(stream.length, decoder.frameStreamOffset());
-
-        final StreamFrameDecoder small = new StreamFrameDecoder(100);
-        assertEquals(100, small.bufferCapacity(), "initial buffer capped at the max frame size");
+        final int width = 1024; // 256 KiB payload: beyond the 64 KiB buffer
+        final byte[] stream = new FrameStreams.Builder().activations(1, 0, rows, width, 0).shutdown(2).bytes();
+        final FrameChannel channel = FrameChannel.reading(new TestStreams.Chunks(stream, 1, 1000), "the test stream", 1 << 20);
+        final ByteBuffer slot = ByteBuffer.allocate(64 * 1024).order(FrameHeader.ORDER);
+        final int first = channel.read(slot);
+        assertEquals(56 + rows * width * 4, first, "the frame's length, larger than the buffer");
+        assertEquals(MessageType.ACTIVATIONS, new FrameHeader().wrap(new UnsafeBuffer(slot), 0).messageType(), "its header is there");
+        assertEquals(56, channel.read(slot), "the SHUTDOWN after it");
+        assertEquals(MessageType.SHUTDOWN, new FrameHeader().wrap(new UnsafeBuffer(slot), 0).messageType());
+        assertEquals(1, channel.frameIndex());
+        assertEquals(first, channel.frameStreamOffset());
+        assertEquals(FrameChannel.END_OF_STREAM, channel.read(slot));
     }
 
     @Test
-    void steadyStateFeedAllocatesNothing() throws Exception
+    void aStreamEndingAfterAValidHeaderIsATruncatedPayloadNeverTheLastFramesBytes() throws Exception
+    {
+        final byte[] frames = new FrameStreams.Builder().tokens(1, 0, new int[] {1, 2, 3}, 0).tokens(2, 0, new int[] {4, 5, 6}, 0).bytes();
+        final int firstLength = frames.length / 2;
+        final byte[] stream = Arrays.copyOf(frames, firstLength + FrameHeader.HEADER_LENGTH); // the second frame's header only
+        final FrameChannel channel = FrameChannel.reading(new TestStreams.Chunks(stream, 1), "stage 1", 1 << 20);
+        final ByteBuffer slot = ByteBuffer.allocate(4096).order(FrameHeader.ORDER);
+        assertEquals(firstLength, channel.read(slot));
+        final FrameFormatException e = assertThrows(FrameFormatException.class, () -> channel.read(slot));
+        assertEquals(FrameFormatException.Reason.TRUNCATED_PAYLOAD, e.reason());
+        assertEquals(1, e.frameIndex());
+        assertEquals(firstLength + FrameHeader.HEADER_LENGTH, e.streamOffset());
+        assertTrue(e.getMessage().contains("stream from stage 1 ended after 56 of the " + firstLength + " frame bytes"), e::getMessage);
+        assertEquals(0, channel.frameIndex(), "no second frame was returned");
+    }
+
+    @Test
+    void steadyStateReadsAllocateNothing() throws Exception
     {
         final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
         assumeAllocationCounting(threads);
-        final byte[] stream = TestStreams.everyType();
-        // Fixed chunks: some frames arrive whole (zero copy), some span chunks (buffered).
-        final int chunk = 37;
-        final UnsafeBuffer[] chunks = new UnsafeBuffer[(stream.length + chunk - 1) / chunk];
-        for (int i = 0; i < chunks.length; i++)
-        {
-            chunks[i] = new UnsafeBuffer(Arrays.copyOfRange(stream, i * chunk, Math.min(stream.length, (i + 1) * chunk)));
-        }
-        final UnsafeBuffer whole = new UnsafeBuffer(stream);
-        final StreamFrameDecoder decoder = new StreamFrameDecoder();
+        final byte[] stream = FrameStreams.example();
+        // Reads of 37 bytes at most: most frames take several reads, some start mid-read.
+        final int[] cuts = new int[stream.length / 37];
+        Arrays.setAll(cuts, i -> (i + 1) * 37);
+        final ByteBuffer slot = ByteBuffer.allocateDirect(4096).order(FrameHeader.ORDER);
+        final FrameHeader header = new FrameHeader();
+        final UnsafeBuffer view = new UnsafeBuffer(slot);
+        final FrameChannel warm = FrameChannel.reading(new TestStreams.Chunks(stream, 2000, cuts), "warm-up", 1 << 20);
         final long[] sum = {0};
-        final FrameHandler handler = (buf, off, h) -> sum[0] += h.stepId() + h.payloadLength() + h.dim(0) + h.sequenceCount();
-
-        for (int round = 0; round < 2000; round++)
-        {
-            runRound(decoder, chunks, whole, handler);
-        }
+        readAll(warm, slot, header, view, sum);
+        final FrameChannel measured = FrameChannel.reading(new TestStreams.Chunks(stream, 2000, cuts), "measured", 1 << 20);
         final long tid = Thread.currentThread().getId();
-        final long baselineStart = threads.getThreadAllocatedBytes(tid);
-        final long baseline = threads.getThreadAllocatedBytes(tid) - baselineStart;
         final long start = threads.getThreadAllocatedBytes(tid);
-        for (int round = 0; round < 2000; round++)
-        {
-            runRound(decoder, chunks, whole, handler);
-        }
+        final long frames = readAll(measured, slot, header, view, sum);
         final long allocated = threads.getThreadAllocatedBytes(tid) - start;
-        // A per-frame allocation would be >= 16 B x 48,000 frames; allow a few stray bytes (JIT/runtime, not per frame).
-        assertTrue(allocated - baseline < 4096, "2000 rounds of 24 frames allocated " + allocated + " bytes");
+        assertEquals(2000 * 12, frames);
+        // A per-frame allocation would be >= 16 B x 24,000 frames; allow a few stray bytes (JIT/runtime, not per frame).
+        assertTrue(allocated < 4096, "24,000 frames allocated " + allocated + " bytes");
         assertTrue(sum[0] != 0);
     }
 
-    private static void runRound(
-        final StreamFrameDecoder decoder, final UnsafeBuffer[] chunks, final UnsafeBuffer whole, final FrameHandler handler)
-        throws FrameFormatException
+    private static long readAll(
+        final FrameChannel channel, final ByteBuffer slot, final FrameHeader header, final UnsafeBuffer view, final long[] sum)
+        throws Exception
     {
-        for (final UnsafeBuffer c : chunks)
+        long frames = 0;
+        while (channel.read(slot) != FrameChannel.END_OF_STREAM)
         {
-            decoder.feed(c, 0, c.capacity(), handler);
+            header.wrap(view, 0);
+            sum[0] += header.stepId() + header.payloadLength() + header.dim(0) + header.sequenceCount();
+            frames++;
         }
-        decoder.feed(whole, 0, whole.capacity(), handler);
-        decoder.endOfStream();
+        return frames;
     }
 
     private static void assumeAllocationCounting(final com.sun.management.ThreadMXBean threads)

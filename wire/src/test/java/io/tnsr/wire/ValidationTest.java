@@ -4,6 +4,7 @@ import io.tnsr.wire.FrameFormatException.Reason;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 import static io.tnsr.wire.FrameHeader.*;
@@ -42,7 +43,7 @@ class ValidationTest
 
     private static FrameFormatException expect(final UnsafeBuffer bad, final Reason reason, final int fieldOffset, final int max)
     {
-        final byte[] stream = new TestStreams.Builder().shutdown(0).raw(bad.byteArray()).bytes();
+        final byte[] stream = new FrameStreams.Builder().shutdown(0).raw(bad.byteArray()).bytes();
         final TestStreams.Decoded d = TestStreams.decode(stream, max);
         assertNotNull(d.error, () -> "expected " + reason + " but decoded " + d);
         final FrameFormatException e = d.error;
@@ -60,13 +61,12 @@ class ValidationTest
         {
             // Header checks fire as soon as the 56 header bytes are in, before any payload byte is buffered.
             final byte[] headerOnly = Arrays.copyOf(stream, PREFIX + HEADER_LENGTH);
-            final StreamFrameDecoder decoder = new StreamFrameDecoder(max);
-            final int capacity = decoder.bufferCapacity();
-            final FrameFormatException early = assertThrows(FrameFormatException.class,
-                () -> TestStreams.feedCopy(decoder, headerOnly, 0, headerOnly.length, (buf, off, h) -> { }));
+            final FrameChannel channel = FrameChannel.reading(new TestStreams.Chunks(headerOnly, 1), "the test stream", max);
+            final ByteBuffer frame = ByteBuffer.allocate(HEADER_LENGTH + 64).order(FrameHeader.ORDER);
+            assertDoesNotThrow(() -> channel.read(frame), "the SHUTDOWN before the bad frame");
+            final FrameFormatException early = assertThrows(FrameFormatException.class, () -> channel.read(frame));
             assertEquals(e.getMessage(), early.getMessage());
-            assertEquals(capacity, decoder.bufferCapacity(), "nothing allocated for a rejected header");
-            assertThrows(IllegalStateException.class, () -> decoder.feed(new UnsafeBuffer(new byte[1]), 0, 1, (b, o, h) -> { }));
+            assertThrows(IllegalStateException.class, () -> channel.read(frame), "framing is lost after a bad frame");
         }
         return e;
     }
@@ -260,12 +260,12 @@ class ValidationTest
     @Test
     void offsetsCountFromTheStreamStartAcrossManyFrames()
     {
-        final TestStreams.Builder s = new TestStreams.Builder();
+        final FrameStreams.Builder s = new FrameStreams.Builder();
         for (int i = 0; i < 10; i++)
         {
             s.tokens(i, 0, new int[] {1, 2, 3}, 0);
         }
-        final int before = s.length;
+        final int before = s.length();
         final UnsafeBuffer bad = frame(TOKENS, 1, 0, 0, 4, 1, 0, 0, 0, 4);
         bad.putByte(MSG_TYPE_OFFSET, (byte)99);
         final TestStreams.Decoded d = TestStreams.decode(s.raw(bad.byteArray()).bytes(), DEFAULT_MAX_FRAME_SIZE, 7, 100, 333);

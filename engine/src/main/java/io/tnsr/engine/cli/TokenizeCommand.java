@@ -4,7 +4,7 @@ import io.tnsr.engine.gguf.GgufException;
 import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.TokenizerException;
 import io.tnsr.engine.tokenizer.Tokenizers;
-import io.tnsr.engine.util.Json;
+import io.tnsr.engine.util.Jackson;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -98,7 +98,7 @@ public final class TokenizeCommand implements Callable<Integer> {
                 Map<String, Object> row = new LinkedHashMap<>();
                 row.put("text", text);
                 row.put("ids", ids);
-                Json.appendValue(line, row);
+                line.append(Jackson.write(row));
             } else {
                 for (int i = 0; i < ids.length; i++) {
                     if (i > 0) {

@@ -2,38 +2,32 @@ package io.tnsr.engine.coordinator;
 
 import io.tnsr.engine.generate.Generator;
 import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.generate.TokenChooser;
 import io.tnsr.engine.metrics.LatencyMetric;
-import io.tnsr.engine.net.FrameIo;
 import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.ErrorPayload;
+import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameFormatException;
 import io.tnsr.wire.FrameHeader;
-import io.tnsr.wire.FrameValidator;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
-import java.nio.channels.SocketChannel;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
-import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
- * Drives the autoregressive ring: sends token frames to the first stage, reads logits from the last, samples,
- * and sends each new token back, keeping up to M micro-batches in flight so that while the last stage works
- * on micro-batch 0 the first works on micro-batch 1, and so on.
- *
- * <p>Each micro-batch has at most one frame in the pipeline at a time; frames come back in the order they were
- * sent (every stage is FIFO). A micro-batch carries up to B sequences; a sequence that finishes leaves its
- * micro-batch (an END_SEQUENCE frame frees its KV cache in every stage) and a waiting one joins, its prompt
- * prefilled in chunks alongside the others' decode tokens.
+ * Drives the autoregressive ring over the pipeline's two links: sends each step that the {@link Scheduler} composes
+ * to the first stage as a TOKENS frame, reads logits from the last stage and hands each row to the scheduler, which
+ * samples, and sends END_SEQUENCE for the sequences that ended, keeping up to M micro-batches in flight so that while
+ * the last stage works on micro-batch 0 the first works on micro-batch 1, and so on. Frames come back in the order
+ * they were sent (every stage is FIFO).
  *
  * <p>One thread; every wait is bounded by the caller's watchdog, which closes the channels (and so fails the
  * blocking read or write here) when a stage dies or stops answering.
@@ -100,22 +94,10 @@ public final class Coordinator {
         }
     }
 
-    private static final class MicroBatch {
-        final int id;
-        final List<SequenceState> members = new ArrayList<>();
-        long inFlightStep = -1;
-        long sentNanos;
-
-        MicroBatch(int id) {
-            this.id = id;
-        }
-    }
-
-    private final SocketChannel toFirst;
-    private final SocketChannel fromLast;
-    private final Sampler sampler;
+    private final FrameChannel toFirst;
+    private final FrameChannel fromLast;
+    private final TokenChooser chooser;
     private final Options o;
-    private final Generator.Listener listener;
     private final Metrics metrics;
     private final int vocab;
     private final ByteBuffer sendBytes;   // [one TOKENS frame or one END_SEQUENCE frame]
@@ -124,28 +106,16 @@ public final class Coordinator {
     private final UnsafeBuffer recv;
     private final FloatBuffer recvFloats;
     private final float[] row;            // [vocab] one row of logits
-    private final int[] tokens;           // [maxTokensPerFrame]
-    private final int[] entryScratch = new int[FrameHeader.MAX_SEQUENCE_COUNT * 4]; // [entries][seq, pos, n, flags]
-    private final int[] endIds;           // [max sequences] ids to END
-    private int endCount;
-    private final Int2ObjectHashMap<SequenceState> byId = new Int2ObjectHashMap<>();
-    private final Int2ObjectHashMap<MicroBatch> batchOf = new Int2ObjectHashMap<>();
     private long nextStep = 1;
-    private long streamOffset;
-    private long frameIndex;
     private volatile long lastProgressNanos = System.nanoTime();
     private int decodeWarmupTokens;
-    private long decodeTokensSeen;   // decode tokens chosen so far, warm-up included
-    private long decodeStartNanos;   // when the warm-up ended
-    private long firstDecodeNanos;   // when the first decode step was sent
 
-    public Coordinator(SocketChannel toFirst, SocketChannel fromLast, int vocab, Sampler sampler, Options o,
+    public Coordinator(FrameChannel toFirst, FrameChannel fromLast, int vocab, Sampler sampler, Options o,
                        Generator.Listener listener, Metrics metrics) {
         this.toFirst = toFirst;
         this.fromLast = fromLast;
-        this.sampler = sampler;
+        this.chooser = new TokenChooser(sampler, listener);
         this.o = o;
-        this.listener = listener;
         this.metrics = metrics;
         this.vocab = vocab;
         int sendCap = FrameHeader.HEADER_LENGTH + 4 * Math.max(o.maxTokensPerFrame(), 4096)
@@ -158,8 +128,6 @@ public final class Coordinator {
         recv = new UnsafeBuffer(recvBytes);
         recvFloats = recvBytes.duplicate().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
         row = new float[vocab];
-        tokens = new int[o.maxTokensPerFrame()];
-        endIds = new int[4096];
     }
 
     /** Decode tokens to leave out of the decode rate (JIT warm-up of the stages); 0 by default. */
@@ -175,103 +143,97 @@ public final class Coordinator {
     /** Runs every sequence to its end. Throws {@link PipelineException} when the pipeline breaks. */
     public Result run(List<SequenceState> sequences) {
         long start = System.nanoTime();
-        ArrayDeque<SequenceState> waiting = new ArrayDeque<>();
+        int live = 0;
         for (int k = 0; k < sequences.size(); k++) {
             SequenceState s = sequences.get(k);
             s.started(o.openLoop() ? start + (long) (k * 1e9 / o.ratePerSecond()) : start);
-            if (s.finished()) {
-                listener.onFinished(s);
-            } else {
-                waiting.add(s);
-                byId.put(s.index(), s);
-            }
+            live += s.finished() ? 0 : 1;
         }
-        int m = Math.max(1, Math.min(o.microBatches(), waiting.size()));
-        int perBatch = o.sequencesPerBatch() > 0 ? o.sequencesPerBatch() : (waiting.size() + m - 1) / m;
-        perBatch = Math.max(1, Math.min(perBatch, Math.min(o.maxSequencesPerFrame(), FrameHeader.MAX_SEQUENCE_COUNT)));
-        MicroBatch[] batches = new MicroBatch[m];
-        for (int i = 0; i < m; i++) {
-            batches[i] = new MicroBatch(i);
+        int m = Math.max(1, Math.min(o.microBatches(), live));
+        int perBatch = o.sequencesPerBatch() > 0 ? o.sequencesPerBatch() : Math.max(1, (live + m - 1) / m);
+        int perStep = Math.min(o.maxSequencesPerFrame(), FrameHeader.MAX_SEQUENCE_COUNT);
+        Scheduler.Limits limits = new Scheduler.Limits(m, Math.min(perBatch, perStep), o.maxTokensPerFrame(), perStep);
+        Scheduler scheduler = new Scheduler(limits, chooser, new Scheduler.Metrics(metrics.ttft(), metrics.tpot(), metrics.request()));
+        scheduler.setDecodeWarmupTokens(decodeWarmupTokens);
+        for (SequenceState s : sequences) {
+            scheduler.submit(s);
         }
-        // Round-robin, so the first M sequences start at once in M different micro-batches.
-        for (int k = 0; due(waiting) && k < m * perBatch; k++) {
-            join(batches[k % m], waiting.pollFirst());
-        }
-        long generated = 0;
-        long steps = 0;
+        Scheduler.Step step = new Scheduler.Step(limits);
         try {
-            for (MicroBatch b : batches) {
-                sendStep(b);
-            }
-            while (inFlight(batches) || !waiting.isEmpty()) {
-                if (!inFlight(batches)) {
+            scheduler.admit(System.nanoTime(), 0);
+            sendReady(scheduler, step, 0);
+            while (scheduler.busy()) {
+                if (!scheduler.inFlight()) {
                     // Open loop, pipeline idle: no frame will come back to end a read, so sleep until the next is due.
-                    awaitAdmission(waiting.peekFirst().intendedStartNanos());
-                    admit(batches, 0, waiting, perBatch);
+                    awaitAdmission(scheduler.nextDueNanos());
+                    scheduler.admit(System.nanoTime(), 0);
+                    sendReady(scheduler, step, 0);
                     continue;
                 }
                 readFrame();
-                MessageType type = MessageType.fromCode(FrameHeader.messageTypeCode(recv, 0));
-                long step = FrameHeader.stepId(recv, 0);
-                int mbId = FrameHeader.microBatchId(recv, 0);
-                MicroBatch b = mbId >= 0 && mbId < m && batches[mbId].inFlightStep == step ? batches[mbId] : null;
-                switch (type) {
-                    case LOGITS -> {
-                        if (b == null) {
-                            throw new PipelineException("logits for step " + step + " of micro-batch " + mbId
-                                    + ", which is not in flight");
-                        }
-                        generated += sampleAll(b);
-                        steps++;
-                        completeStep(b);
-                    }
-                    case ERROR -> {
-                        int seqId = ErrorPayload.seqId(recv, 0);
-                        String msg = ErrorPayload.message(recv, 0);
-                        if (seqId != ErrorCode.SEQ_ID_NONE) {
-                            SequenceState s = byId.get(seqId);
-                            if (s != null && !s.finished()) {
-                                fail(s, msg);
-                            }
-                        } else if (b != null) {
-                            for (SequenceState s : new ArrayList<>(b.members)) {
-                                fail(s, msg);
-                            }
-                            completeStep(b);
-                        } else {
-                            throw new PipelineException("the pipeline reported: " + msg);
-                        }
-                    }
-                    case END_SEQUENCE, SHUTDOWN -> {
-                        // our own control frames, back from the end of the pipeline
-                    }
-                    default -> throw new PipelineException("unexpected " + type + " frame from the last stage");
-                }
-                admit(batches, b == null ? 0 : b.id, waiting, perBatch);
+                int first = handleFrame(scheduler);
+                scheduler.admit(System.nanoTime(), first);
+                sendReady(scheduler, step, first);
             }
         } catch (IOException e) {
             throw new PipelineException("pipeline connection failed: " + e.getMessage(), e);
         }
         long end = System.nanoTime();
-        if (decodeWarmupTokens == 0) {
-            decodeStartNanos = firstDecodeNanos;
-        }
-        long decodeStart = decodeStartNanos == 0 ? end : decodeStartNanos;
-        return new Result(generated, end - start, steps, Math.max(0, decodeTokensSeen - decodeWarmupTokens), end - decodeStart);
+        long decodeStart = scheduler.decodeStartNanos() == 0 ? end : scheduler.decodeStartNanos();
+        return new Result(scheduler.chosenTokens(), end - start, scheduler.steps(), scheduler.decodeTokens(), end - decodeStart);
     }
 
-    private static boolean inFlight(MicroBatch[] batches) {
-        for (MicroBatch b : batches) {
-            if (b.inFlightStep >= 0) {
-                return true;
+    /**
+     * Acts on the frame in recv: logits to the scheduler, errors to the sequences or the step they name.
+     *
+     * @return the micro-batch whose step it ended (admission looks there first), else 0
+     */
+    private int handleFrame(Scheduler scheduler) throws IOException {
+        MessageType type = MessageType.fromCode(FrameHeader.messageTypeCode(recv, 0));
+        long stepId = FrameHeader.stepId(recv, 0);
+        int mb = FrameHeader.microBatchId(recv, 0);
+        boolean ours = scheduler.inFlight(mb, stepId);
+        long now = System.nanoTime();
+        switch (type) {
+            case LOGITS -> {
+                if (!ours) {
+                    throw new PipelineException("logits for step " + stepId + " of micro-batch " + mb + ", which is not in flight");
+                }
+                chooseAll(scheduler);
+                metrics.stepRoundTrip().record(scheduler.stepDone(mb, System.nanoTime()));
+                sendEnds(scheduler);
+            }
+            case ERROR -> {
+                int seqId = ErrorPayload.seqId(recv, 0);
+                String msg = ErrorPayload.message(recv, 0);
+                if (seqId != ErrorCode.SEQ_ID_NONE) {
+                    scheduler.fail(seqId, msg);
+                } else if (ours) {
+                    metrics.stepRoundTrip().record(scheduler.failStep(mb, msg, now));
+                    sendEnds(scheduler);
+                } else {
+                    throw new PipelineException("the pipeline reported: " + msg);
+                }
+            }
+            case END_SEQUENCE, SHUTDOWN -> {
+                // our own control frames, back from the end of the pipeline
+            }
+            default -> throw new PipelineException("unexpected " + type + " frame from the last stage");
+        }
+        return ours ? mb : 0;
+    }
+
+    /** Sends the next step of every micro-batch not in flight, from {@code first} on. */
+    private void sendReady(Scheduler scheduler, Scheduler.Step step, int first) throws IOException {
+        int m = scheduler.limits().microBatches();
+        for (int i = 0; i < m; i++) {
+            int mb = (first + i) % m;
+            long now = System.nanoTime();
+            if (scheduler.compose(mb, nextStep, now, step)) {
+                nextStep++;
+                sendStep(step, now);
             }
         }
-        return false;
-    }
-
-    /** Whether the first waiting sequence is due (always, in a closed loop). */
-    private static boolean due(ArrayDeque<SequenceState> waiting) {
-        return !waiting.isEmpty() && waiting.peekFirst().intendedStartNanos() - System.nanoTime() <= 0;
     }
 
     /** Sleeps until {@code dueNanos}; the pipeline is idle by schedule, not stalled, so the watchdog is kept quiet. */
@@ -287,57 +249,8 @@ public final class Coordinator {
         lastProgressNanos = System.nanoTime();
     }
 
-    /**
-     * Joins the due waiting sequences (all of them in a closed loop) to the micro-batches not in flight, each to the
-     * one with the fewest members (scanning from {@code first}) up to perBatch, then sends the next frame of every
-     * micro-batch not in flight. In a closed loop only the micro-batch that just came back can take sequences.
-     */
-    private void admit(MicroBatch[] batches, int first, ArrayDeque<SequenceState> waiting, int perBatch) throws IOException {
-        int m = batches.length;
-        while (due(waiting)) {
-            MicroBatch best = null;
-            for (int i = 0; i < m; i++) {
-                MicroBatch c = batches[(first + i) % m];
-                if (c.inFlightStep < 0 && c.members.size() < perBatch && (best == null || c.members.size() < best.members.size())) {
-                    best = c;
-                }
-            }
-            if (best == null) {
-                break;
-            }
-            join(best, waiting.pollFirst());
-        }
-        for (int i = 0; i < m; i++) {
-            MicroBatch c = batches[(first + i) % m];
-            if (c.inFlightStep < 0) {
-                sendStep(c);
-            }
-        }
-    }
-
-    private void join(MicroBatch b, SequenceState s) {
-        s.admitted(System.nanoTime());
-        b.members.add(s);
-        batchOf.put(s.index(), b);
-    }
-
-    private void leave(SequenceState s) {
-        MicroBatch b = batchOf.remove(s.index());
-        if (b != null) {
-            b.members.remove(s);
-        }
-        endIds[endCount++] = s.index();
-    }
-
-    private void fail(SequenceState s, String message) {
-        s.fail(message);
-        leave(s);
-        listener.onFinished(s);
-        metrics.request().record(s.elapsedNanos());
-    }
-
-    /** Samples every logits row of the frame in recv; returns the tokens kept. */
-    private int sampleAll(MicroBatch b) {
+    /** Hands every logits row of the frame in recv to the scheduler. */
+    private void chooseAll(Scheduler scheduler) {
         int n = FrameHeader.sequenceCount(recv, 0);
         int width = (int) FrameHeader.dim(recv, 0, 1);
         if (FrameHeader.dim(recv, 0, 0) > 0 && width != vocab) {
@@ -345,130 +258,62 @@ public final class Coordinator {
         }
         int payloadIndex = FrameHeader.HEADER_LENGTH / 4;
         int r = 0;
-        int kept = 0;
         long now = System.nanoTime();
         for (int i = 0; i < n; i++) {
             if (!SequenceTable.wantsLogits(recv, 0, i)) {
                 continue;
             }
-            SequenceState s = byId.get(SequenceTable.seqId(recv, 0, i));
+            int seqId = SequenceTable.seqId(recv, 0, i);
             int rowIndex = r++;
-            if (s == null || s.finished()) {
+            if (!scheduler.running(seqId)) {
                 continue; // failed meanwhile
             }
             recvFloats.get(payloadIndex + rowIndex * vocab, row, 0, vocab);
-            int token = sampler.sample(row, 0, s.randomState());
-            int before = s.generatedCount();
-            boolean done = s.accept(token, now);
-            if (s.generatedCount() > before) {
-                kept++;
-                listener.onToken(s, token);
-                if (before > 0) {
-                    if (decodeTokensSeen++ == 0) {
-                        firstDecodeNanos = b.sentNanos; // the frame that carried the first decode step
-                    }
-                    if (decodeTokensSeen == decodeWarmupTokens) {
-                        decodeStartNanos = now;
-                    }
-                }
-            }
-            if (before == 0) { // the first token chosen for this sequence, kept or not
-                metrics.ttft().record(s.timeToFirstTokenNanos());
-            }
-            if (done) {
-                leave(s);
-                listener.onFinished(s);
-                metrics.request().record(s.elapsedNanos());
-                if (s.generatedCount() > 1) {
-                    metrics.tpot().record((s.elapsedNanos() - s.timeToFirstTokenNanos()) / (s.generatedCount() - 1));
-                }
-            }
+            scheduler.choose(seqId, row, 0, now);
         }
-        return kept;
     }
 
-    /** The step of b is done: END finished sequences ({@link #admit} then refills b and sends its next step). */
-    private void completeStep(MicroBatch b) throws IOException {
-        metrics.stepRoundTrip().record(System.nanoTime() - b.sentNanos);
-        b.inFlightStep = -1;
-        sendEnds();
-    }
-
-    private void sendEnds() throws IOException {
-        if (endCount == 0) {
+    /** END_SEQUENCE for the sequences that ended, so that every stage frees their caches. */
+    private void sendEnds(Scheduler scheduler) throws IOException {
+        if (scheduler.endedCount() == 0) {
             return;
         }
-        int len = FrameEncoder.encodeEndSequence(send, 0, nextStep++, 0, endIds, 0, endCount);
-        FrameIo.writeFully(toFirst, sendBytes, 0, len);
-        endCount = 0;
+        int len = FrameEncoder.encodeEndSequence(send, 0, nextStep++, 0, scheduler.ended(), 0, scheduler.endedCount());
+        toFirst.write(sendBytes, len);
+        scheduler.clearEnded();
     }
 
-    /** Sends b's next frame: decode tokens of its running members, then prompt chunks, within the frame budget. */
-    private void sendStep(MicroBatch b) throws IOException {
-        if (b.members.isEmpty()) {
-            return;
+    /** Sends a composed step as a TOKENS frame, trace-stamped. */
+    private void sendStep(Scheduler.Step step, long sentNanos) throws IOException {
+        int len = FrameEncoder.encodeTokens(send, 0, step.id(), step.microBatch(), step.tokens(), 0, step.rows(), step.entries(),
+                FrameHeader.FLAG_TRACE);
+        for (int i = 0; i < step.entries(); i++) {
+            FrameEncoder.putSequenceEntry(send, 0, i, step.seqId(i), step.position(i), step.count(i),
+                    step.wantLogits(i) ? SequenceTable.WANT_LOGITS : 0);
         }
-        int rows = 0;
-        int entries = 0;
-        int budget = o.maxTokensPerFrame();
-        // The table follows the payload in the frame, so the entries are collected first: (seq, pos, n, flags).
-        int[] seqIds = entryScratch;
-        for (int pass = 0; pass < 2; pass++) {
-            for (SequenceState s : b.members) {
-                boolean prefilling = s.prefillRemaining() > 0;
-                if (prefilling != (pass == 1) || rows >= budget || entries == FrameHeader.MAX_SEQUENCE_COUNT) {
-                    continue;
-                }
-                int pos;
-                int n;
-                boolean wantLogits;
-                if (prefilling) {
-                    n = Math.min(s.prefillRemaining(), budget - rows);
-                    pos = s.takePrefill(n, tokens, rows);
-                    wantLogits = s.prefillRemaining() == 0;
-                } else {
-                    n = 1;
-                    tokens[rows] = s.lastToken();
-                    pos = s.nextPosition();
-                    wantLogits = true;
-                }
-                seqIds[entries * 4] = s.index();
-                seqIds[entries * 4 + 1] = pos;
-                seqIds[entries * 4 + 2] = n;
-                seqIds[entries * 4 + 3] = wantLogits ? SequenceTable.WANT_LOGITS : 0;
-                entries++;
-                rows += n;
-            }
-        }
-        long step = nextStep++;
-        int len = FrameEncoder.encodeTokens(send, 0, step, b.id, tokens, 0, rows, entries, FrameHeader.FLAG_TRACE);
-        for (int i = 0; i < entries; i++) {
-            FrameEncoder.putSequenceEntry(send, 0, i, seqIds[i * 4], seqIds[i * 4 + 1], seqIds[i * 4 + 2], seqIds[i * 4 + 3]);
-        }
-        b.inFlightStep = step;
-        b.sentNanos = System.nanoTime();
-        FrameEncoder.stampTrace(send, 0, b.sentNanos);
-        FrameIo.writeFully(toFirst, sendBytes, 0, len);
+        FrameEncoder.stampTrace(send, 0, sentNanos);
+        toFirst.write(sendBytes, len);
     }
 
     /** Reads one whole frame from the last stage into recv. */
     private void readFrame() throws IOException {
-        if (!FrameIo.readFully(fromLast, recvBytes, 0, FrameHeader.HEADER_LENGTH)) {
-            throw new IOException("the last stage closed the connection");
-        }
+        int len;
         try {
-            int len = FrameValidator.validateHeader(recv, 0, streamOffset, frameIndex, recvBytes.capacity());
-            FrameIo.readFully(fromLast, recvBytes, FrameHeader.HEADER_LENGTH, len - FrameHeader.HEADER_LENGTH);
-            FrameValidator.validateTrailer(recv, 0, streamOffset, frameIndex);
-            long now = System.nanoTime();
-            lastProgressNanos = now;
-            if ((FrameHeader.flags(recv, 0) & FrameHeader.FLAG_TRACE) != 0) {
-                metrics.hopIn().record(now - FrameHeader.traceNanos(recv, 0));
-            }
-            streamOffset += len;
-            frameIndex++;
+            len = fromLast.read(recvBytes);
         } catch (FrameFormatException e) {
-            throw new PipelineException("malformed frame from the last stage: " + e.getMessage(), e);
+            throw new PipelineException("malformed frame from " + fromLast.peer() + ": " + e.getMessage(), e);
+        }
+        if (len == FrameChannel.END_OF_STREAM) {
+            throw new IOException(fromLast.peer() + " closed the connection");
+        }
+        if (len > recvBytes.capacity()) {
+            throw new PipelineException(fromLast.peer() + " sent a frame of " + len + " bytes; the coordinator expects at most "
+                    + recvBytes.capacity());
+        }
+        long now = System.nanoTime();
+        lastProgressNanos = now;
+        if ((FrameHeader.flags(recv, 0) & FrameHeader.FLAG_TRACE) != 0) {
+            metrics.hopIn().record(now - FrameHeader.traceNanos(recv, 0));
         }
     }
 
@@ -479,7 +324,7 @@ public final class Coordinator {
     public void shutdown() {
         try {
             int len = FrameEncoder.encodeShutdown(send, 0, nextStep++, 0);
-            FrameIo.writeFully(toFirst, sendBytes, 0, len);
+            toFirst.write(sendBytes, len);
             while (true) {
                 readFrame();
                 if (FrameHeader.messageTypeCode(recv, 0) == MessageType.SHUTDOWN.code()) {

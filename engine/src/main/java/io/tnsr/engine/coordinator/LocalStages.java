@@ -35,10 +35,11 @@ public final class LocalStages implements Stages {
             for (int i = 0; i < n; i++) {
                 StageSpec s = config.stages().get(i);
                 WaitMode w = config.waitMode() == WaitMode.SPIN ? WaitMode.BACKOFF : config.waitMode();
-                stages[i] = new StageRuntime(new StageOptions(model, i, n, s.layerFrom(), s.layerTo(), config.host(),
-                        s.port(), config.ringSize(), config.maxFrameBytes(), config.maxTokensPerFrame(),
-                        config.maxSequencesPerFrame(), w, -1, config.kvCacheTokens(), metricsDir, config.socketBufferBytes(),
-                        config.stallThresholdMicros()));
+                stages[i] = new StageRuntime(StageOptions.builder(model, s.layerFrom(), s.layerTo()).stage(i, n)
+                        .listen(config.host(), s.port()).ringSize(config.ringSize()).maxFrameBytes(config.maxFrameBytes())
+                        .frameLimits(config.maxTokensPerFrame(), config.maxSequencesPerFrame()).wait(w, -1)
+                        .kvCacheTokens(config.kvCacheTokens()).metricsDir(metricsDir).socketBufferBytes(config.socketBufferBytes())
+                        .stallThresholdMicros(config.stallThresholdMicros()).build());
                 ports[i] = stages[i].listen();
             }
             // The last stage first: each one's HELLO is answered by the next, which must already be running.

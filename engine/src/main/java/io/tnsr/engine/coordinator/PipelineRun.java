@@ -7,12 +7,12 @@ import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.metrics.LatencySummary;
 import io.tnsr.engine.metrics.MetricsLog;
 import io.tnsr.engine.model.LlamaConfig;
-import io.tnsr.engine.net.FrameIo;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.sampling.Sampler;
-import io.tnsr.engine.util.Json;
-import io.tnsr.engine.util.JsonParser;
+import io.tnsr.engine.util.Jackson;
+import io.tnsr.wire.FrameChannel;
+import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -98,18 +98,17 @@ public final class PipelineRun {
              Stages procs = stages) {
             returns.bind(new InetSocketAddress(cfg.host(), 0));
             int returnPort = ((InetSocketAddress) returns.getLocalAddress()).getPort();
-            CompletableFuture<SocketChannel> fromLastF = CompletableFuture.supplyAsync(() -> acceptLast(returns, n, model));
+            CompletableFuture<FrameChannel> fromLastF = CompletableFuture.supplyAsync(
+                    () -> acceptLast(returns, n, model, cfg.maxFrameBytes(), s.startupTimeoutMillis()));
             procs.start(returnPort, s.startupTimeoutMillis());
-            SocketChannel fromLast = fromLastF.get(s.startupTimeoutMillis(), TimeUnit.MILLISECONDS);
+            FrameChannel fromLast = fromLastF.get(s.startupTimeoutMillis(), TimeUnit.MILLISECONDS);
             String first = procs.firstAddress();
             int colon = first.lastIndexOf(':');
-            SocketChannel toFirst = FrameIo.connect(first.substring(0, colon), Integer.parseInt(first.substring(colon + 1)),
-                    s.connectTimeoutMillis());
-            Thread hello = FrameIo.closeAfter(toFirst, s.connectTimeoutMillis(), "HELLO from stage 0");
-            FrameIo.sendHello(toFirst, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, n,
+            FrameChannel toFirst = new FrameChannel(FrameChannel.connect(first.substring(0, colon),
+                    Integer.parseInt(first.substring(colon + 1)), s.connectTimeoutMillis(), 0), "stage0 at " + first, cfg.maxFrameBytes());
+            toFirst.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, n,
                     0, 0, model.dim(), cfg.maxTokensPerFrame()));
-            FrameIo.readHello(toFirst, cfg.maxFrameBytes());
-            hello.interrupt();
+            toFirst.readHello(s.connectTimeoutMillis());
             log.start();
 
             Coordinator c = new Coordinator(toFirst, fromLast, model.vocabSize(), sampler, s.coordinator(), listener, metrics);
@@ -150,7 +149,7 @@ public final class PipelineRun {
         }
         LatencySummary latency = LatencySummary.read(s.runDir());
         latency.export(s.runDir());
-        return new Outcome(result, latency, computeShares(s.runDir(), n, result.wallNanos()), stalls(latency, n));
+        return new Outcome(result, latency, computeShares(latency, n, result.wallNanos()), stalls(latency, n));
     }
 
     /** {@code run.json}: what the latency summary and report need to know about this run besides the logs. */
@@ -171,7 +170,7 @@ public final class PipelineRun {
         m.put("started", Instant.now().toString());
         try {
             Files.createDirectories(s.runDir());
-            Files.writeString(s.runDir().resolve(LatencySummary.RUN_FILE), Json.write(m) + "\n");
+            Files.writeString(s.runDir().resolve(LatencySummary.RUN_FILE), Jackson.write(m) + "\n");
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write to " + s.runDir(), e);
         }
@@ -210,16 +209,18 @@ public final class PipelineRun {
     }
 
     /** Accepts the last stage's connection and answers its HELLO. */
-    private static SocketChannel acceptLast(ServerSocketChannel returns, int n, LlamaConfig model) {
+    private static FrameChannel acceptLast(ServerSocketChannel returns, int n, LlamaConfig model, int maxFrameBytes,
+                                           long helloTimeoutMillis) {
         try {
-            SocketChannel ch = returns.accept();
-            FrameIo.tune(ch);
-            FrameIo.Hello h = FrameIo.readHello(ch, 1 << 20);
+            SocketChannel socket = returns.accept();
+            FrameChannel.tune(socket);
+            FrameChannel ch = new FrameChannel(socket, "the last stage (stage" + (n - 1) + ")", maxFrameBytes);
+            Hello h = ch.readHello(helloTimeoutMillis);
             if (h.role() != HelloPayload.ROLE_STAGE || h.stageIndex() != n - 1 || h.layerTo() != model.layers()) {
                 ch.close();
                 throw new PipelineException("unexpected peer on the return port: " + h);
             }
-            FrameIo.sendHello(ch, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, n, n,
+            ch.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, n, n,
                     model.layers(), model.layers(), model.dim(), 0));
             return ch;
         } catch (IOException e) {
@@ -229,7 +230,7 @@ public final class PipelineRun {
 
     /** Closes the connections (failing the coordinator's blocking I/O) when a stage dies or the pipeline stalls. */
     private static void watch(Stages procs, Coordinator c, long stallMillis, AtomicReference<String> broken,
-                              SocketChannel a, SocketChannel b) {
+                              FrameChannel a, FrameChannel b) {
         try {
             while (!Thread.currentThread().isInterrupted()) {
                 Thread.sleep(100);
@@ -240,28 +241,22 @@ public final class PipelineRun {
                         ? "no answer from the pipeline for " + stallMillis / 1000 + " s" : null;
                 if (why != null) {
                     broken.set(why);
-                    a.close();
-                    b.close();
+                    a.closeQuietly();
+                    b.closeQuietly();
                     return;
                 }
             }
-        } catch (InterruptedException | IOException ignored) {
+        } catch (InterruptedException ignored) {
             // run over
         }
     }
 
-    private static double[] computeShares(Path dir, int n, long wallNanos) {
+    /** Each stage's nanoseconds running layers (its {@code stage<i>-compute-ns} counter) over the run's wall time. */
+    private static double[] computeShares(LatencySummary latency, int n, long wallNanos) {
         double[] share = new double[n];
         for (int i = 0; i < n; i++) {
-            Path f = dir.resolve("stage" + i + ".json");
-            try {
-                if (Files.exists(f) && wallNanos > 0) {
-                    Map<?, ?> m = (Map<?, ?>) JsonParser.parse(Files.readString(f));
-                    share[i] = ((Number) m.get("compute_nanos")).doubleValue() / wallNanos;
-                }
-            } catch (IOException | RuntimeException e) {
-                share[i] = Double.NaN;
-            }
+            Long nanos = latency.counters().get("stage" + i + "-compute-ns");
+            share[i] = nanos == null || wallNanos <= 0 ? Double.NaN : nanos.doubleValue() / wallNanos;
         }
         return share;
     }

@@ -1,6 +1,6 @@
 package io.tnsr.engine.coordinator;
 
-import io.tnsr.engine.cli.ChildJvm;
+import io.tnsr.engine.process.ChildJvm;
 import io.tnsr.engine.model.WeightMatrix;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.StageSpec;

@@ -170,6 +170,51 @@ public final class LayerRange {
         prepare(batch, null, 0);
     }
 
+    /** Told of each sequence {@link #prepareDropping} drops. */
+    @FunctionalInterface
+    public interface Refusal {
+        /**
+         * @param index the sequence's index in the batch before it was removed
+         * @param e     why it cannot run
+         */
+        void refused(int index, SequenceException e);
+    }
+
+    /**
+     * {@link #prepare} until the batch prepares, dropping each sequence it refuses: the caller is told (with the
+     * sequence's index in the batch), then its rows leave {@code tokens} (token ids, first range) or {@code x}
+     * (activations, [rows][dim]), it leaves the batch, and its KV cache is freed. The others run. Allocates nothing.
+     *
+     * @param tokens the batch's token ids from index 0, or null
+     * @param x      the batch's activations from index 0, or null
+     */
+    public void prepareDropping(Batch batch, int[] tokens, float[] x, Refusal refusal) {
+        int dim = c.dim();
+        while (batch.sequences() > 0) {
+            try {
+                prepare(batch, tokens, 0);
+                return;
+            } catch (SequenceException e) {
+                int i = batch.indexOf(e.seqId());
+                if (i < 0) {
+                    throw e;
+                }
+                refusal.refused(i, e);
+                int row = batch.firstRow(i);
+                int count = batch.tokenCount(i);
+                int after = batch.tokens() - row - count;
+                if (tokens != null) {
+                    System.arraycopy(tokens, row + count, tokens, row, after);
+                }
+                if (x != null) {
+                    System.arraycopy(x, (row + count) * dim, x, row * dim, after * dim);
+                }
+                batch.remove(i);
+                endSequence(e.seqId());
+            }
+        }
+    }
+
     /**
      * Checks every sequence of the batch and reserves its KV cache. Throws a {@link SequenceException}
      * naming the first sequence that cannot run (a token id outside the vocabulary, context or cache

@@ -1,6 +1,6 @@
 package io.tnsr.engine.generate;
 
-import io.tnsr.engine.util.Json;
+import io.tnsr.engine.util.Jackson;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -49,6 +49,6 @@ public final class GenerationReport {
 
     /** One line of JSON. */
     public String toJson() {
-        return Json.write(root);
+        return Jackson.write(root);
     }
 }

@@ -10,11 +10,11 @@ import java.util.List;
 /**
  * Generates text for several sequences in one process with a whole-model {@link LayerRange}: prompts are
  * prefilled as blocks (several prompts per call when they fit), then every live sequence advances one
- * token per call, all of them in the same batch.
+ * token per call, all of them in the same batch. Tokens are chosen by the {@link TokenChooser}, as in a pipeline.
  *
  * <pre>{@code
  * Generator g = new Generator(range, sampler, listener);
- * GenerationStats stats = g.run(sequences);   // sequences: SequenceState, one per prompt
+ * Generator.Stats stats = g.run(sequences);   // sequences: SequenceState, one per prompt
  * }</pre>
  * A sequence that fails (its KV cache ran out) stops with {@link StopReason#ERROR}; the others go on.
  */
@@ -40,13 +40,13 @@ public final class Generator {
     }
 
     private final LayerRange model;
-    private final Sampler sampler;
-    private final Listener listener;
+    private final TokenChooser chooser;
     private final Batch batch;
     private final int[] tokens;        // [maxTokens] token ids of the batch's rows
     private final float[] x;           // [maxTokens][dim]
     private final float[] logits;      // [maxSequences][vocab]
     private final SequenceState[] rowSeq; // [maxSequences] which sequence each batch entry is
+    private final LayerRange.Refusal refusal = this::refused;
 
     public Generator(LayerRange model, Sampler sampler, Listener listener) {
         if (!model.isFirst() || !model.isLast()) {
@@ -54,8 +54,7 @@ public final class Generator {
                     + ", " + model.to() + ")");
         }
         this.model = model;
-        this.sampler = sampler;
-        this.listener = listener;
+        this.chooser = new TokenChooser(sampler, listener);
         this.batch = new Batch(model.maxSequences(), model.maxTokens());
         this.tokens = new int[model.maxTokens()];
         this.x = new float[model.maxTokens() * model.config().dim()];
@@ -75,7 +74,7 @@ public final class Generator {
             if (!s.finished()) {
                 pending.add(s);
             } else {
-                listener.onFinished(s);
+                chooser.finished(s);
             }
         }
         // Prefill: pack prompt chunks into calls of at most maxTokens rows.
@@ -127,28 +126,9 @@ public final class Generator {
         return new Stats(prefillTokens, prefillEnd - start, decodeTokens, end - prefillEnd, end - start);
     }
 
-    /** Runs the batch (dropping sequences that fail), samples each row that has logits, frees finished caches. */
+    /** Runs the batch (dropping sequences that fail), chooses a token for each row that has logits, frees finished caches. */
     private void step() {
-        while (batch.sequences() > 0) {
-            try {
-                model.prepare(batch, tokens, 0);
-                break;
-            } catch (SequenceException e) {
-                int i = batch.indexOf(e.seqId());
-                if (i < 0) {
-                    throw e;
-                }
-                SequenceState s = rowSeq[i];
-                s.fail(e.getMessage());
-                int row = batch.firstRow(i);
-                int count = batch.tokenCount(i);
-                System.arraycopy(tokens, row + count, tokens, row, batch.tokens() - row - count);
-                batch.remove(i);
-                System.arraycopy(rowSeq, i + 1, rowSeq, i, batch.sequences() - i);
-                model.endSequence(s.index());
-                listener.onFinished(s);
-            }
-        }
+        model.prepareDropping(batch, tokens, null, refusal);
         if (batch.sequences() == 0) {
             return;
         }
@@ -163,17 +143,18 @@ public final class Generator {
                 continue;
             }
             SequenceState s = rowSeq[i];
-            int token = sampler.sample(logits, row * vocab, s.randomState());
-            row++;
-            int before = s.generatedCount();
-            boolean done = s.accept(token, now);
-            if (s.generatedCount() > before) { // a stopping EOS/BOS is not part of the text
-                listener.onToken(s, token);
-            }
-            if (done) {
+            if ((chooser.choose(s, logits, row++ * vocab, now) & TokenChooser.DONE) != 0) {
                 model.endSequence(s.index());
-                listener.onFinished(s);
+                chooser.finished(s);
             }
         }
+    }
+
+    /** A sequence the model cannot run: it fails, and leaves the batch's sequence list. */
+    private void refused(int index, SequenceException e) {
+        SequenceState s = rowSeq[index];
+        s.fail(e.getMessage());
+        System.arraycopy(rowSeq, index + 1, rowSeq, index, batch.sequences() - index - 1);
+        chooser.finished(s);
     }
 }

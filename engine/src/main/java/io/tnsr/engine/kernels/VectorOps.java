@@ -158,8 +158,8 @@ public final class VectorOps {
      * e^x per lane: the Vector API's EXP, which JDK 17 compiles on x86 to a call into Intel's SVML (libjsvml) for
      * the vector width in use. Within 2 ulp of {@code (float) Math.exp} (0.4% of SwiGLU's outputs differed, by at
      * most 2 ulp, over 32768 normal samples) and 7x faster: 0.77 against 5.6 ns per element (2-core EPYC,
-     * AVX-512). At 5.6-5.9 ns, SwiGLU's exponentials were ~4% of a Q4_0 decode step and 6-8% of batched decode and
-     * prefill; side by side, F32 prefill went 513 -> 554-560 tokens/s (docs/engine-speed.md). Not bit-identical
+     * AVX-512); scalar exponentials would cost about 4% of a Q4_0 decode step and 6-8% of batched decode and
+     * prefill (docs/engine-speed.md). Not bit-identical
      * across vector widths: one JVM uses one width throughout.
      */
     static FloatVector exp(FloatVector x) {

@@ -37,6 +37,20 @@ public final class KvCachePool {
     private final Int2ObjectHashMap<KvCache> live = new Int2ObjectHashMap<>();
     private final ArrayDeque<KvCache> spareCaches = new ArrayDeque<>();
 
+    /** Bytes the default capacity aims for when the caller names none: 2 GiB of keys and values. */
+    public static final long DEFAULT_CAPACITY_BYTES = 2L << 30;
+
+    /**
+     * A pool of {@link #DEFAULT_PAGE_TOKENS}-position pages holding {@code capacityTokens} positions, or, when that is
+     * 0, a default: as many as {@link #DEFAULT_CAPACITY_BYTES} hold, at least one whole context and at most 64.
+     */
+    public static KvCachePool sized(int layers, int kvDim, int contextLength, long capacityTokens) {
+        long bytesPerToken = (long) layers * 2 * kvDim * Float.BYTES;
+        long tokens = capacityTokens > 0 ? capacityTokens
+                : Math.max(contextLength, Math.min((long) contextLength * 64, DEFAULT_CAPACITY_BYTES / bytesPerToken));
+        return new KvCachePool(layers, kvDim, contextLength, DEFAULT_PAGE_TOKENS, tokens);
+    }
+
     /**
      * @param layers         layers held by this stage
      * @param kvDim          KV heads x head dim
@@ -70,6 +84,11 @@ public final class KvCachePool {
 
     public long capacityBytes() {
         return (long) capacityPages * pageBytes;
+    }
+
+    /** Positions the pool holds across all live sequences (whole pages). */
+    public long capacityTokens() {
+        return (long) capacityPages * pageTokens;
     }
 
     /** Pages now held by live sequences. */

@@ -1,7 +1,7 @@
 package io.tnsr.engine.metrics;
 
-import io.tnsr.engine.util.Json;
-import io.tnsr.engine.util.JsonParser;
+import com.fasterxml.jackson.core.type.TypeReference;
+import io.tnsr.engine.util.Jackson;
 import java.io.BufferedReader;
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -28,7 +28,7 @@ import org.HdrHistogram.HistogramLogReader;
 
 /**
  * The whole-run view of a run directory: every {@code *.hlog} interval log read back with HdrHistogram's own
- * reader and added up per metric, the {@code *.count} counters, and the run facts in {@code run.json}. The
+ * reader and added up per metric, the counters of the {@code *.counters} files, and the run facts in {@code run.json}. The
  * run summary, the exports ({@link #export}: {@code <metric>.hgrm} and {@code summary.json}) and
  * {@code tools/latency-report} are all computed from this, so there is one bookkeeping only.
  *
@@ -97,24 +97,19 @@ public final class LatencySummary {
                     String metric = name.substring(0, name.length() - 5);
                     h.put(metric, readLog(f));
                     info.put(metric, readHeader(f));
-                } else if (name.endsWith(".count")) {
-                    String counter = name.substring(0, name.length() - 6);
-                    List<String> lines = Files.readAllLines(f, StandardCharsets.UTF_8);
-                    c.put(counter, Long.parseLong(lines.get(0).trim()));
-                    cd.put(counter, lines.size() > 1 && lines.get(1).startsWith("# ") ? lines.get(1).substring(2) : "");
+                } else if (name.endsWith(CounterFile.SUFFIX)) {
+                    for (CounterFile.Reading r : CounterFile.read(f).values()) {
+                        c.put(r.name(), r.value());
+                        cd.put(r.name(), r.description());
+                    }
                 } else if (name.equals(RUN_FILE)) {
-                    run = castMap(JsonParser.parse(Files.readString(f)));
+                    run = Jackson.MAPPER.readValue(f.toFile(), new TypeReference<LinkedHashMap<String, Object>>() { });
                 }
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read metrics in " + dir, e);
         }
         return new LatencySummary(h, info, c, cd, run);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static Map<String, Object> castMap(Object o) {
-        return o instanceof Map<?, ?> m ? (Map<String, Object>) m : Map.of();
     }
 
     /** All intervals of one .hlog file, added up. */
@@ -307,24 +302,7 @@ public final class LatencySummary {
 
     /** JSON with one top-level key per line and one metric per line: diffable, greppable. */
     static String pretty(Map<String, Object> root) {
-        StringBuilder sb = new StringBuilder("{\n");
-        int i = 0;
-        for (Map.Entry<String, Object> e : root.entrySet()) {
-            sb.append("  ").append(Json.quote(e.getKey())).append(": ");
-            if (e.getValue() instanceof Map<?, ?> m && !m.isEmpty() && m.values().stream().allMatch(v -> v instanceof Map)) {
-                sb.append("{\n");
-                int j = 0;
-                for (Map.Entry<?, ?> f : m.entrySet()) {
-                    sb.append("    ").append(Json.quote(String.valueOf(f.getKey()))).append(": ").append(Json.write(f.getValue()))
-                            .append(++j < m.size() ? ",\n" : "\n");
-                }
-                sb.append("  }");
-            } else {
-                sb.append(Json.write(e.getValue()));
-            }
-            sb.append(++i < root.size() ? ",\n" : "\n");
-        }
-        return sb.append("}\n").toString();
+        return Jackson.pretty(root) + "\n";
     }
 
     private static double micros(long nanos) {

@@ -8,9 +8,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
+import org.agrona.concurrent.status.AtomicCounter;
 
 /**
  * Writes each {@link LatencyMetric} of a process to its own HdrHistogram interval log
@@ -26,8 +26,8 @@ import org.HdrHistogram.HistogramLogWriter;
  * #[coordinated omission: uncorrected: per-frame time recorded as it happened; ...]
  * </pre>
  *
- * <p>Counters (events such as stalls) go to {@code DIR/<name>.count} at close: the count on the first line,
- * {@code # description} on the second.
+ * <p>Counters (events such as stalls, frames, compute time) are Agrona counters in {@code DIR/<process>.counters}
+ * ({@link CounterFile}), counted in place and readable by other processes at any time.
  *
  * <p>Every process of a run (each stage, the coordinator) has its own MetricsLog writing into the same run
  * directory; metric names are unique across the run (they name the stage or hop), so files never collide.
@@ -37,9 +37,7 @@ public final class MetricsLog implements AutoCloseable {
     private final List<LatencyMetric> metrics = new ArrayList<>();
     private final List<HistogramLogWriter> writers = new ArrayList<>();
     private final List<PrintStream> streams = new ArrayList<>();
-    private final List<String> counterNames = new ArrayList<>();
-    private final List<String> counterDescriptions = new ArrayList<>();
-    private final List<AtomicLong> counters = new ArrayList<>();
+    private CounterFile counters;
     private final Thread thread;
     private final long periodMillis;
     private volatile boolean running = true;
@@ -58,13 +56,17 @@ public final class MetricsLog implements AutoCloseable {
         return m;
     }
 
-    /** Registers an event counter, written at close (with its one-line description). */
-    public synchronized AtomicLong counter(String name, String description) {
-        AtomicLong c = new AtomicLong();
-        counterNames.add(name);
-        counterDescriptions.add(description);
-        counters.add(c);
-        return c;
+    /** A new event counter in this process's counters file (with its one-line description). */
+    public synchronized AtomicCounter counter(String name, String description) {
+        if (counters == null) {
+            try {
+                Files.createDirectories(dir);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot write metrics to " + dir, e);
+            }
+            counters = CounterFile.create(dir, thread.getName());
+        }
+        return counters.counter(name, description);
     }
 
     public void start() {
@@ -125,13 +127,9 @@ public final class MetricsLog implements AutoCloseable {
             for (PrintStream s : streams) {
                 s.close();
             }
-            for (int i = 0; i < counters.size(); i++) {
-                try {
-                    Files.writeString(dir.resolve(counterNames.get(i) + ".count"),
-                            counters.get(i).get() + "\n# " + counterDescriptions.get(i) + "\n");
-                } catch (IOException e) {
-                    System.err.println("cannot write counter " + counterNames.get(i) + ": " + e.getMessage());
-                }
+            if (counters != null) {
+                counters.close();
+                counters = null;
             }
         }
     }

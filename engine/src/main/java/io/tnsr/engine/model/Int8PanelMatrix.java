@@ -21,12 +21,11 @@ import jdk.incubator.vector.VectorSpecies;
  * {@code [unit][H]} bytes, then their H scales as little-endian floats. Lanes are rows.
  *
  * <p>Why the scales sit between the quants and not in an array of their own: a one-token call then reads one
- * sequential stream instead of two, and the hardware prefetcher keeps up better: 21.0-21.6 -> 24.1-24.7 G
- * weights/s streamed from memory (a 131072 x 768 Q8_0 matrix, stand-alone, this machine); the same in cache.
- * Why panels of 2P rows: one token then runs four independent FMA chains instead of two (each row's order
- * unchanged) and reads a whole cache line per column: 25.2 -> 27.7 G weights/s in cache, 24.1 -> 24.9-26.5
- * streamed (the same matrices; 2P rows with four chains, even and odd columns apart, changes the order for 26.3 /
- * 24.5-24.7). Tokens in groups run over the panel in slices of P rows ({@link #k2x4}).
+ * sequential stream instead of two, which the hardware prefetcher follows better (about 15% more weights/s
+ * streamed from memory; the same in cache). Why panels of 2P rows: one token then runs four independent FMA
+ * chains instead of two (each row's order unchanged) and reads a whole cache line per column (about 10% more
+ * weights/s in cache). Tokens in groups run over the panel in slices of P rows ({@link #k2x4}).
+ * docs/engine-speed.md has the measurements.
  *
  * <p>Summation order of a (row, token), one token or many: for each unit, {@code usum = fma(q[c], x[c], usum)}
  * over its columns in order from zero (q exact as a float), then {@code acc = fma(usum, scale, acc)} over the

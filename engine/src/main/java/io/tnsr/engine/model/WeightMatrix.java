@@ -8,27 +8,26 @@ import java.nio.ByteBuffer;
 
 /**
  * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F16 is read in
- * place from the memory-mapped GGUF file; F32, Q8_0, Q4_0 and Q6_K are repacked at load into row panels on the
- * heap ({@link PanelKernels}: lanes are rows); Q4_K is repacked at load into row-major heap arrays, its quants
- * and its scales as floats ({@link PackedBlocks}: the same values, a layout the Vector API streams 3x faster
- * than the file's). One final subclass per layout; each widens its own weights to floats in registers, never
- * into a dequantized copy of the matrix (at most one row, or a 4-row tile, lives decoded in L1 at a time).
+ * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); F32, Q8_0, Q4_0, Q4_K and Q6_K are
+ * repacked at load into row panels on the heap (lanes are rows: {@link PanelKernels} for F32,
+ * {@link Int8PanelMatrix} for Q8_0 and Q6_K, {@link Q4_0Matrix} and {@link Q4KMatrix} for the 4-bit types). One
+ * final subclass per layout; each widens its own weights in registers, never into a dequantized copy of the matrix.
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
  * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
- * type's (F32: one FMA chain over the columns in order, lanes being rows, see {@link PanelKernels}; Q8_0, Q6_K
- * and Q4_0: the same per block, then the block's scale, see {@link Int8PanelMatrix}; F16 and Q4_K: one or two
- * FMA chains over L-lane column chunks, then a lane reduction, see {@link TileKernels}), and every kernel of the
- * type follows it.
+ * type's (F32: one FMA chain over the columns in order, lanes being rows; Q8_0 and Q6_K: the same per block, then
+ * the block's scale; Q4_0 and Q4_K: an exact integer sum per block against 8-bit activations, then the scales;
+ * F16: FMA chains over L-lane column chunks, then a lane reduction in lane order, see {@link TileKernels}), and every
+ * kernel of the type follows it.
  *
  * <p>Performance caveat (JDK 17): a kernel inlined into a large caller (a whole layer's forward) can push C2 past
  * its node budget ({@code NodeCountInliningCutoff}); the Vector API calls it then leaves out of line return boxed
  * vectors, megabytes per token. The launchers and tests run with
  * {@code -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec} (and {@code ::matmulTokens}) so that each
- * type's kernels compile as units of their own: Q8_0 decode 117 -> 175 tokens/s and 42 MB -> 0 allocated per
- * token. engine-bench's B/tok column and the JMH gate show when a kernel boxes.
+ * type's kernels compile as units of their own (without it, Q8_0 decode ran a third slower and allocated 42 MB per
+ * token). engine-bench's B/tok column and the perf gate's allocation metrics show when a kernel boxes.
  */
 public abstract class WeightMatrix {
     protected final String name;
@@ -72,7 +71,7 @@ public abstract class WeightMatrix {
 
     /**
      * {@link #matmul} of n > 1 tokens: each weight read once per call and reused for several tokens, in the order of
-     * the type's {@link #matvec} (row panels: {@link PanelMatrix}; F16: 4-row tiles, {@link TileKernels}).
+     * the type's {@link #matvec} (row panels: {@link PanelMatrix}; F16: 4-row tiles, {@link F16Matrix}).
      */
     protected abstract void matmulTokens(float[] x, int xOff, int n, float[] out, int outOff);
 

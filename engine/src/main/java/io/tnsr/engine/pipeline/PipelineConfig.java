@@ -1,13 +1,14 @@
 package io.tnsr.engine.pipeline;
 
-import io.tnsr.engine.util.JsonParser;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import io.tnsr.engine.util.Jackson;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
 /**
  * How a model is split into stages and how each stage is sized, read once at start-up (from a JSON file given
@@ -157,86 +158,71 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 socketBufferBytes, stallThresholdMicros);
     }
 
-    private static final Set<String> KEYS = Set.of("host", "stages", "ring_size", "max_frame_bytes",
-            "max_tokens_per_frame", "max_sequences_per_frame", "wait_strategy", "kv_cache_tokens", "socket_buffer_bytes",
-            "stall_threshold_us", "comment");
-    private static final Set<String> STAGE_KEYS = Set.of("layers", "port", "cpus", "external", "comment");
+    /** A configuration file as written; absent keys take the defaults. */
+    record ConfigFile(String host, JsonNode stages, @JsonProperty("ring_size") Integer ringSize,
+                      @JsonProperty("max_frame_bytes") Integer maxFrameBytes,
+                      @JsonProperty("max_tokens_per_frame") Integer maxTokensPerFrame,
+                      @JsonProperty("max_sequences_per_frame") Integer maxSequencesPerFrame,
+                      @JsonProperty("wait_strategy") String waitStrategy, @JsonProperty("kv_cache_tokens") Long kvCacheTokens,
+                      @JsonProperty("socket_buffer_bytes") Integer socketBufferBytes,
+                      @JsonProperty("stall_threshold_us") Long stallThresholdMicros, String comment) {
+    }
+
+    /** One entry of a configuration file's {@code stages} list. */
+    record StageFile(List<Integer> layers, Integer port, List<Integer> cpus, String external, String comment) {
+    }
 
     /**
      * Reads a JSON configuration. {@code stages} may be a list of stage objects, or a number (an even split
-     * of {@code modelLayers}). Unknown keys are errors (a typo must not be silently ignored).
+     * of {@code modelLayers}). Unknown keys are errors (a typo must not be silently ignored); every error names the
+     * file.
      */
     public static PipelineConfig load(Path file, int modelLayers) throws IOException {
-        Object root;
         try {
-            root = JsonParser.parse(Files.readString(file));
+            return fromFile(Jackson.MAPPER.readValue(file.toFile(), ConfigFile.class), modelLayers);
+        } catch (JsonProcessingException e) {
+            throw new IllegalArgumentException(file + ": " + Jackson.describe(e), e);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
         }
-        try {
-            return fromJson(root, modelLayers);
-        } catch (IllegalArgumentException | ClassCastException e) {
-            throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
-        }
     }
 
-    static PipelineConfig fromJson(Object root, int modelLayers) {
-        if (!(root instanceof Map<?, ?> m)) {
-            throw new IllegalArgumentException("the configuration must be a JSON object");
-        }
-        for (Object k : m.keySet()) {
-            if (!KEYS.contains(k)) {
-                throw new IllegalArgumentException("unknown key '" + k + "' (known: " + KEYS + ")");
-            }
-        }
-        Object st = m.get("stages");
+    private static PipelineConfig fromFile(ConfigFile f, int modelLayers) throws JsonProcessingException {
         List<StageSpec> stages;
-        if (st == null) {
+        if (f.stages() == null || f.stages().isNull()) {
             stages = evenSplit(modelLayers, 1);
-        } else if (st instanceof Number n) {
-            stages = evenSplit(modelLayers, n.intValue());
-        } else {
+        } else if (f.stages().isNumber()) {
+            stages = evenSplit(modelLayers, f.stages().intValue());
+        } else if (f.stages().isArray()) {
             stages = new ArrayList<>();
-            int i = 0;
-            for (Object o : (List<?>) st) {
-                Map<?, ?> s = (Map<?, ?>) o;
-                for (Object k : s.keySet()) {
-                    if (!STAGE_KEYS.contains(k)) {
-                        throw new IllegalArgumentException("stage " + i + ": unknown key '" + k + "' (known: " + STAGE_KEYS + ")");
-                    }
+            for (int i = 0; i < f.stages().size(); i++) {
+                StageFile s;
+                try {
+                    s = Jackson.MAPPER.treeToValue(f.stages().get(i), StageFile.class);
+                } catch (JsonProcessingException e) {
+                    throw new IllegalArgumentException("stage " + i + ": " + Jackson.describe(e), e);
                 }
-                List<?> layers = (List<?>) s.get("layers");
-                if (layers == null || layers.size() != 2) {
+                if (s.layers() == null || s.layers().size() != 2) {
                     throw new IllegalArgumentException("stage " + i + ": \"layers\" must be [from, to]");
                 }
-                List<Integer> cpus = new ArrayList<>();
-                if (s.get("cpus") != null) {
-                    for (Object c : (List<?>) s.get("cpus")) {
-                        cpus.add(((Number) c).intValue());
-                    }
-                }
-                stages.add(new StageSpec(((Number) layers.get(0)).intValue(), ((Number) layers.get(1)).intValue(),
-                        s.get("port") == null ? 0 : ((Number) s.get("port")).intValue(), cpus, (String) s.get("external")));
-                i++;
+                stages.add(new StageSpec(s.layers().get(0), s.layers().get(1), s.port() == null ? 0 : s.port(),
+                        s.cpus() == null ? List.of() : s.cpus(), s.external()));
             }
+        } else {
+            throw new IllegalArgumentException("\"stages\" must be a number of stages or a list of stage objects");
         }
         PipelineConfig c = new PipelineConfig(
-                m.get("host") == null ? "127.0.0.1" : (String) m.get("host"),
+                f.host() == null ? "127.0.0.1" : f.host(),
                 stages,
-                intOr(m, "ring_size", DEFAULT_RING_SIZE),
-                intOr(m, "max_frame_bytes", DEFAULT_MAX_FRAME_BYTES),
-                intOr(m, "max_tokens_per_frame", DEFAULT_MAX_TOKENS_PER_FRAME),
-                intOr(m, "max_sequences_per_frame", DEFAULT_MAX_SEQUENCES_PER_FRAME),
-                m.get("wait_strategy") == null ? WaitMode.BLOCK : WaitMode.parse((String) m.get("wait_strategy")),
-                m.get("kv_cache_tokens") == null ? 0 : ((Number) m.get("kv_cache_tokens")).longValue(),
-                intOr(m, "socket_buffer_bytes", 0),
-                m.get("stall_threshold_us") == null ? DEFAULT_STALL_THRESHOLD_MICROS : ((Number) m.get("stall_threshold_us")).longValue());
+                f.ringSize() == null ? DEFAULT_RING_SIZE : f.ringSize(),
+                f.maxFrameBytes() == null ? DEFAULT_MAX_FRAME_BYTES : f.maxFrameBytes(),
+                f.maxTokensPerFrame() == null ? DEFAULT_MAX_TOKENS_PER_FRAME : f.maxTokensPerFrame(),
+                f.maxSequencesPerFrame() == null ? DEFAULT_MAX_SEQUENCES_PER_FRAME : f.maxSequencesPerFrame(),
+                f.waitStrategy() == null ? WaitMode.BLOCK : WaitMode.parse(f.waitStrategy()),
+                f.kvCacheTokens() == null ? 0 : f.kvCacheTokens(),
+                f.socketBufferBytes() == null ? 0 : f.socketBufferBytes(),
+                f.stallThresholdMicros() == null ? DEFAULT_STALL_THRESHOLD_MICROS : f.stallThresholdMicros());
         c.checkCovers(modelLayers);
         return c;
-    }
-
-    private static int intOr(Map<?, ?> m, String key, int dflt) {
-        Object v = m.get(key);
-        return v == null ? dflt : ((Number) v).intValue();
     }
 }

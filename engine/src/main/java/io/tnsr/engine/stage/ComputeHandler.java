@@ -11,8 +11,8 @@ import io.tnsr.wire.FrameHeader;
 import io.tnsr.wire.FramePayload;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
-import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.status.AtomicCounter;
 
 /**
  * Runs the stage's layers on each frame the inbound thread published, and queues the result in the
@@ -38,14 +38,17 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     private final LatencyMetric queueWait;
     private final LatencyMetric compute;
     private final LatencyMetric computePerToken;
-    private final AtomicLong stalls;
+    private final AtomicCounter stalls;
+    private final AtomicCounter frames;
+    private final AtomicCounter computeNanos;
     private final long stallThresholdNanos;
-    private long computeNanosTotal;
-    private long framesHandled;
     private long idleSince;          // when the previous event was done: the thread was waiting from then on
+    private long refusedStep;        // the step and micro-batch of the frame being prepared, for refusals' ERROR frames
+    private int refusedMicroBatch;
+    private final LayerRange.Refusal refusal;   // an ERROR frame for each sequence prepare refuses
 
     ComputeHandler(LayerRange range, String stageName, OutboundBuffer out, OutboundSender sender, LatencyMetric queueWait,
-                   LatencyMetric compute, LatencyMetric computePerToken, AtomicLong stalls, long stallThresholdNanos) {
+                   LatencyMetric compute, LatencyMetric computePerToken, Counters counters, long stallThresholdNanos) {
         this.range = range;
         this.stageName = stageName;
         this.out = out;
@@ -57,17 +60,16 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         this.queueWait = queueWait;
         this.compute = compute;
         this.computePerToken = computePerToken;
-        this.stalls = stalls;
+        this.refusal = (index, e) -> out.error(refusedStep, refusedMicroBatch, errorCode(e.kind()), e.seqId(),
+                stageName + ": " + e.getMessage());
+        this.stalls = counters.stalls();
+        this.frames = counters.frames();
+        this.computeNanos = counters.computeNanos();
         this.stallThresholdNanos = stallThresholdNanos;
     }
 
-    /** Total nanoseconds spent running layers (for the stage's compute share). */
-    long computeNanosTotal() {
-        return computeNanosTotal;
-    }
-
-    long framesHandled() {
-        return framesHandled;
+    /** The stage's event counters, which this handler (the compute thread) alone increments. */
+    record Counters(AtomicCounter frames, AtomicCounter computeNanos, AtomicCounter stalls) {
     }
 
     @Override
@@ -77,12 +79,12 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         if (slot.status == FrameSlot.Status.EMPTY) {
             return;
         }
-        framesHandled++;
+        frames.incrementRelease();
         queueWait.record(pickedUp - slot.receivedNanos);
         // A stall: the frame arrived while this thread was idle, yet it took longer than the threshold to pick it
         // up (descheduled, GC pause, page fault), as Aeron counts duty cycles that exceed their threshold.
         if (slot.receivedNanos >= idleSince && pickedUp - slot.receivedNanos > stallThresholdNanos) {
-            stalls.incrementAndGet();
+            stalls.incrementRelease();
         }
         try {
             handle(slot);
@@ -163,7 +165,9 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         } else {
             slot.floats.get(payloadIndex, x, 0, rows * dim);
         }
-        prepareDroppingFailures(type == MessageType.TOKENS, step, mb);
+        refusedStep = step;
+        refusedMicroBatch = mb;
+        range.prepareDropping(batch, type == MessageType.TOKENS ? tokens : null, type == MessageType.TOKENS ? null : x, refusal);
 
         long t0 = System.nanoTime();
         if (batch.sequences() > 0) {
@@ -186,39 +190,12 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         }
         long t1 = System.nanoTime();
         long took = t1 - t0;
-        computeNanosTotal += took;
+        computeNanos.getAndAddRelease(took);
         compute.record(took);
         if (batch.tokens() > 0) {
             computePerToken.record(took / batch.tokens());
         }
         encodeResult(outType, step, mb, outRows, width);
-    }
-
-    /** Runs prepare, and for each sequence it refuses: an ERROR frame, its rows removed, its cache freed. */
-    private void prepareDroppingFailures(boolean hasTokens, long step, int mb) {
-        int dim = range.config().dim();
-        while (batch.sequences() > 0) {
-            try {
-                range.prepare(batch, hasTokens ? tokens : null, 0);
-                return;
-            } catch (SequenceException e) {
-                int i = batch.indexOf(e.seqId());
-                if (i < 0) {
-                    throw e;
-                }
-                out.error(step, mb, errorCode(e.kind()), e.seqId(), stageName + ": " + e.getMessage());
-                int row = batch.firstRow(i);
-                int count = batch.tokenCount(i);
-                int after = batch.tokens() - row - count;
-                if (hasTokens) {
-                    System.arraycopy(tokens, row + count, tokens, row, after);
-                } else {
-                    System.arraycopy(x, (row + count) * dim, x, row * dim, after * dim);
-                }
-                batch.remove(i);
-                range.endSequence(e.seqId());
-            }
-        }
     }
 
     private void encodeResult(MessageType outType, long step, int mb, int rows, int width) {

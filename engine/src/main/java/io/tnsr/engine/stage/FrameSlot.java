@@ -1,5 +1,10 @@
 package io.tnsr.engine.stage;
 
+import io.tnsr.engine.metrics.LatencyMetric;
+import io.tnsr.wire.FrameChannel;
+import io.tnsr.wire.FrameFormatException;
+import io.tnsr.wire.FrameHeader;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -38,6 +43,40 @@ public final class FrameSlot {
         buffer = new UnsafeBuffer(bytes);
         floats = bytes.duplicate().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
         ints = bytes.duplicate().order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+    }
+
+    /**
+     * Reads the connection's next frame into this slot, the way a stage's inbound thread does
+     * ({@link FrameChannel#read}: header, validate, rest, validate; a valid frame larger than the slot is skipped and
+     * marked {@link Status#TOO_LARGE}), stamps when it arrived, and records the one-way hop of a trace-stamped frame.
+     * Nothing is copied or allocated.
+     *
+     * @return false at a clean end of the stream between frames (the slot is then {@link Status#EMPTY})
+     * @throws FrameFormatException a malformed frame, or the stream ended inside one: nothing is in the slot
+     */
+    public boolean receive(FrameChannel channel, LatencyMetric hop) throws IOException, FrameFormatException {
+        status = Status.EMPTY;
+        int frame = channel.read(bytes);
+        if (frame == FrameChannel.END_OF_STREAM) {
+            return false;
+        }
+        frameLength = frame;
+        if (frame > bytes.capacity()) {
+            status = Status.TOO_LARGE;
+            length = FrameHeader.HEADER_LENGTH;
+        } else {
+            status = Status.FRAME;
+            length = frame;
+        }
+        long now = System.nanoTime();
+        receivedNanos = now;
+        if (status == Status.FRAME && (FrameHeader.flags(buffer, 0) & FrameHeader.FLAG_TRACE) != 0) {
+            hopNanos = now - FrameHeader.traceNanos(buffer, 0);
+            hop.record(hopNanos);
+        } else {
+            hopNanos = -1;
+        }
+        return true;
     }
 
     /** The slot's memory as a little-endian direct buffer (the same bytes as {@link #buffer()}). */

@@ -3,20 +3,25 @@ package io.tnsr.engine.stage;
 import com.lmax.disruptor.InsufficientCapacityException;
 import com.lmax.disruptor.RingBuffer;
 import io.tnsr.engine.metrics.LatencyMetric;
-import io.tnsr.engine.net.FrameIo;
 import io.tnsr.wire.ErrorCode;
+import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameFormatException;
+import io.tnsr.wire.HandshakeException;
+import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
 import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.TimeUnit;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.SleepingIdleStrategy;
 
 /**
  * The stage's inbound network thread: accepts the upstream connection, checks its HELLO, then for each frame
- * claims a ring slot, reads the frame from the socket straight into the slot's buffer ({@link FrameReader}:
- * header, validate, rest, validate), and publishes it. Nothing is copied or allocated per frame.
+ * claims a ring slot, reads the frame from the socket straight into the slot's buffer
+ * ({@link FrameSlot#receive}: header, validate, rest, validate), and publishes it. Nothing is copied or allocated
+ * per frame.
  *
  * <pre>
  * loop: accept -> HELLO -> { claim slot -> read 56 B -> validateHeader -> read rest -> validateTrailer -> publish }*
@@ -30,28 +35,34 @@ import java.util.concurrent.locks.LockSupport;
 final class InboundReceiver implements Runnable {
     /** Decides whether a HELLO may connect; returns null to accept, or the reason to refuse. */
     interface HelloCheck {
-        String check(FrameIo.Hello hello);
+        String check(Hello hello);
     }
 
     private final ServerSocketChannel server;
     private final RingBuffer<FrameSlot> ring;
     private final int maxFrameBytes;
-    private final FrameIo.Hello ownHello;
+    private final Hello ownHello;
     private final HelloCheck helloCheck;
-    private final FrameReader reader;
+    private final LatencyMetric hop;
     private final String stageName;
+    private final long helloTimeoutMillis;
+    private final IdleStrategy fullRing = new SleepingIdleStrategy(TimeUnit.MICROSECONDS.toNanos(20));
     private volatile boolean running = true;
     private volatile SocketChannel current;
 
-    InboundReceiver(ServerSocketChannel server, RingBuffer<FrameSlot> ring, int maxFrameBytes, FrameIo.Hello ownHello,
-                    HelloCheck helloCheck, LatencyMetric hop, String stageName) {
+    /**
+     * @param helloTimeoutMillis how long a new connection may take to send its HELLO before it is closed
+     */
+    InboundReceiver(ServerSocketChannel server, RingBuffer<FrameSlot> ring, int maxFrameBytes, Hello ownHello,
+                    HelloCheck helloCheck, LatencyMetric hop, String stageName, long helloTimeoutMillis) {
         this.server = server;
         this.ring = ring;
         this.maxFrameBytes = maxFrameBytes;
         this.ownHello = ownHello;
         this.helloCheck = helloCheck;
-        this.reader = new FrameReader(maxFrameBytes, hop);
+        this.hop = hop;
         this.stageName = stageName;
+        this.helloTimeoutMillis = helloTimeoutMillis;
     }
 
     void stop() {
@@ -83,8 +94,8 @@ final class InboundReceiver implements Runnable {
             }
             current = ch;
             try {
-                FrameIo.tune(ch);
-                serve(ch);
+                FrameChannel.tune(ch);
+                serve(new FrameChannel(ch, "upstream " + ch.getRemoteAddress(), maxFrameBytes));
             } catch (IOException e) {
                 if (running) {
                     System.err.println("[" + stageName + "] upstream connection ended: " + e.getMessage());
@@ -100,49 +111,59 @@ final class InboundReceiver implements Runnable {
         }
     }
 
-    private void serve(SocketChannel ch) throws IOException {
-        FrameIo.Hello hello;
+    private void serve(FrameChannel ch) throws IOException {
+        Hello hello;
         try {
-            hello = FrameIo.readHello(ch, maxFrameBytes);
-        } catch (IOException e) {
-            FrameIo.sendError(ch, 0, 0, ErrorCode.MALFORMED_FRAME, ErrorCode.SEQ_ID_NONE,
-                    stageName + ": a connection must start with HELLO: " + e.getMessage());
+            hello = ch.readHello(helloTimeoutMillis);
+        } catch (HandshakeException e) {
+            refuse(ch, ErrorCode.MALFORMED_FRAME, "a connection must start with HELLO: " + e.getMessage());
             throw e;
         }
         if (hello.protocolVersion() != HelloPayload.PROTOCOL_VERSION) {
-            FrameIo.sendError(ch, 0, 0, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, ErrorCode.SEQ_ID_NONE, stageName
-                    + " speaks protocol " + HelloPayload.PROTOCOL_VERSION + ", not " + hello.protocolVersion());
+            refuse(ch, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, "this stage speaks protocol " + HelloPayload.PROTOCOL_VERSION
+                    + ", not " + hello.protocolVersion());
             throw new IOException("refused protocol version " + hello.protocolVersion());
         }
         String refusal = helloCheck.check(hello);
         if (refusal != null) {
-            FrameIo.sendError(ch, 0, 0, ErrorCode.UNEXPECTED_MESSAGE, ErrorCode.SEQ_ID_NONE, stageName + ": " + refusal);
+            refuse(ch, ErrorCode.UNEXPECTED_MESSAGE, refusal);
             throw new IOException("refused upstream: " + refusal);
         }
-        FrameIo.sendHello(ch, ownHello);
-        reader.reset();
+        ch.sendHello(ownHello);
         while (running) {
             long seq = claim();
             if (seq < 0) {
                 return;
             }
             FrameSlot slot = ring.get(seq);
-            slot.status = FrameSlot.Status.EMPTY;
             try {
-                if (!reader.read(ch, slot)) {
+                if (!slot.receive(ch, hop)) {
                     return; // upstream closed between frames
                 }
             } catch (FrameFormatException e) {
-                FrameIo.sendError(ch, 0, 0, e.reason().errorCode(), ErrorCode.SEQ_ID_NONE, stageName + ": " + e.getMessage());
-                throw new IOException("malformed frame from upstream: " + e.getMessage(), e);
+                refuse(ch, e.reason().errorCode(), e.getMessage());
+                throw new IOException("malformed frame from " + ch.peer() + ": " + e.getMessage(), e);
             } finally {
                 ring.publish(seq);
             }
         }
     }
 
+    /** Tells the upstream why it is dropped, if it still listens (the connection is closed right after). */
+    private void refuse(FrameChannel ch, ErrorCode code, String why) {
+        if (!ch.isOpen()) {
+            return;
+        }
+        try {
+            ch.sendError(0, 0, code, ErrorCode.SEQ_ID_NONE, stageName + ": " + why);
+        } catch (IOException ignored) {
+            // the peer is gone already; the connection is dropped either way
+        }
+    }
+
     /** Claims the next slot, waiting (without allocating) while the ring is full; -1 when stopping. */
     private long claim() {
+        fullRing.reset();
         while (true) {
             try {
                 return ring.tryNext();
@@ -150,7 +171,7 @@ final class InboundReceiver implements Runnable {
                 if (!running) {
                     return -1;
                 }
-                LockSupport.parkNanos(20_000);
+                fullRing.idle();
             }
         }
     }

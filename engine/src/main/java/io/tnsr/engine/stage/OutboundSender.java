@@ -2,10 +2,9 @@ package io.tnsr.engine.stage;
 
 import com.lmax.disruptor.EventHandler;
 import io.tnsr.engine.metrics.LatencyMetric;
-import io.tnsr.engine.net.FrameIo;
+import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import java.io.IOException;
-import java.nio.channels.SocketChannel;
 
 /**
  * Writes what the compute handler queued for an event to the next stage (or, from the last stage, to the
@@ -24,12 +23,12 @@ final class OutboundSender implements EventHandler<FrameSlot> {
     }
 
     private final OutboundBuffer out;
-    private final SocketChannel downstream;
+    private final FrameChannel downstream;
     private final LatencyMetric residence;
     private final Listener listener;
     boolean shutdownQueued;    // set by the compute handler when the event is a SHUTDOWN frame
 
-    OutboundSender(OutboundBuffer out, SocketChannel downstream, LatencyMetric residence, Listener listener) {
+    OutboundSender(OutboundBuffer out, FrameChannel downstream, LatencyMetric residence, Listener listener) {
         this.out = out;
         this.downstream = downstream;
         this.residence = residence;
@@ -45,7 +44,7 @@ final class OutboundSender implements EventHandler<FrameSlot> {
             if (out.dataTraced) {
                 FrameEncoder.stampTrace(out.data, 0, System.nanoTime());
             }
-            FrameIo.writeFully(downstream, out.gather, out.errorLength, out.dataLength);
+            downstream.write(out.gather, out.errorLength, out.dataLength);
             residence.record(System.nanoTime() - slot.receivedNanos);
         } catch (IOException e) {
             listener.downstreamFailed(e);

@@ -1,6 +1,5 @@
 package io.tnsr.engine.stage;
 
-import io.tnsr.engine.cli.Cli;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.WaitMode;
 import java.io.BufferedReader;
@@ -10,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -89,10 +89,11 @@ public final class StageMain implements Callable<Integer> {
         if (fromTo.length != 2) {
             throw new IllegalArgumentException("--layers must be FROM:TO, got '" + layers + "'");
         }
-        StageOptions o = new StageOptions(model, stageIndex, stageCount, Integer.parseInt(fromTo[0].trim()),
-                Integer.parseInt(fromTo[1].trim()), host, port, ringSize, maxFrameBytes, maxTokensPerFrame,
-                maxSequencesPerFrame, WaitMode.parse(wait), cpu, kvCacheTokens, metricsDir, socketBufferBytes,
-                stallThresholdMicros);
+        StageOptions o = StageOptions.builder(model, Integer.parseInt(fromTo[0].trim()), Integer.parseInt(fromTo[1].trim()))
+                .stage(stageIndex, stageCount).listen(host, port).ringSize(ringSize).maxFrameBytes(maxFrameBytes)
+                .frameLimits(maxTokensPerFrame, maxSequencesPerFrame).wait(WaitMode.parse(wait), cpu)
+                .kvCacheTokens(kvCacheTokens).metricsDir(metricsDir).socketBufferBytes(socketBufferBytes)
+                .stallThresholdMicros(stallThresholdMicros).build();
         if (parentPid > 0) {
             ProcessHandle.of(parentPid).ifPresentOrElse(
                     p -> p.onExit().thenRun(() -> {
@@ -156,8 +157,15 @@ public final class StageMain implements Callable<Integer> {
         return status;
     }
 
+    /** Bad options: the usage and exit 2; anything thrown: {@code FAILED <reason>} and exit 2 (bad input) or 3. */
     public static void main(String[] args) {
-        int status = Cli.run(new StageMain(), args);
-        System.exit(status);
+        CommandLine cl = new CommandLine(new StageMain());
+        cl.setExecutionExceptionHandler((e, line, parsed) -> {
+            if (System.getenv("TNSR_DEBUG") != null) {
+                e.printStackTrace();
+            }
+            return failed(e.getMessage() != null ? e.getMessage() : e.toString(), e instanceof IllegalArgumentException ? 2 : 3);
+        });
+        System.exit(cl.execute(args));
     }
 }

@@ -44,13 +44,100 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
         }
     }
 
-    /** With the default stall threshold ({@link PipelineConfig#DEFAULT_STALL_THRESHOLD_MICROS}). */
-    public StageOptions(Path model, int stageIndex, int stageCount, int layerFrom, int layerTo, String host, int port,
-                        int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
-                        WaitMode waitMode, int cpu, long kvCacheTokens, Path metricsDir, int socketBufferBytes) {
-        this(model, stageIndex, stageCount, layerFrom, layerTo, host, port, ringSize, maxFrameBytes, maxTokensPerFrame,
-                maxSequencesPerFrame, waitMode, cpu, kvCacheTokens, metricsDir, socketBufferBytes,
-                PipelineConfig.DEFAULT_STALL_THRESHOLD_MICROS);
+    /** Options for layers [layerFrom, layerTo) of {@code model}, every other one at its default; set them by name. */
+    public static Builder builder(Path model, int layerFrom, int layerTo) {
+        return new Builder(model, layerFrom, layerTo);
+    }
+
+    /** Named options, defaults as in {@link PipelineConfig}: one stage of one, any free port on 127.0.0.1, blocking waits. */
+    public static final class Builder {
+        private final Path model;
+        private final int layerFrom;
+        private final int layerTo;
+        private int stageIndex;
+        private int stageCount = 1;
+        private String host = "127.0.0.1";
+        private int port;
+        private int ringSize = PipelineConfig.DEFAULT_RING_SIZE;
+        private int maxFrameBytes = PipelineConfig.DEFAULT_MAX_FRAME_BYTES;
+        private int maxTokensPerFrame = PipelineConfig.DEFAULT_MAX_TOKENS_PER_FRAME;
+        private int maxSequencesPerFrame = PipelineConfig.DEFAULT_MAX_SEQUENCES_PER_FRAME;
+        private WaitMode waitMode = WaitMode.BLOCK;
+        private int cpu = -1;
+        private long kvCacheTokens;
+        private Path metricsDir;
+        private int socketBufferBytes;
+        private long stallThresholdMicros = PipelineConfig.DEFAULT_STALL_THRESHOLD_MICROS;
+
+        private Builder(Path model, int layerFrom, int layerTo) {
+            this.model = model;
+            this.layerFrom = layerFrom;
+            this.layerTo = layerTo;
+        }
+
+        /** The stage's place: the {@code index}-th (0-based) of {@code count}. */
+        public Builder stage(int index, int count) {
+            this.stageIndex = index;
+            this.stageCount = count;
+            return this;
+        }
+
+        /** Where it listens for its upstream (port 0: any free port). */
+        public Builder listen(String host, int port) {
+            this.host = host;
+            this.port = port;
+            return this;
+        }
+
+        public Builder ringSize(int slots) {
+            this.ringSize = slots;
+            return this;
+        }
+
+        public Builder maxFrameBytes(int bytes) {
+            this.maxFrameBytes = bytes;
+            return this;
+        }
+
+        /** Most token rows and most sequences per frame. */
+        public Builder frameLimits(int maxTokensPerFrame, int maxSequencesPerFrame) {
+            this.maxTokensPerFrame = maxTokensPerFrame;
+            this.maxSequencesPerFrame = maxSequencesPerFrame;
+            return this;
+        }
+
+        /** How the compute thread waits, and the CPU it is pinned to when spinning (-1: none). */
+        public Builder wait(WaitMode mode, int cpu) {
+            this.waitMode = mode;
+            this.cpu = cpu;
+            return this;
+        }
+
+        public Builder kvCacheTokens(long positions) {
+            this.kvCacheTokens = positions;
+            return this;
+        }
+
+        public Builder metricsDir(Path dir) {
+            this.metricsDir = dir;
+            return this;
+        }
+
+        public Builder socketBufferBytes(int bytes) {
+            this.socketBufferBytes = bytes;
+            return this;
+        }
+
+        public Builder stallThresholdMicros(long micros) {
+            this.stallThresholdMicros = micros;
+            return this;
+        }
+
+        public StageOptions build() {
+            return new StageOptions(model, stageIndex, stageCount, layerFrom, layerTo, host, port, ringSize, maxFrameBytes,
+                    maxTokensPerFrame, maxSequencesPerFrame, waitMode, cpu, kvCacheTokens, metricsDir, socketBufferBytes,
+                    stallThresholdMicros);
+        }
     }
 
     /** This stage's name in logs and metric file names: "stage0". */

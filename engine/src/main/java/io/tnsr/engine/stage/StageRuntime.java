@@ -14,19 +14,18 @@ import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.metrics.MetricsLog;
 import io.tnsr.engine.model.LlamaConfig;
-import io.tnsr.engine.net.FrameIo;
 import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import net.openhft.affinity.AffinityLock;
 
@@ -58,14 +57,16 @@ public final class StageRuntime implements AutoCloseable {
     private final CountDownLatch stopped = new CountDownLatch(1);
     private volatile String failure;
     private ServerSocketChannel server;
-    private SocketChannel downstream;
+    private FrameChannel downstream;
     private InboundReceiver inbound;
     private BatchEventProcessor<FrameSlot> processor;
     private Thread inboundThread;
     private Thread consumerThread;
     private MetricsLog metricsLog;
-    private ComputeHandler compute;
+    private volatile ComputeHandler.Counters counters;
+    private long closedComputeNanos;
     private long startNanos;
+    private long helloTimeoutMillis;
 
     /** Loads the stage's layers (mapping only their weights) and sizes its KV cache. */
     public StageRuntime(StageOptions options) {
@@ -78,14 +79,10 @@ public final class StageRuntime implements AutoCloseable {
                 throw new IllegalArgumentException("layers [" + o.layerFrom() + ", " + o.layerTo() + ") are outside the model's "
                         + c.layers() + " layers");
             }
-            int layers = o.layerTo() - o.layerFrom();
-            long bytesPerToken = (long) layers * 2 * c.kvDim() * Float.BYTES;
-            long kvTokens = o.kvCacheTokens() > 0 ? o.kvCacheTokens()
-                    : Math.max(c.contextLength(), Math.min((long) c.contextLength() * 64, (2L << 30) / bytesPerToken));
-            KvCachePool pool = new KvCachePool(layers, c.kvDim(), c.contextLength(), KvCachePool.DEFAULT_PAGE_TOKENS, kvTokens);
+            KvCachePool pool = KvCachePool.sized(o.layerTo() - o.layerFrom(), c.kvDim(), c.contextLength(), o.kvCacheTokens());
             this.range = new LayerRange(file, c, o.layerFrom(), o.layerTo(), pool, o.maxTokensPerFrame(), o.maxSequencesPerFrame());
             log(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights loaded, KV cache up to %d positions (%.0f MB)",
-                    o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(), file.mappedBytes() / 1e6, kvTokens,
+                    o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(), file.mappedBytes() / 1e6, pool.capacityTokens(),
                     pool.capacityBytes() / 1e6));
         } catch (RuntimeException e) {
             file.close();
@@ -123,29 +120,30 @@ public final class StageRuntime implements AutoCloseable {
 
     /** Connects to the next stage (or the coordinator's return port) and exchanges HELLOs, within the timeout. */
     public void connectDownstream(String host, int port, long timeoutMillis) throws IOException {
-        downstream = FrameIo.connect(host, port, timeoutMillis, o.socketBufferBytes());
-        Thread watchdog = FrameIo.closeAfter(downstream, timeoutMillis, "HELLO from downstream");
+        String peer = (o.stageIndex() == o.stageCount() - 1 ? "the coordinator's return port " : "stage" + (o.stageIndex() + 1) + " at ")
+                + host + ":" + port;
+        downstream = new FrameChannel(FrameChannel.connect(host, port, timeoutMillis, o.socketBufferBytes()), peer, o.maxFrameBytes());
         try {
-            FrameIo.sendHello(downstream, ownHello());
-            FrameIo.Hello reply = FrameIo.readHello(downstream, o.maxFrameBytes());
+            downstream.sendHello(ownHello());
+            Hello reply = downstream.readHello(timeoutMillis);
             if (reply.protocolVersion() != HelloPayload.PROTOCOL_VERSION) {
-                throw new IOException("downstream speaks protocol " + reply.protocolVersion());
+                throw new IOException(peer + " speaks protocol " + reply.protocolVersion() + ", this stage "
+                        + HelloPayload.PROTOCOL_VERSION);
             }
         } catch (IOException e) {
-            downstream.close();
-            throw new IOException("handshake with downstream " + host + ":" + port + " failed: " + e.getMessage(), e);
-        } finally {
-            watchdog.interrupt();
+            downstream.closeQuietly();
+            throw new IOException("handshake with downstream " + peer + " failed: " + e.getMessage(), e);
         }
+        helloTimeoutMillis = timeoutMillis;
         state.set(State.CONNECTED);
     }
 
-    private FrameIo.Hello ownHello() {
-        return new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_STAGE, o.stageIndex(), o.stageCount(),
+    private Hello ownHello() {
+        return new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_STAGE, o.stageIndex(), o.stageCount(),
                 o.layerFrom(), o.layerTo(), range.config().dim(), o.maxTokensPerFrame());
     }
 
-    private String checkUpstream(FrameIo.Hello h) {
+    private String checkUpstream(Hello h) {
         if (h.role() == HelloPayload.ROLE_COORDINATOR) {
             return range.isFirst() ? null : "the coordinator must connect to the first stage; this stage holds layers ["
                     + o.layerFrom() + ", " + o.layerTo() + ")";
@@ -180,8 +178,11 @@ public final class StageRuntime implements AutoCloseable {
         LatencyMetric computeTime = metricsLog.add(new LatencyMetric(name + "-compute", "layers run per frame (micro-batch step)"));
         LatencyMetric perToken = metricsLog.add(new LatencyMetric(name + "-compute-per-token", "layers run per frame / tokens in it"));
         LatencyMetric residence = metricsLog.add(new LatencyMetric(name + "-residence", "decoded to written downstream"));
-        AtomicLong stalls = metricsLog.counter(name + "-stalls", "frames picked up > " + o.stallThresholdMicros()
-                + " us after reaching the idle compute thread (descheduled, GC, page fault)");
+        counters = new ComputeHandler.Counters(
+                metricsLog.counter(name + "-frames", "frames run through the layers"),
+                metricsLog.counter(name + "-compute-ns", "nanoseconds spent running layers"),
+                metricsLog.counter(name + "-stalls", "frames picked up > " + o.stallThresholdMicros()
+                        + " us after reaching the idle compute thread (descheduled, GC, page fault)"));
 
         OutboundSender sender = new OutboundSender(out, downstream, residence, new OutboundSender.Listener() {
             @Override
@@ -194,14 +195,14 @@ public final class StageRuntime implements AutoCloseable {
                 stop();
             }
         });
-        compute = new ComputeHandler(range, name, out, sender, queueWait, computeTime, perToken, stalls,
+        ComputeHandler compute = new ComputeHandler(range, name, out, sender, queueWait, computeTime, perToken, counters,
                 TimeUnit.MICROSECONDS.toNanos(o.stallThresholdMicros()));
         RingBuffer<FrameSlot> ring = RingBuffer.createSingleProducer(() -> new FrameSlot(slotBytes), o.ringSize(), waitStrategy());
         @SuppressWarnings("unchecked")
         AggregateEventHandler<FrameSlot> handlers = new AggregateEventHandler<>(compute, sender);
         processor = new BatchEventProcessorBuilder().build(ring, ring.newBarrier(), handlers);
         ring.addGatingSequences(processor.getSequence());
-        inbound = new InboundReceiver(server, ring, o.maxFrameBytes(), ownHello(), this::checkUpstream, hop, name);
+        inbound = new InboundReceiver(server, ring, o.maxFrameBytes(), ownHello(), this::checkUpstream, hop, name, helloTimeoutMillis);
 
         metricsLog.start();
         startNanos = System.nanoTime();
@@ -280,32 +281,12 @@ public final class StageRuntime implements AutoCloseable {
     /** Nanoseconds spent running layers / since start: the stage's compute share. */
     public double computeShare() {
         long up = System.nanoTime() - startNanos;
-        return compute == null || up <= 0 ? 0 : (double) compute.computeNanosTotal() / up;
+        return up <= 0 ? 0 : (double) computeNanos() / up;
     }
 
+    /** Nanoseconds spent running layers so far. */
     public long computeNanos() {
-        return compute == null ? 0 : compute.computeNanosTotal();
-    }
-
-    /** {@code <metrics dir>/<stage>.json}: what the coordinator's summary needs besides the histograms. */
-    private void writeStats() {
-        if (o.metricsDir() == null || compute == null) {
-            return;
-        }
-        java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
-        m.put("stage", o.stageIndex());
-        m.put("layers", new int[] {o.layerFrom(), o.layerTo()});
-        m.put("frames", compute.framesHandled());
-        m.put("compute_nanos", compute.computeNanosTotal());
-        m.put("uptime_nanos", System.nanoTime() - startNanos);
-        m.put("wait", o.waitMode().name().toLowerCase(Locale.ROOT));
-        m.put("cpu", o.cpu());
-        m.put("stall_threshold_us", o.stallThresholdMicros());
-        try {
-            Files.writeString(o.metricsDir().resolve(name + ".json"), io.tnsr.engine.util.Json.write(m) + "\n");
-        } catch (IOException e) {
-            log("cannot write stats: " + e.getMessage());
-        }
+        return counters == null ? closedComputeNanos : counters.computeNanos().get();
     }
 
     @Override
@@ -322,12 +303,13 @@ public final class StageRuntime implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         if (metricsLog != null) {
+            closedComputeNanos = computeNanos();
+            counters = null;        // their file is unmapped now
             metricsLog.close();
-            writeStats();
         }
         try {
             if (downstream != null) {
-                downstream.close();
+                downstream.closeQuietly();
             }
             if (server != null) {
                 server.close();

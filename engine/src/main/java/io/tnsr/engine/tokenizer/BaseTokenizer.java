@@ -1,10 +1,10 @@
 package io.tnsr.engine.tokenizer;
 
 import io.tnsr.engine.gguf.GgufMetadata;
-
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import org.agrona.collections.IntArrayList;
 
 /**
  * What both vocabulary kinds share: the vocabulary itself (pieces, types, text -> id), the special ids,
@@ -130,33 +130,33 @@ abstract class BaseTokenizer implements Tokenizer {
      * {@code afterSpecial}: the fragment starts the text or follows a special token (SentencePiece then adds
      * its dummy space prefix).
      */
-    abstract void encodeText(String text, int start, int end, boolean afterSpecial, IntList out);
+    abstract void encodeText(String text, int start, int end, boolean afterSpecial, IntArrayList out);
 
     @Override
     public final int[] encode(String text, boolean addBos, boolean parseSpecial) {
-        IntList out = new IntList(text.length() / 3 + 4);
+        IntArrayList out = new IntArrayList(text.length() / 3 + 4, Integer.MIN_VALUE);
         if (addBos && bos >= 0) {
-            out.add(bos);
+            out.addInt(bos);
         }
         if (text.isEmpty()) {
-            return out.toArray();   // like SentencePiece: "" encodes to nothing (no dummy prefix)
+            return out.toIntArray();   // like SentencePiece: "" encodes to nothing (no dummy prefix)
         }
         int[] specials = parseSpecial ? specialAll : specialUserDefined;
         if (specials.length == 0) {
             encodeText(text, 0, text.length(), true, out);
-            return out.toArray();
+            return out.toIntArray();
         }
         boolean afterSpecial = true;
         for (int[] f : partition(text, specials)) {
             if (f[0] >= 0) {
-                out.add(f[0]);
+                out.addInt(f[0]);
                 afterSpecial = true;
             } else {
                 encodeText(text, f[1], f[2], afterSpecial, out);
                 afterSpecial = false;
             }
         }
-        return out.toArray();
+        return out.toIntArray();
     }
 
     /**

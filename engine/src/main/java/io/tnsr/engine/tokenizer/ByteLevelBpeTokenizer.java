@@ -1,10 +1,10 @@
 package io.tnsr.engine.tokenizer;
 
 import io.tnsr.engine.gguf.GgufMetadata;
-
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Set;
+import org.agrona.collections.IntArrayList;
 
 /**
  * Byte-level BPE ({@code tokenizer.ggml.model = gpt2}) with the Llama 3 pre-tokenizer
@@ -113,7 +113,7 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
     }
 
     @Override
-    void encodeText(String text, int start, int end, boolean afterSpecial, IntList out) {
+    void encodeText(String text, int start, int end, boolean afterSpecial, IntArrayList out) {
         int[] cps = text.substring(start, end).codePoints().toArray();
         Words words = new Words(cps, out);
         Llama3PreTokenizer.split(cps, 0, cps.length, words);
@@ -122,7 +122,7 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
     /** Encodes each word as it comes from the pre-tokenizer; holds the scratch arrays reused across words. */
     private final class Words implements Llama3PreTokenizer.WordSink {
         private final int[] cps;
-        private final IntList out;
+        private final IntArrayList out;
         private byte[] bytes = new byte[64];
         private final StringBuilder chars = new StringBuilder(64);
         private int[] tok = new int[64];
@@ -131,7 +131,7 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
         private int[] len = new int[64];
         private final BigramQueue queue = new BigramQueue();
 
-        Words(int[] cps, IntList out) {
+        Words(int[] cps, IntArrayList out) {
             this.cps = cps;
             this.out = out;
         }
@@ -169,7 +169,7 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
             }
             int whole = index.find(chars, 0, n);
             if (whole >= 0) {
-                out.add(whole);   // ignore_merges: the word is an entry of its own
+                out.addInt(whole);   // ignore_merges: the word is an entry of its own
                 return;
             }
             for (int i = 0; i < n; i++) {
@@ -202,7 +202,7 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
             }
             for (int i = 0; i != -1; i = next[i]) {
                 if (tok[i] >= 0) {
-                    out.add(tok[i]);   // -1: a byte with no entry of its own; llama.cpp drops it too
+                    out.addInt(tok[i]);   // -1: a byte with no entry of its own; llama.cpp drops it too
                 }
             }
         }

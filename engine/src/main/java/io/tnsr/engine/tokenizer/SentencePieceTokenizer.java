@@ -1,8 +1,8 @@
 package io.tnsr.engine.tokenizer;
 
 import io.tnsr.engine.gguf.GgufMetadata;
-
 import java.nio.charset.StandardCharsets;
+import org.agrona.collections.IntArrayList;
 
 /**
  * The SentencePiece-style BPE tokenizer of Llama 1/2 and llama2.c models ({@code tokenizer.ggml.model =
@@ -96,7 +96,7 @@ public final class SentencePieceTokenizer extends BaseTokenizer {
     }
 
     @Override
-    void encodeText(String raw, int start, int end, boolean afterSpecial, IntList out) {
+    void encodeText(String raw, int start, int end, boolean afterSpecial, IntArrayList out) {
         StringBuilder sb = new StringBuilder(end - start + 1);
         if (addSpacePrefix && afterSpecial) {
             sb.append(SPACE);
@@ -150,7 +150,7 @@ public final class SentencePieceTokenizer extends BaseTokenizer {
         for (int i = 0; i != -1 && n > 0; i = next[i]) {
             int id = index.find(text, symStart[i], symStart[i] + symLen[i]);
             if (id >= 0) {
-                out.add(id);
+                out.addInt(id);
                 continue;
             }
             // Only single characters can get here: a merge happens only when its result is an entry.
@@ -163,7 +163,7 @@ public final class SentencePieceTokenizer extends BaseTokenizer {
      * them all (byte fallback), else one unknown token for the character, as SentencePiece does without byte
      * fallback (llama.cpp would fail there).
      */
-    private void unknown(String ch, IntList out) {
+    private void unknown(String ch, IntArrayList out) {
         byte[] bytes = utf8(ch);
         boolean all = true;
         for (byte b : bytes) {
@@ -171,10 +171,10 @@ public final class SentencePieceTokenizer extends BaseTokenizer {
         }
         if (all) {
             for (byte b : bytes) {
-                out.add(byteTokens[b & 0xFF]);
+                out.addInt(byteTokens[b & 0xFF]);
             }
         } else if (unk >= 0) {
-            out.add(unk);
+            out.addInt(unk);
         } else {
             throw new TokenizerException("cannot encode '" + ch + "': the vocabulary has neither byte tokens for it nor an unknown token");
         }

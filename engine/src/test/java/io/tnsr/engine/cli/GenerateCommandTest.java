@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tnsr.engine.testing.CliRun;
 import io.tnsr.engine.testing.Golden;
 import io.tnsr.engine.testing.SharedData;
 import io.tnsr.engine.testing.TestJson;

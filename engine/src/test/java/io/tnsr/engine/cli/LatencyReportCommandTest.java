@@ -6,13 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.tnsr.engine.metrics.Correction;
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.metrics.MetricsLog;
-import io.tnsr.engine.testing.CliRun;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 import javax.xml.parsers.DocumentBuilderFactory;
+import org.agrona.concurrent.status.AtomicCounter;
 import org.junit.jupiter.api.Test;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
@@ -34,7 +33,7 @@ class LatencyReportCommandTest {
         LatencyMetric compute = log.add(new LatencyMetric("stage0-compute", "layers run per frame"));
         LatencyMetric request = log.add(new LatencyMetric("request", "whole request",
                 Correction.fromIntendedStart("each sequence's scheduled arrival")));
-        AtomicLong stallCount = log.counter("stage0-stalls", "frames picked up > 1000 us after reaching the idle compute thread");
+        AtomicCounter stallCount = log.counter("stage0-stalls", "frames picked up > 1000 us after reaching the idle compute thread");
         log.start();
         for (int i = 0; i < 1000; i++) {
             for (LatencyMetric h : hops) {

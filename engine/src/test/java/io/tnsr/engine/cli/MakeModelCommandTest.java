@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.gguf.GgufFile;
-import io.tnsr.engine.testing.CliRun;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -3,15 +3,14 @@ package io.tnsr.engine.stage;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tnsr.engine.net.FrameIo;
-import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.testing.TestModels;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.ErrorPayload;
+import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameHeader;
-import io.tnsr.wire.FrameValidator;
+import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
@@ -21,7 +20,6 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
@@ -41,7 +39,7 @@ import org.junit.jupiter.api.Timeout;
 class StageRuntimeTest {
     private StageRuntime stage;
     private ServerSocketChannel downstreamServer;
-    private SocketChannel downstream;
+    private FrameChannel downstream;
     private int port;
     private final ByteBuffer in = ByteBuffer.allocateDirect(4 << 20).order(ByteOrder.LITTLE_ENDIAN);
     private final UnsafeBuffer inBuf = new UnsafeBuffer(in);
@@ -52,18 +50,18 @@ class StageRuntimeTest {
     void start() throws Exception {
         Path model = TestModels.get(ModelSpec.tiny());
         Path metrics = Files.createTempDirectory("stage-test");
-        stage = new StageRuntime(new StageOptions(model, 0, 1, 0, 4, "127.0.0.1", 0, 8, 1 << 20, 32, 8,
-                WaitMode.BLOCK, -1, 4096, metrics, 32 * 1024));
+        stage = new StageRuntime(StageOptions.builder(model, 0, 4).ringSize(8).maxFrameBytes(1 << 20)
+                .frameLimits(32, 8).kvCacheTokens(4096).metricsDir(metrics).socketBufferBytes(32 * 1024).build());
         port = stage.listen();
         downstreamServer = ServerSocketChannel.open();
         downstreamServer.setOption(java.net.StandardSocketOptions.SO_RCVBUF, 32 * 1024);
         downstreamServer.bind(new InetSocketAddress("127.0.0.1", 0));
         int dport = ((InetSocketAddress) downstreamServer.getLocalAddress()).getPort();
-        CompletableFuture<SocketChannel> accepted = CompletableFuture.supplyAsync(() -> {
+        CompletableFuture<FrameChannel> accepted = CompletableFuture.supplyAsync(() -> {
             try {
-                SocketChannel ch = downstreamServer.accept();
-                FrameIo.readHello(ch, 1 << 20);
-                FrameIo.sendHello(ch, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 1, 1, 4, 4, 64, 0));
+                FrameChannel ch = new FrameChannel(downstreamServer.accept(), "the stage, from downstream", 4 << 20);
+                ch.readHello(10_000);
+                ch.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 1, 1, 4, 4, 64, 0));
                 return ch;
             } catch (IOException e) {
                 throw new RuntimeException(e);
@@ -81,11 +79,15 @@ class StageRuntimeTest {
         downstreamServer.close();
     }
 
-    private SocketChannel connectAsCoordinator() throws IOException {
-        SocketChannel ch = FrameIo.connect("127.0.0.1", port, 5000, 16 * 1024);
-        FrameIo.sendHello(ch, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, 1, 0, 0, 64, 32));
-        FrameIo.readHello(ch, 1 << 20);
+    private FrameChannel connectAsCoordinator() throws IOException {
+        FrameChannel ch = connect();
+        ch.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, 1, 0, 0, 64, 32));
+        ch.readHello(10_000);
         return ch;
+    }
+
+    private FrameChannel connect() throws IOException {
+        return new FrameChannel(FrameChannel.connect("127.0.0.1", port, 5000, 16 * 1024), "the stage", 4 << 20);
     }
 
     /** A TOKENS frame for one sequence at a position. */
@@ -96,18 +98,16 @@ class StageRuntimeTest {
     }
 
     /** Reads one frame from {@code ch} into {@code in}; returns its type. */
-    private MessageType read(SocketChannel ch) throws Exception {
-        assertTrue(FrameIo.readFully(ch, in, 0, FrameHeader.HEADER_LENGTH), "a frame, not the end of the stream");
-        int len = FrameValidator.validateHeader(inBuf, 0, 0, 0, in.capacity());
-        FrameIo.readFully(ch, in, FrameHeader.HEADER_LENGTH, len - FrameHeader.HEADER_LENGTH);
+    private MessageType read(FrameChannel ch) throws Exception {
+        assertTrue(ch.read(in) > 0, "a frame, not the end of the stream");
         return MessageType.fromCode(FrameHeader.messageTypeCode(inBuf, 0));
     }
 
     @Test
     void tokensInLogitsOutWithTheSameStepAndSequenceTable() throws Exception {
-        try (SocketChannel up = connectAsCoordinator()) {
+        try (FrameChannel up = connectAsCoordinator()) {
             int len = tokensFrame(42, 7, 0, 1, 300, 301);
-            FrameIo.writeFully(up, out, 0, len);
+            up.write(out, len);
             assertEquals(MessageType.LOGITS, read(downstream));
             assertEquals(42, FrameHeader.stepId(inBuf, 0));
             assertEquals(1, FrameHeader.dim(inBuf, 0, 0));
@@ -119,25 +119,22 @@ class StageRuntimeTest {
 
     @Test
     void aMalformedFrameIsAnsweredWithAnErrorTheConnectionClosedAndTheStageKeepsServing() throws Exception {
-        try (SocketChannel bad = connectAsCoordinator()) {
+        try (FrameChannel bad = connectAsCoordinator()) {
             ByteBuffer garbage = ByteBuffer.wrap("this is not a TNSR frame at all, but 56+ bytes of text!!".getBytes());
-            while (garbage.hasRemaining()) {
-                bad.write(garbage);
-            }
+            bad.write(garbage, garbage.capacity());
             assertEquals(MessageType.ERROR, read(bad));
             assertEquals(ErrorCode.MALFORMED_FRAME, ErrorCode.fromCode(ErrorPayload.errorCodeValue(inBuf, 0)));
             assertTrue(ErrorPayload.message(inBuf, 0).contains("magic"), ErrorPayload.message(inBuf, 0));
-            in.clear();
-            assertEquals(-1, bad.read(in), "the stage closed the connection");
+            assertEquals(FrameChannel.END_OF_STREAM, bad.read(in), "the stage closed the connection");
         }
-        try (SocketChannel noHello = FrameIo.connect("127.0.0.1", port, 5000)) {
+        try (FrameChannel noHello = connect()) {
             int len = tokensFrame(1, 1, 0, 5);
-            FrameIo.writeFully(noHello, out, 0, len);
+            noHello.write(out, len);
             assertEquals(MessageType.ERROR, read(noHello));
             assertTrue(ErrorPayload.message(inBuf, 0).contains("HELLO"), ErrorPayload.message(inBuf, 0));
         }
-        try (SocketChannel good = connectAsCoordinator()) {
-            FrameIo.writeFully(good, out, 0, tokensFrame(2, 3, 0, 1, 9));
+        try (FrameChannel good = connectAsCoordinator()) {
+            good.write(out, tokensFrame(2, 3, 0, 1, 9));
             assertEquals(MessageType.LOGITS, read(downstream));
             assertEquals(2, FrameHeader.stepId(inBuf, 0));
         }
@@ -145,13 +142,36 @@ class StageRuntimeTest {
     }
 
     @Test
+    void aValidHeaderFollowedByTheEndOfTheStreamIsATruncatedFrameAndNothingIsProcessed() throws Exception {
+        try (FrameChannel up = connectAsCoordinator()) {
+            up.write(out, tokensFrame(7, 3, 0, 1, 9));
+            assertEquals(MessageType.LOGITS, read(downstream));
+            assertEquals(7, FrameHeader.stepId(inBuf, 0));
+        }
+        try (FrameChannel up = connectAsCoordinator()) {
+            tokensFrame(8, 4, 0, 1, 9);
+            up.write(out, FrameHeader.HEADER_LENGTH); // the header of a valid frame, then the end of the stream
+            up.shutdownOutput();
+            assertEquals(MessageType.ERROR, read(up));
+            assertEquals(ErrorCode.MALFORMED_FRAME, ErrorCode.fromCode(ErrorPayload.errorCodeValue(inBuf, 0)));
+            assertTrue(ErrorPayload.message(inBuf, 0).contains("TRUNCATED_PAYLOAD"), ErrorPayload.message(inBuf, 0));
+        }
+        try (FrameChannel good = connectAsCoordinator()) {
+            good.write(out, tokensFrame(9, 5, 0, 1, 9));
+            assertEquals(MessageType.LOGITS, read(downstream), "the next frame out of the stage is the good one's");
+            assertEquals(9, FrameHeader.stepId(inBuf, 0), "nothing was run for the truncated frame");
+        }
+        assertEquals(StageRuntime.State.RUNNING, stage.state());
+    }
+
+    @Test
     void aSequenceTheStageCannotRunGetsAnErrorAndTheOthersGoOn() throws Exception {
-        try (SocketChannel up = connectAsCoordinator()) {
+        try (FrameChannel up = connectAsCoordinator()) {
             int[] ids = {1, 5, 6, 7};
             int len = FrameEncoder.encodeTokens(outBuf, 0, 9, 1, ids, 0, 4, 2, 0);
             FrameEncoder.putSequenceEntry(outBuf, 0, 0, 11, 5, 2, SequenceTable.WANT_LOGITS); // unknown: starts at 5
             FrameEncoder.putSequenceEntry(outBuf, 0, 1, 12, 0, 2, SequenceTable.WANT_LOGITS);
-            FrameIo.writeFully(up, out, 0, len);
+            up.write(out, len);
             assertEquals(MessageType.ERROR, read(downstream));
             assertEquals(11, ErrorPayload.seqId(inBuf, 0));
             assertEquals(ErrorCode.UNKNOWN_SEQUENCE, ErrorCode.fromCode(ErrorPayload.errorCodeValue(inBuf, 0)));
@@ -165,7 +185,7 @@ class StageRuntimeTest {
     void aSlowDownstreamPushesBackAndNothingIsLost() throws Exception {
         int frames = 3000; // far more than the 8-slot ring and the (32 KiB) socket buffers hold
         AtomicInteger sent = new AtomicInteger();
-        try (SocketChannel up = connectAsCoordinator()) {
+        try (FrameChannel up = connectAsCoordinator()) {
             CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
                 ByteBuffer b = ByteBuffer.allocateDirect(1024).order(ByteOrder.LITTLE_ENDIAN);
                 UnsafeBuffer u = new UnsafeBuffer(b);
@@ -173,9 +193,9 @@ class StageRuntimeTest {
                     for (int i = 0; i < frames; i++) {
                         int len = FrameEncoder.encodeTokens(u, 0, i + 1, 0, new int[] {1}, 0, 1, 1, 0);
                         FrameEncoder.putSequenceEntry(u, 0, 0, 1000 + i, 0, 1, SequenceTable.WANT_LOGITS);
-                        FrameIo.writeFully(up, b, 0, len);
+                        up.write(b, len);
                         len = FrameEncoder.encodeEndSequence(u, 0, 0, 0, new int[] {1000 + i}, 0, 1);
-                        FrameIo.writeFully(up, b, 0, len);
+                        up.write(b, len);
                         sent.incrementAndGet();
                     }
                 } catch (IOException e) {
@@ -200,7 +220,7 @@ class StageRuntimeTest {
     @Test
     void theSteadyStateAllocatesNothingPerFrame() throws Exception {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-        try (SocketChannel up = connectAsCoordinator()) {
+        try (FrameChannel up = connectAsCoordinator()) {
             int seqs = 4;
             long step = 0;
             long before = 0;
@@ -214,7 +234,7 @@ class StageRuntimeTest {
                 }
                 for (int pos = 0; pos < 200; pos++) {
                     for (int s = 0; s < seqs; s++) {
-                        FrameIo.writeFully(up, out, 0, tokensFrame(++step, round * seqs + s, pos, 50 + pos % 100));
+                        up.write(out, tokensFrame(++step, round * seqs + s, pos, 50 + pos % 100));
                         assertEquals(MessageType.LOGITS, read(downstream));
                         measured += round >= rounds - 2 ? 1 : 0;
                     }
@@ -223,7 +243,7 @@ class StageRuntimeTest {
                 for (int s = 0; s < seqs; s++) {
                     ended[s] = round * seqs + s;
                 }
-                FrameIo.writeFully(up, out, 0, FrameEncoder.encodeEndSequence(outBuf, 0, ++step, 0, ended, 0, seqs));
+                up.write(out, FrameEncoder.encodeEndSequence(outBuf, 0, ++step, 0, ended, 0, seqs));
                 assertEquals(MessageType.END_SEQUENCE, read(downstream));
             }
             long perFrame = (allocated(mx, ids) - before) / measured;

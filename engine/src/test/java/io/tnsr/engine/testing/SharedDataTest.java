@@ -5,7 +5,9 @@ import org.opentest4j.AssertionFailedError;
 import org.opentest4j.TestAbortedException;
 
 import java.nio.file.Files;
+import java.nio.file.Path;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -25,9 +27,17 @@ class SharedDataTest {
         assertTrue(t.getMessage().contains("no/such/file.gguf") && t.getMessage().contains("shared"), t.getMessage());
     }
 
+    /** The data beside this checkout is the one found (skipped when there is none here, failed in CI). */
     @Test
-    void findsTheReadme() {
-        SharedData.root().ifPresent(r -> assertTrue(Files.isDirectory(r)));
-        SharedData.find("README.md").ifPresent(p -> assertTrue(Files.isRegularFile(p)));
+    void findsTheSharedDataBesideTheRepository() {
+        Path readme = SharedData.path("README.md");
+        assertTrue(Files.isRegularFile(readme), readme::toString);
+        assertEquals(SharedData.root().orElseThrow(), readme.getParent());
+        String repo = System.getenv("TNSR_REPO_ROOT");
+        if (repo != null && !repo.isBlank()) {
+            assertEquals(Path.of(repo).toAbsolutePath().normalize().resolveSibling("shared"), readme.getParent(),
+                    "shared/ beside the repository comes first");
+        }
+        assertTrue(Files.isDirectory(SharedData.path("models")), "the models are there too");
     }
 }

@@ -1,19 +1,29 @@
 package io.tnsr.engine.testing;
 
-import io.tnsr.engine.util.JsonParser;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectReader;
+import io.tnsr.engine.util.Jackson;
+import java.io.UncheckedIOException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
-/** JSON for test data (the golden files), read with the engine's own {@link JsonParser}. */
+/** JSON for test data (the golden files) and the tools' JSON output, read with the engine's {@link Jackson} mapper. */
 public final class TestJson {
+    /** Every JSON integer read as a Long, so that tests compare numbers of one type. */
+    private static final ObjectReader INTEGERS_AS_LONGS = Jackson.MAPPER.reader().with(DeserializationFeature.USE_LONG_FOR_INTS);
+
     private TestJson() {
     }
 
     public static Object parse(String text) {
-        return JsonParser.parse(text);
+        try {
+            return INTEGERS_AS_LONGS.readValue(text, Object.class);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     public static Object read(Path file) throws IOException {
@@ -25,7 +35,7 @@ public final class TestJson {
         List<?> l = (List<?>) list;
         int[] r = new int[l.size()];
         for (int k = 0; k < r.length; k++) {
-            r[k] = Math.toIntExact((Long) l.get(k));
+            r[k] = Math.toIntExact(((Number) l.get(k)).longValue());
         }
         return r;
     }

@@ -1,6 +1,6 @@
 package io.tnsr.perf.engine;
 
-import io.tnsr.engine.cli.ChildJvm;
+import io.tnsr.engine.process.ChildJvm;
 import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.forward.LayerRange;
 import io.tnsr.engine.gguf.GgmlType;
@@ -26,8 +26,9 @@ import picocli.CommandLine.Option;
  * {@code tools/engine-bench}: single-process, single-thread decode and prefill speed of the engine on a
  * synthetic model, printed as a table. Each figure is the median of several timed repeats after a warm-up,
  * with the spread (min..max), beside the physical ceiling of the workload (from two probes run in the same
- * JVM: streaming read bandwidth and FMA peak, see {@link Probes}), llama.cpp's figure on the same shape (the
- * issue's, or measured here and read with {@code --llama-cpp}, see {@link LlamaCppFigures}) and the target ratio,
+ * JVM: streaming read bandwidth and FMA peak, see {@link Probes}), llama.cpp's figure on the same shape (fixed
+ * figures from another host, or measured here and read with {@code --llama-cpp}, see {@link LlamaCppFigures}) and
+ * the target ratio,
  * and the bytes allocated per token (0 in steady state).
  */
 @Command(name = "engine-bench", mixinStandardHelpOptions = true, sortOptions = false,
@@ -73,7 +74,7 @@ public final class EngineBench implements Callable<Integer> {
 
     @Option(names = "--fork", negatable = true, defaultValue = "true", fallbackValue = "true",
             description = {"Measure each weight type in a JVM of its own, as a stage runs one model per process (default)."
-                    + " --no-fork: every type in this one JVM, where a type measured after others can lose up to 12%"
+                    + " --no-fork: every type in this one JVM, where a type measured after others can lose up to 12%%"
                     + " to the JIT profiles they left in the Vector API's shared code (Q4_0 decode 235 vs 268 tokens/s)."})
     boolean fork;
 
@@ -92,7 +93,7 @@ public final class EngineBench implements Callable<Integer> {
     private static final long CHILD_TIMEOUT_MINUTES = 60;
 
     /** llama.cpp (CPU build, -march=native, 1 thread) on the same stories110M shape, measured once on another AMD EPYC host. */
-    private static final Map<GgmlType, Map<String, LlamaCppFigures.Range>> ISSUE_FIGURES = Map.of( // workload -> tokens/s
+    private static final Map<GgmlType, Map<String, LlamaCppFigures.Range>> REFERENCE_FIGURES = Map.of( // workload -> tokens/s
             GgmlType.F32, Map.of("decode1", new LlamaCppFigures.Range(71, 76), "prefill128", new LlamaCppFigures.Range(670, 670),
                     "decode8", new LlamaCppFigures.Range(231, 231), "decode16", new LlamaCppFigures.Range(339, 339)),
             GgmlType.Q8_0, Map.of("decode1", new LlamaCppFigures.Range(216, 225)),
@@ -198,7 +199,7 @@ public final class EngineBench implements Callable<Integer> {
         GgmlType type = spec.type();
         // workload key -> llama.cpp's tokens/s: from --llama-cpp, else the fixed figures (measured on stories110M only)
         Map<String, LlamaCppFigures.Range> llamaCpp = measured.getOrDefault(type,
-                preset.equalsIgnoreCase("stories110M") ? ISSUE_FIGURES.getOrDefault(type, Map.of()) : Map.of());
+                preset.equalsIgnoreCase("stories110M") ? REFERENCE_FIGURES.getOrDefault(type, Map.of()) : Map.of());
         try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
             LlamaConfig c = LlamaConfig.fromGguf(file);
             Work work = Work.of(file, c);

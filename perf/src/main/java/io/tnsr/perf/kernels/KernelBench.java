@@ -1,7 +1,8 @@
 package io.tnsr.perf.kernels;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.tnsr.engine.gguf.GgmlType;
-import io.tnsr.engine.util.JsonParser;
+import io.tnsr.engine.util.Jackson;
 import io.tnsr.perf.JmhUnits;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -54,15 +55,14 @@ public final class KernelBench implements Callable<Integer> {
     public Integer call() throws Exception {
         List<Row> rows = new ArrayList<>();
         if (fromJson != null) {
-            for (Object o : (List<?>) JsonParser.parse(Files.readString(fromJson))) {
-                Map<?, ?> r = (Map<?, ?>) o;
-                if (!String.valueOf(r.get("benchmark")).endsWith("KernelBenchmark.matmul")) {
+            for (JsonNode r : Jackson.MAPPER.readTree(fromJson.toFile())) {
+                if (!r.path("benchmark").asText().endsWith("KernelBenchmark.matmul")) {
                     continue;
                 }
-                Map<?, ?> p = (Map<?, ?>) r.get("params");
-                Map<?, ?> m = (Map<?, ?>) r.get("primaryMetric");
-                rows.add(new Row((String) p.get("type"), (String) p.get("shape"), Integer.parseInt((String) p.get("tokens")),
-                        ((Number) m.get("score")).doubleValue() * JmhUnits.nanosPer((String) m.get("scoreUnit"))));
+                JsonNode p = r.path("params");
+                JsonNode m = r.path("primaryMetric");
+                rows.add(new Row(p.path("type").asText(), p.path("shape").asText(), Integer.parseInt(p.path("tokens").asText()),
+                        m.path("score").asDouble() * JmhUnits.nanosPer(m.path("scoreUnit").asText())));
             }
         } else {
             List<String> supported = new ArrayList<>();

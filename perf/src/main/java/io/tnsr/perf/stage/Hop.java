@@ -1,6 +1,6 @@
 package io.tnsr.perf.stage;
 
-import io.tnsr.engine.net.FrameIo;
+import io.tnsr.wire.FrameChannel;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
@@ -12,7 +12,7 @@ import net.openhft.affinity.Affinity;
 /**
  * A loopback TCP ping-pong between the benchmark thread and an echo thread, each side moving frames through an
  * {@link Endpoint}. One round trip ({@link #roundTrip()}) is two one-way hops: benchmark thread to echo thread
- * and back. Sockets are blocking, with TCP_NODELAY ({@link FrameIo#tune}), as between stages.
+ * and back. Sockets are blocking, with TCP_NODELAY ({@link FrameChannel#tune}), as between stages.
  */
 public final class Hop implements AutoCloseable {
 
@@ -48,13 +48,13 @@ public final class Hop implements AutoCloseable {
         CompletableFuture<SocketChannel> accepted = CompletableFuture.supplyAsync(() -> {
             try {
                 SocketChannel ch = server.accept();
-                FrameIo.tune(ch);
+                FrameChannel.tune(ch);
                 return ch;
             } catch (IOException e) {
                 throw new IllegalStateException(e);
             }
         });
-        client = FrameIo.connect("127.0.0.1", port, 5000);
+        client = FrameChannel.connect("127.0.0.1", port, 5000, 0);
         SocketChannel echoSide = accepted.get(10, TimeUnit.SECONDS);
         echo = new Thread(() -> {
             try (SocketChannel ch = echoSide) {

@@ -21,7 +21,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * trip = two one-way hops, so one hop is half the reported time.
  * <ul>
  * <li>{@code path = raw}: the floor, the same number of bytes with plain channel read/write loops;</li>
- * <li>{@code path = stage}: both ends move frames with the stage's own code ({@link StageEndpoint}: FrameIo,
+ * <li>{@code path = stage}: both ends move frames with the stage's own code ({@link StageEndpoint}: FrameChannel,
  * FrameValidator, an off-heap slot, trace stamp and hop histogram).</li>
  * </ul>
  * The difference is the stage's own overhead per hop. Sample mode: the perf gate uses the median (p0.50).

@@ -1,9 +1,8 @@
 package io.tnsr.perf.stage;
 
 import io.tnsr.engine.metrics.LatencyMetric;
-import io.tnsr.engine.net.FrameIo;
-import io.tnsr.engine.stage.FrameReader;
 import io.tnsr.engine.stage.FrameSlot;
+import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameFormatException;
 import io.tnsr.wire.FrameHeader;
@@ -15,16 +14,19 @@ import java.nio.channels.SocketChannel;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
- * One side of a hop moving frames the way a stage does, with the stage's own code: receiving with the inbound
- * thread's {@link FrameReader} into a ring {@link FrameSlot} (header, validation, rest, trailer, one-way latency
- * from the trace stamp into a {@link LatencyMetric}); sending as {@code OutboundSender} does (stamp the trace
- * field, one gathering {@link FrameIo#writeFully} of the empty error region and the frame), from the same slot.
+ * One side of a hop moving frames the way a stage does, with the stage's own code: receiving as the inbound
+ * thread does ({@link FrameSlot#receive} through a {@link FrameChannel}: header, validation, rest, trailer, one-way
+ * latency from the trace stamp into a {@link LatencyMetric}) into a ring slot; sending as {@code OutboundSender}
+ * does (stamp the trace field, one gathering {@link FrameChannel#write} of the empty error region and the frame),
+ * from the same slot.
  * The frame is an ACTIVATIONS [rows, width] frame with a one-entry sequence table and a trace stamp, as stages
  * send (16 KiB of payload for [4, 1024]).
  */
 public class StageEndpoint implements Hop.Endpoint {
     private final FrameSlot frame;
-    private final FrameReader reader;
+    private final LatencyMetric hop = new LatencyMetric("hop", "one-way hop");
+    private SocketChannel socket;
+    private FrameChannel channel;
     protected final ByteBuffer slotBytes;
     protected final UnsafeBuffer slot;
     private final ByteBuffer errorBytes = ByteBuffer.allocateDirect(4096).order(ByteOrder.LITTLE_ENDIAN);
@@ -36,7 +38,6 @@ public class StageEndpoint implements Hop.Endpoint {
         int capacity = FrameHeader.HEADER_LENGTH + payload + FrameHeader.MAX_SEQUENCE_COUNT * FrameHeader.SEQUENCE_ENTRY_LENGTH
                 + FrameHeader.TRACE_LENGTH;
         frame = new FrameSlot(capacity);
-        reader = new FrameReader(capacity, new LatencyMetric("hop", "one-way hop"));
         slotBytes = frame.bytes();
         slot = frame.buffer();
         FrameEncoder.encodeHeader(slot, 0, io.tnsr.wire.MessageType.ACTIVATIONS, 1, 0, FrameHeader.FLAG_TRACE, 1, 2,
@@ -57,13 +58,22 @@ public class StageEndpoint implements Hop.Endpoint {
     @Override
     public void send(SocketChannel ch) throws IOException {
         FrameEncoder.stampTrace(slot, 0, System.nanoTime());
-        FrameIo.writeFully(ch, gather, 0, length);
+        channel(ch).write(gather, 0, length);
+    }
+
+    /** The frame channel over {@code ch}, made once per connection. */
+    protected FrameChannel channel(SocketChannel ch) {
+        if (ch != socket) {
+            socket = ch;
+            channel = new FrameChannel(ch, "the other end of the hop", FrameHeader.DEFAULT_MAX_FRAME_SIZE);
+        }
+        return channel;
     }
 
     @Override
     public boolean receive(SocketChannel ch) throws IOException {
         try {
-            if (!reader.read(ch, frame)) {
+            if (!frame.receive(channel(ch), hop)) {
                 return false;
             }
         } catch (FrameFormatException e) {

@@ -1,15 +1,15 @@
 package io.tnsr.perf.stage;
 
-import io.tnsr.engine.net.FrameIo;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.stage.StageOptions;
 import io.tnsr.engine.stage.StageRuntime;
 import io.tnsr.engine.synth.ModelCache;
 import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameFormatException;
 import io.tnsr.wire.FrameHeader;
-import io.tnsr.wire.FrameValidator;
+import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
@@ -67,8 +67,8 @@ public class StageLoopBenchmark {
     private StageRuntime stage;
     private Path metrics;
     private ServerSocketChannel downstreamServer;
-    private SocketChannel downstream;
-    private SocketChannel upstream;
+    private FrameChannel downstream;
+    private FrameChannel upstream;
     private final ByteBuffer in = ByteBuffer.allocateDirect(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
     private final UnsafeBuffer inBuf = new UnsafeBuffer(in);
     private final ByteBuffer out = ByteBuffer.allocateDirect(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
@@ -84,18 +84,19 @@ public class StageLoopBenchmark {
         ModelSpec spec = ModelSpec.tiny();
         Path model = ModelCache.get(spec);
         metrics = Files.createTempDirectory("tnsr-perf-stage");
-        stage = new StageRuntime(new StageOptions(model, 0, 1, 0, spec.layers(), "127.0.0.1", 0, 16, 1 << 20, 32, 8,
-                WaitMode.parse(wait), -1, 4096, metrics, 0));
+        stage = new StageRuntime(StageOptions.builder(model, 0, spec.layers()).ringSize(16).maxFrameBytes(1 << 20)
+                .frameLimits(32, 8).wait(WaitMode.parse(wait), -1).kvCacheTokens(4096).metricsDir(metrics).build());
         int port = stage.listen();
         downstreamServer = ServerSocketChannel.open();
         downstreamServer.bind(new InetSocketAddress("127.0.0.1", 0));
         int dport = ((InetSocketAddress) downstreamServer.getLocalAddress()).getPort();
-        CompletableFuture<SocketChannel> accepted = CompletableFuture.supplyAsync(() -> {
+        CompletableFuture<FrameChannel> accepted = CompletableFuture.supplyAsync(() -> {
             try {
-                SocketChannel ch = downstreamServer.accept();
-                FrameIo.tune(ch);
-                FrameIo.readHello(ch, 1 << 20);
-                FrameIo.sendHello(ch, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 1, 1,
+                SocketChannel socket = downstreamServer.accept();
+                FrameChannel.tune(socket);
+                FrameChannel ch = new FrameChannel(socket, "the stage's downstream", 1 << 20);
+                ch.readHello(10_000);
+                ch.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 1, 1,
                         spec.layers(), spec.layers(), spec.dim(), 0));
                 return ch;
             } catch (IOException e) {
@@ -105,10 +106,10 @@ public class StageLoopBenchmark {
         stage.connectDownstream("127.0.0.1", dport, 10_000);
         downstream = accepted.get(10, TimeUnit.SECONDS);
         stage.start();
-        upstream = FrameIo.connect("127.0.0.1", port, 5000);
-        FrameIo.sendHello(upstream, new FrameIo.Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, 1, 0, 0,
+        upstream = new FrameChannel(FrameChannel.connect("127.0.0.1", port, 5000, 0), "the stage", 1 << 20);
+        upstream.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, 1, 0, 0,
                 spec.dim(), 32));
-        FrameIo.readHello(upstream, 1 << 20);
+        upstream.readHello(10_000);
     }
 
     @TearDown(Level.Trial)
@@ -126,7 +127,7 @@ public class StageLoopBenchmark {
     public long frame() throws IOException, FrameFormatException {
         if (pos == POSITIONS) {
             ended[0] = seq;
-            FrameIo.writeFully(upstream, out, 0, FrameEncoder.encodeEndSequence(outBuf, 0, ++step, 0, ended, 0, 1));
+            upstream.write(out, FrameEncoder.encodeEndSequence(outBuf, 0, ++step, 0, ended, 0, 1));
             expect(MessageType.END_SEQUENCE);
             seq++;
             pos = 0;
@@ -134,17 +135,15 @@ public class StageLoopBenchmark {
         token[0] = 3 + (pos * 31 + seq) % 500;
         int len = FrameEncoder.encodeTokens(outBuf, 0, ++step, 0, token, 0, 1, 1, 0);
         FrameEncoder.putSequenceEntry(outBuf, 0, 0, seq, pos, 1, SequenceTable.WANT_LOGITS);
-        FrameIo.writeFully(upstream, out, 0, len);
+        upstream.write(out, len);
         pos++;
         return expect(MessageType.LOGITS);
     }
 
     private long expect(MessageType type) throws IOException, FrameFormatException {
-        if (!FrameIo.readFully(downstream, in, 0, FrameHeader.HEADER_LENGTH)) {
+        if (downstream.read(in) == FrameChannel.END_OF_STREAM) {
             throw new IOException("the stage closed its downstream connection: " + stage.failure());
         }
-        int len = FrameValidator.validateHeader(inBuf, 0, 0, 0, in.capacity());
-        FrameIo.readFully(downstream, in, FrameHeader.HEADER_LENGTH, len - FrameHeader.HEADER_LENGTH);
         if (FrameHeader.messageTypeCode(inBuf, 0) != type.code()) {
             throw new IOException("expected " + type + " from the stage, got message type " + FrameHeader.messageTypeCode(inBuf, 0));
         }

@@ -1,10 +1,9 @@
 package io.tnsr.perf.wire;
 
 import io.tnsr.wire.FrameEncoder;
-import io.tnsr.wire.FrameHandler;
+import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameHeader;
 import io.tnsr.wire.MessageType;
-import io.tnsr.wire.StreamFrameDecoder;
 import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -19,6 +18,8 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
+import java.nio.ByteBuffer;
+import java.nio.channels.ReadableByteChannel;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -30,10 +31,10 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  * <li>{@code encodeHeaderOnly}: a 56-byte SHUTDOWN header written with {@link FrameEncoder#encodeHeader}.</li>
  * <li>{@code encodeActivation16k}: an ACTIVATIONS [4, 1024] frame: header + copy of the 16 KiB payload.</li>
- * <li>{@code decodeHeaderOnly}, {@code decodeActivation16k}: {@link StreamFrameDecoder#feed} over a prebuilt frame
- * (validate header and trailer, deliver in place) with a handler that reads every header field.</li>
- * <li>{@code decodeActivation16kSplit}: the same frame fed in two halves, so the decoder copies it into its buffer
- * (the path of a frame spanning socket reads).</li>
+ * <li>{@code decodeHeaderOnly}, {@code decodeActivation16k}: {@link FrameChannel#read} of a prebuilt frame from an
+ * in-memory channel into a slot (read 56 bytes, validate the header, read the rest, validate the trailer: a stage's
+ * inbound path with the socket's copy but without the kernel), then every header field read.</li>
+ * <li>{@code decodeActivation16kSplit}: the same frame arriving in two reads of half each.</li>
  * </ul>
  * Not final: JMH generates subclasses of benchmark classes.
  */
@@ -53,12 +54,20 @@ public class CodecBenchmark
     private UnsafeBuffer headerOnlyFrame;
     private UnsafeBuffer activationFrame;
     private int activationFrameLength;
-    private StreamFrameDecoder decoder;
+    private Replay headerOnlyStream;
+    private Replay activationStream;
+    private Replay splitStream;
+    private FrameChannel headerOnlyChannel;
+    private FrameChannel activationChannel;
+    private FrameChannel splitChannel;
+    private ByteBuffer slot;
+    private UnsafeBuffer slotView;
     private FieldReader reader;
     private long step;
+    private final FrameHeader header = new FrameHeader();
 
     /** Reads every header field of each frame, as a consumer would, into a sum JMH can consume. */
-    static final class FieldReader implements FrameHandler
+    static final class FieldReader implements FrameVisitor
     {
         long sum;
 
@@ -89,7 +98,14 @@ public class CodecBenchmark
         FrameEncoder.encodeShutdown(headerOnlyFrame, 0, 1, 0);
         activationFrame = new UnsafeBuffer(BufferUtil.allocateDirectAligned(64 * 1024, 64));
         activationFrameLength = FrameEncoder.encodeActivations(activationFrame, 0, 7, 1, activations, 0, ROWS, HIDDEN, 0, 0);
-        decoder = new StreamFrameDecoder();
+        headerOnlyStream = new Replay(headerOnlyFrame, FrameHeader.HEADER_LENGTH, FrameHeader.HEADER_LENGTH);
+        activationStream = new Replay(activationFrame, activationFrameLength, activationFrameLength);
+        splitStream = new Replay(activationFrame, activationFrameLength, activationFrameLength / 2);
+        headerOnlyChannel = FrameChannel.reading(headerOnlyStream, "header-only frames", FrameHeader.DEFAULT_MAX_FRAME_SIZE);
+        activationChannel = FrameChannel.reading(activationStream, "16 KiB frames", FrameHeader.DEFAULT_MAX_FRAME_SIZE);
+        splitChannel = FrameChannel.reading(splitStream, "16 KiB frames in halves", FrameHeader.DEFAULT_MAX_FRAME_SIZE);
+        slot = BufferUtil.allocateDirectAligned(64 * 1024, 64);
+        slotView = new UnsafeBuffer(slot);
         reader = new FieldReader();
     }
 
@@ -109,32 +125,91 @@ public class CodecBenchmark
     @Benchmark
     public long decodeHeaderOnly() throws Exception
     {
-        decoder.feed(headerOnlyFrame, 0, FrameHeader.HEADER_LENGTH, reader);
-        return reader.sum;
+        headerOnlyStream.rewind();
+        return decode(headerOnlyChannel, reader);
     }
 
     @Benchmark
     public long decodeActivation16k() throws Exception
     {
-        decoder.feed(activationFrame, 0, activationFrameLength, reader);
-        return reader.sum;
+        return decodeActivation16k(reader);
     }
 
     /**
-     * Feeds the 16 KiB ACTIVATIONS frame to this state's decoder with another handler: for benchmarks that take
-     * this class as their state (the perf gate's injected regressions).
+     * Reads the 16 KiB ACTIVATIONS frame through this state's channel and passes it to {@code visitor}: for benchmarks
+     * that take this class as their state (the perf gate's injected regressions).
      */
-    public void decodeActivation16k(final FrameHandler handler) throws Exception
+    public long decodeActivation16k(final FrameVisitor visitor) throws Exception
     {
-        decoder.feed(activationFrame, 0, activationFrameLength, handler);
+        activationStream.rewind();
+        return decode(activationChannel, visitor);
     }
 
     @Benchmark
     public long decodeActivation16kSplit() throws Exception
     {
-        final int half = activationFrameLength / 2;
-        decoder.feed(activationFrame, 0, half, reader);
-        decoder.feed(activationFrame, half, activationFrameLength - half, reader);
-        return reader.sum;
+        splitStream.rewind();
+        return decode(splitChannel, reader);
+    }
+
+    private long decode(final FrameChannel channel, final FrameVisitor visitor) throws Exception
+    {
+        final int length = channel.read(slot);
+        visitor.onFrame(slotView, 0, header.wrap(slotView, 0));
+        return length + reader.sum;
+    }
+
+    /** Told of each frame read. */
+    @FunctionalInterface
+    public interface FrameVisitor
+    {
+        void onFrame(DirectBuffer buffer, int offset, FrameHeader header);
+    }
+
+    /** One prebuilt frame, served again after each {@link #rewind()}, at most {@code chunk} bytes per read. */
+    static final class Replay implements ReadableByteChannel
+    {
+        private final ByteBuffer frame;
+        private final int length;
+        private final int chunk;
+        private int position;
+
+        Replay(final UnsafeBuffer frame, final int length, final int chunk)
+        {
+            this.frame = frame.byteBuffer().duplicate();
+            this.length = length;
+            this.chunk = chunk;
+            this.position = length;
+        }
+
+        void rewind()
+        {
+            position = 0;
+        }
+
+        @Override
+        public int read(final ByteBuffer dst)
+        {
+            if (position == length)
+            {
+                return -1;
+            }
+            final int n = Math.min(dst.remaining(), Math.min(chunk - position % chunk, length - position));
+            dst.put(dst.position(), frame, position, n);
+            dst.position(dst.position() + n);
+            position += n;
+            return n;
+        }
+
+        @Override
+        public boolean isOpen()
+        {
+            return true;
+        }
+
+        @Override
+        public void close()
+        {
+        }
     }
 }

@@ -1,7 +1,6 @@
 package io.tnsr.perf.gate.injected;
 
 import io.tnsr.perf.wire.CodecBenchmark;
-import io.tnsr.wire.FrameHandler;
 import io.tnsr.wire.FrameHeader;
 import io.tnsr.wire.MessageType;
 import java.util.concurrent.TimeUnit;
@@ -33,7 +32,7 @@ public class InjectedAllocatingCodec {
 
     /** Keeps the last record, so the allocation cannot be optimized away. */
     @State(Scope.Thread)
-    public static class Handler implements FrameHandler {
+    public static class Handler implements CodecBenchmark.FrameVisitor {
         DecodedFrame last;
 
         @Override

@@ -1,6 +1,5 @@
 package io.tnsr.perf.gate.injected;
 
-import io.tnsr.engine.net.FrameIo;
 import io.tnsr.perf.stage.Hop;
 import io.tnsr.perf.stage.HopBenchmark;
 import io.tnsr.perf.stage.StageEndpoint;
@@ -55,7 +54,7 @@ public class InjectedCopyingHop {
             slot.getBytes(0, heap, 0, length);
             staging.clear();
             staging.put(heap, 0, length);
-            FrameIo.writeFully(ch, gather, 0, length);
+            channel(ch).write(gather, 0, length);
         }
     }
 

@@ -1,6 +1,7 @@
-package io.tnsr.wire;
+package io.tnsr.engine.cli;
 
-import io.tnsr.wire.cli.TnsrDump;
+import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.FrameStreams;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -61,13 +62,13 @@ class TnsrDumpTest
 
     private static byte[] tokens()
     {
-        return new TestStreams.Builder().tokens(3, 1, new int[] {10, 20, 30}, 0).bytes(); // 68 bytes
+        return new FrameStreams.Builder().tokens(3, 1, new int[] {10, 20, 30}, 0).bytes(); // 68 bytes
     }
 
     @Test
     void validStreamFromStdinAndFromFile() throws Exception
     {
-        final byte[] stream = TestStreams.everyType();
+        final byte[] stream = FrameStreams.example();
         final Run r = run(stream);
         assertEquals(0, r.status, r::toString);
         assertEquals("", r.err);
@@ -105,7 +106,7 @@ class TnsrDumpTest
     {
         final int[] ids = new int[100];
         Arrays.setAll(ids, i -> i);
-        final Run r = run(new TestStreams.Builder().tokens(1, 0, ids, 0).bytes(), "--max-ids", "3");
+        final Run r = run(new FrameStreams.Builder().tokens(1, 0, ids, 0).bytes(), "--max-ids", "3");
         assertEquals(0, r.status);
         assertTrue(r.out.contains(" ids=[0,1,2,...+97 more]"), r.out);
     }
@@ -157,14 +158,14 @@ class TnsrDumpTest
     void truncatedHeader()
     {
         final Run r = malformed(Arrays.copyOf(concat(tokens(), tokens()), 68 + 30), 1, 68 + 30, "TRUNCATED_HEADER");
-        assertTrue(r.err.contains("stream ended after 30 of the 56 header bytes"), r.err);
+        assertTrue(r.err.contains("stream from the input ended after 30 of the 56 header bytes"), r.err);
     }
 
     @Test
     void truncatedPayload()
     {
         final Run r = malformed(Arrays.copyOf(concat(tokens(), tokens()), 68 + 60), 1, 68 + 60, "TRUNCATED_PAYLOAD");
-        assertTrue(r.err.contains("stream ended after 60 of the 68 frame bytes (TOKENS, payload_len 12, 0 sequence entries)"), r.err);
+        assertTrue(r.err.contains("stream from the input ended after 60 of the 68 frame bytes (TOKENS, payload_len 12, 0 sequence entries)"), r.err);
     }
 
     @Test
@@ -214,10 +215,11 @@ class TnsrDumpTest
         final Path file = dir.resolve("example.tnsr");
         final Run w = run(new byte[0], "--write-example", file.toString());
         assertEquals(0, w.status, w::toString);
-        assertTrue(w.out.startsWith("wrote 7 frames ("), w.out);
+        assertTrue(w.out.startsWith("wrote an example stream of every message type (" + FrameStreams.example().length + " bytes)"), w.out);
         final Run r = run(new byte[0], file.toString());
         assertEquals(0, r.status, r::toString);
-        assertEquals(7, r.lines().length, r.out);
-        assertTrue(r.lines()[1].contains("TOKENS") && r.lines()[1].contains("trace=123456789"), r.out);
+        assertEquals(run(FrameStreams.example()), r, "the example stream, as dumped from stdin");
+        assertEquals(12, r.lines().length, r.out);
+        assertTrue(r.lines()[2].contains("TOKENS") && r.lines()[2].contains("trace=1000000156"), r.out);
     }
 }

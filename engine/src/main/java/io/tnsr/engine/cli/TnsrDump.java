@@ -1,16 +1,16 @@
-package io.tnsr.wire.cli;
+package io.tnsr.engine.cli;
 
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.ErrorPayload;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameFormatException;
-import io.tnsr.wire.FrameHandler;
+import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.FrameStreams;
 import io.tnsr.wire.FramePayload;
 import io.tnsr.wire.HelloPayload;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
-import io.tnsr.wire.StreamFrameDecoder;
 import org.agrona.DirectBuffer;
 import org.agrona.ExpandableArrayBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -26,6 +26,8 @@ import java.io.OutputStream;
 import java.io.OutputStreamWriter;
 import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
@@ -63,7 +65,7 @@ public final class TnsrDump implements Callable<Integer>
 {
     static final int EXIT_OK = 0;
     static final int EXIT_BAD = 2;
-    private static final int CHUNK_SIZE = 64 * 1024;
+    private static final int INITIAL_FRAME_BUFFER = 64 * 1024;
 
     @Option(names = "--max-frame-size", paramLabel = "BYTES",
         description = "Largest total frame length accepted (default: ${DEFAULT-VALUE} = 64 MiB; " +
@@ -178,18 +180,26 @@ public final class TnsrDump implements Callable<Integer>
 
     private int dump(final InputStream in) throws IOException
     {
-        final StreamFrameDecoder decoder = new StreamFrameDecoder(maxFrameSize);
-        final Printer printer = new Printer(decoder, out, maxIds);
-        final byte[] chunk = new byte[CHUNK_SIZE];
-        final UnsafeBuffer chunkBuffer = new UnsafeBuffer(chunk);
+        final FrameChannel frames = FrameChannel.reading(Channels.newChannel(in), "the input", maxFrameSize);
+        final Printer printer = new Printer(out, maxIds);
+        final FrameHeader header = new FrameHeader();
+        ByteBuffer frame = ByteBuffer.allocate(Math.min(INITIAL_FRAME_BUFFER, maxFrameSize)).order(FrameHeader.ORDER);
+        final UnsafeBuffer view = new UnsafeBuffer(frame);
         try
         {
-            int n;
-            while ((n = in.read(chunk)) >= 0)
+            int length;
+            while ((length = frames.readHeader(frame)) != FrameChannel.END_OF_STREAM)
             {
-                decoder.feed(chunkBuffer, 0, n, printer);
+                if (length > frame.capacity())
+                {
+                    final ByteBuffer larger = ByteBuffer.allocate(length).order(FrameHeader.ORDER);
+                    larger.put(0, frame, 0, FrameHeader.HEADER_LENGTH);
+                    frame = larger;
+                    view.wrap(frame);
+                }
+                frames.readRest(frame);
+                printer.print(view, 0, header.wrap(view, 0), frames.frameIndex(), frames.frameStreamOffset());
             }
-            decoder.endOfStream();
             return EXIT_OK;
         }
         catch (final FrameFormatException ex)
@@ -209,17 +219,16 @@ public final class TnsrDump implements Callable<Integer>
 
     private int writeExample(final Path target)
     {
-        final ExpandableArrayBuffer buf = new ExpandableArrayBuffer(4096);
-        final int length = ExampleStream.write(buf);
+        final byte[] example = FrameStreams.example();
         try
         {
-            Files.write(target, java.util.Arrays.copyOf(buf.byteArray(), length));
+            Files.write(target, example);
         }
         catch (final IOException ex)
         {
             return ioError("cannot write " + target + ": " + ex.getMessage());
         }
-        out.println("wrote " + ExampleStream.FRAME_COUNT + " frames (" + length + " bytes) to " + target);
+        out.println("wrote an example stream of every message type (" + example.length + " bytes) to " + target);
         return EXIT_OK;
     }
 
@@ -229,28 +238,26 @@ public final class TnsrDump implements Callable<Integer>
     }
 
     /** Formats one line per frame; reuses one StringBuilder. */
-    static final class Printer implements FrameHandler
+    static final class Printer
     {
-        private final StreamFrameDecoder decoder;
         private final PrintWriter out;
         private final int maxIds;
         private final StringBuilder line = new StringBuilder(256);
 
-        Printer(final StreamFrameDecoder decoder, final PrintWriter out, final int maxIds)
+        Printer(final PrintWriter out, final int maxIds)
         {
-            this.decoder = decoder;
             this.out = out;
             this.maxIds = maxIds;
         }
 
-        @Override
-        public void onFrame(final DirectBuffer buf, final int off, final FrameHeader header)
+        /** Prints the frame at {@code (buf, off)}, the {@code index}-th of the stream, starting at byte {@code offset}. */
+        void print(final DirectBuffer buf, final int off, final FrameHeader header, final long index, final long offset)
         {
             final StringBuilder sb = line;
             sb.setLength(0);
             final MessageType type = header.messageType();
             final int rank = header.rank();
-            sb.append('#').append(decoder.frameIndex()).append(" @").append(decoder.frameStreamOffset())
+            sb.append('#').append(index).append(" @").append(offset)
                 .append(' ').append(type.printName())
                 .append(" step=").append(Long.toUnsignedString(header.stepId()))
                 .append(" mb=").append(Integer.toUnsignedString(header.microBatchId()))
@@ -362,49 +369,6 @@ public final class TnsrDump implements Callable<Integer>
                     sb.append(c);
                 }
             }
-        }
-    }
-
-    /** The sample stream of {@code --write-example}: one frame of each type. */
-    static final class ExampleStream
-    {
-        static final int FRAME_COUNT = 7;
-
-        private ExampleStream()
-        {
-        }
-
-        static int write(final ExpandableArrayBuffer buf)
-        {
-            int off = 0;
-            off += FrameEncoder.encodeHello(buf, off, 0, HelloPayload.ROLE_COORDINATOR, 0, 2, 0, 0, 64, 256);
-
-            // Two sequences in one TOKENS frame: seq 7 prefill of 3 tokens, seq 9 decode of 1 token.
-            final int tokens = off;
-            off += FrameEncoder.encodeTokens(buf, off, 1, 0, new int[] {1, 403, 407, 1171}, 0, 4, 2, FrameHeader.FLAG_TRACE);
-            FrameEncoder.putSequenceEntry(buf, tokens, 0, 7, 0, 3, SequenceTable.WANT_LOGITS);
-            FrameEncoder.putSequenceEntry(buf, tokens, 1, 9, 12, 1, SequenceTable.WANT_LOGITS);
-            FrameEncoder.stampTrace(buf, tokens, 123_456_789L);
-
-            final UnsafeBuffer values = new UnsafeBuffer(new byte[4 * 16]);
-            for (int i = 0; i < 16; i++)
-            {
-                values.putFloat(4 * i, i * 0.25f, FrameHeader.ORDER);
-            }
-            final int acts = off;
-            off += FrameEncoder.encodeActivations(buf, off, 1, 0, values, 0, 4, 4, 2, 0);
-            FrameEncoder.putSequenceEntry(buf, acts, 0, 7, 0, 3, SequenceTable.WANT_LOGITS);
-            FrameEncoder.putSequenceEntry(buf, acts, 1, 9, 12, 1, SequenceTable.WANT_LOGITS);
-
-            final int logits = off;
-            off += FrameEncoder.encodeLogits(buf, off, 1, 0, values, 0, 2, 8, 2, 0);
-            FrameEncoder.putSequenceEntry(buf, logits, 0, 7, 0, 3, SequenceTable.WANT_LOGITS);
-            FrameEncoder.putSequenceEntry(buf, logits, 1, 9, 12, 1, SequenceTable.WANT_LOGITS);
-
-            off += FrameEncoder.encodeError(buf, off, 2, 1, ErrorCode.OUT_OF_KV_CACHE, 9, "no free KV-cache block for seq 9");
-            off += FrameEncoder.encodeEndSequence(buf, off, 3, 0, new int[] {7, 9}, 0, 2);
-            off += FrameEncoder.encodeShutdown(buf, off, 4, 0);
-            return off;
         }
     }
 }

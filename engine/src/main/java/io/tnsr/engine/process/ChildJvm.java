@@ -1,4 +1,4 @@
-package io.tnsr.engine.cli;
+package io.tnsr.engine.process;
 
 import java.lang.management.ManagementFactory;
 import java.nio.file.Paths;

@@ -1,6 +1,5 @@
-package io.tnsr.engine.testing;
+package io.tnsr.engine.cli;
 
-import io.tnsr.engine.cli.Cli;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

@@ -1,0 +1,49 @@
+package io.tnsr.engine.generate;
+
+import io.tnsr.engine.sampling.Sampler;
+
+/**
+ * Chooses a sequence's next token from its logits row: sample, let the sequence accept it, tell the listener. The one
+ * place where tokens are chosen, for the in-process {@link Generator} and for the pipeline's scheduler alike, so both
+ * give the same tokens for the same logits. Allocates nothing.
+ */
+public final class TokenChooser {
+    /** {@link #choose} bit: the token was kept (added to the text; a stopping EOS or BOS is not). */
+    public static final int KEPT = 1;
+    /** {@link #choose} bit: it was the sequence's first chosen token, kept or not. */
+    public static final int FIRST = 2;
+    /** {@link #choose} bit: the sequence is finished (stop token, token limit or context full). */
+    public static final int DONE = 4;
+
+    private final Sampler sampler;
+    private final Generator.Listener listener;
+
+    public TokenChooser(Sampler sampler, Generator.Listener listener) {
+        this.sampler = sampler;
+        this.listener = listener;
+    }
+
+    /**
+     * Samples from {@code logits[offset, offset + vocab)} with the sequence's random state, records the token and, if
+     * it is kept, tells the listener ({@link Generator.Listener#onToken}). The caller ends a finished sequence (frees
+     * its cache, then {@link #finished}).
+     *
+     * @return {@link #KEPT}, {@link #FIRST} and {@link #DONE} bits
+     */
+    public int choose(SequenceState s, float[] logits, int offset, long nowNanos) {
+        int token = sampler.sample(logits, offset, s.randomState());
+        int before = s.generatedCount();
+        boolean done = s.accept(token, nowNanos);
+        int result = before == 0 ? FIRST : 0;
+        if (s.generatedCount() > before) {
+            result |= KEPT;
+            listener.onToken(s, token);
+        }
+        return done ? result | DONE : result;
+    }
+
+    /** Tells the listener that a sequence ended (finished, failed, or refused before it started). */
+    public void finished(SequenceState s) {
+        listener.onFinished(s);
+    }
+}

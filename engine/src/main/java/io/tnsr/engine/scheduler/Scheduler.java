@@ -1,0 +1,421 @@
+package io.tnsr.engine.scheduler;
+
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.generate.TokenChooser;
+import io.tnsr.engine.metrics.LatencyMetric;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.agrona.collections.Int2ObjectHashMap;
+
+/**
+ * Decides, step by step, which sequences run in which micro-batch of a pipeline. No sockets, no threads and no clock
+ * of its own (every call is given the time), so the coordinator's links drive it, and so can a test.
+ *
+ * <p>M micro-batches take turns in the pipeline, each with at most one step in flight. A step carries the next token
+ * of each running member (decode), then prompt chunks of members still prefilling, within the step's row and entry
+ * budget. When a step comes back, each logits row goes to the {@link TokenChooser}; a sequence that finishes or fails
+ * leaves its micro-batch (its id is queued for END_SEQUENCE, so that every stage frees its cache), and the waiting
+ * sequences that are due join the micro-batches not in flight, each to the one with the fewest members: micro-batches
+ * stay balanced, and a sequence submitted while others run joins at the next step of the first micro-batch that
+ * comes back with room.
+ *
+ * <pre>
+ * The calling loop (Coordinator.run):
+ *   submit(seq) ...                                   any time, from any thread
+ *   admit(now, 0); for each mb: compose(mb, step++, now, plan) -> send a TOKENS frame
+ *   while busy():
+ *     nothing in flight: sleep until nextDueNanos(), admit, compose, send
+ *     a frame back for mb: choose(seq, logits row, now) per row, or fail(seq) / failStep(mb)
+ *                          stepDone(mb, now); ended ids -> send END_SEQUENCE; clearEnded()
+ *                          admit(now, mb); compose and send each micro-batch not in flight
+ * </pre>
+ * One thread drives it; only {@link #submit} may be called from others.
+ */
+public final class Scheduler {
+
+    /**
+     * @param microBatches        micro-batches taking turns in the pipeline
+     * @param sequencesPerBatch   most members of one micro-batch
+     * @param maxTokensPerStep    most token rows in one step (the stages' frame budget)
+     * @param maxSequencesPerStep most sequences in one step
+     */
+    public record Limits(int microBatches, int sequencesPerBatch, int maxTokensPerStep, int maxSequencesPerStep) {
+        public Limits {
+            if (microBatches < 1 || sequencesPerBatch < 1 || maxTokensPerStep < 1 || maxSequencesPerStep < 1) {
+                throw new IllegalArgumentException("scheduler limits must all be >= 1: " + microBatches + " micro-batches of "
+                        + sequencesPerBatch + " sequences, steps of " + maxTokensPerStep + " tokens and "
+                        + maxSequencesPerStep + " sequences");
+            }
+        }
+    }
+
+    /** Per-sequence latencies the scheduler records as tokens are chosen. */
+    public record Metrics(LatencyMetric ttft, LatencyMetric tpot, LatencyMetric request) {
+    }
+
+    /** One step as composed: token rows, then one entry per sequence. Reused from step to step. */
+    public static final class Step {
+        private final int[] tokens;
+        private final int[] seqIds;
+        private final int[] positions;
+        private final int[] counts;
+        private final boolean[] wantLogits;
+        private int rows;
+        private int entries;
+        private long id;
+        private int microBatch;
+
+        public Step(Limits limits) {
+            tokens = new int[limits.maxTokensPerStep()];
+            seqIds = new int[limits.maxSequencesPerStep()];
+            positions = new int[limits.maxSequencesPerStep()];
+            counts = new int[limits.maxSequencesPerStep()];
+            wantLogits = new boolean[limits.maxSequencesPerStep()];
+        }
+
+        /** Token ids, {@link #rows()} of them, entry by entry. */
+        public int[] tokens() {
+            return tokens;
+        }
+
+        public int rows() {
+            return rows;
+        }
+
+        public int entries() {
+            return entries;
+        }
+
+        public int seqId(int entry) {
+            return seqIds[entry];
+        }
+
+        /** Position of the entry's first token. */
+        public int position(int entry) {
+            return positions[entry];
+        }
+
+        public int count(int entry) {
+            return counts[entry];
+        }
+
+        /** Whether the pipeline returns a logits row for the entry (its last prompt chunk, or a decode token). */
+        public boolean wantLogits(int entry) {
+            return wantLogits[entry];
+        }
+
+        public long id() {
+            return id;
+        }
+
+        public int microBatch() {
+            return microBatch;
+        }
+
+        private void add(int seqId, int position, int count, boolean logits) {
+            seqIds[entries] = seqId;
+            positions[entries] = position;
+            counts[entries] = count;
+            wantLogits[entries] = logits;
+            entries++;
+            rows += count;
+        }
+    }
+
+    private static final class MicroBatch {
+        final int id;
+        final List<SequenceState> members = new ArrayList<>();
+        long inFlightStep = -1;
+        long sentNanos;
+
+        MicroBatch(int id) {
+            this.id = id;
+        }
+    }
+
+    private final Limits limits;
+    private final TokenChooser chooser;
+    private final Metrics metrics;
+    private final MicroBatch[] batches;
+    private final ConcurrentLinkedQueue<SequenceState> inbox = new ConcurrentLinkedQueue<>();
+    private final ArrayDeque<SequenceState> waiting = new ArrayDeque<>();
+    private final Int2ObjectHashMap<SequenceState> live = new Int2ObjectHashMap<>();
+    private final Int2ObjectHashMap<MicroBatch> batchOf = new Int2ObjectHashMap<>();
+    private int[] ended = new int[64];
+    private int endedCount;
+    private long chosenTokens;
+    private long steps;
+    private int decodeWarmupTokens;
+    private long decodeTokensSeen;   // decode tokens kept so far, warm-up included
+    private long decodeStartNanos;   // when the warm-up ended
+    private long firstDecodeNanos;   // when the step that carried the first decode token was sent
+
+    public Scheduler(Limits limits, TokenChooser chooser, Metrics metrics) {
+        this.limits = limits;
+        this.chooser = chooser;
+        this.metrics = metrics;
+        this.batches = new MicroBatch[limits.microBatches()];
+        for (int i = 0; i < batches.length; i++) {
+            batches[i] = new MicroBatch(i);
+        }
+    }
+
+    public Limits limits() {
+        return limits;
+    }
+
+    /** Decode tokens to leave out of {@link #decodeTokens()} (the stages' JIT warm-up); 0 by default. */
+    public void setDecodeWarmupTokens(int tokens) {
+        this.decodeWarmupTokens = tokens;
+    }
+
+    /**
+     * Queues a sequence; it joins a micro-batch at an {@link #admit} once its intended start has come. A sequence that
+     * is finished already (refused: its prompt does not fit) is reported finished there and never runs. Thread-safe.
+     */
+    public void submit(SequenceState s) {
+        inbox.add(s);
+    }
+
+    /** Whether anything is waiting, running or in flight. */
+    public boolean busy() {
+        return inFlight() || !waiting.isEmpty() || !inbox.isEmpty();
+    }
+
+    /** Whether any micro-batch has a step in flight. */
+    public boolean inFlight() {
+        for (MicroBatch b : batches) {
+            if (b.inFlightStep >= 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Whether step {@code step} of micro-batch {@code mb} is the one in flight. */
+    public boolean inFlight(int mb, long step) {
+        return mb >= 0 && mb < batches.length && batches[mb].inFlightStep == step && step >= 0;
+    }
+
+    /** Members of micro-batch {@code mb}. */
+    public int members(int mb) {
+        return batches[mb].members.size();
+    }
+
+    /** Sequences waiting to join a micro-batch. */
+    public int waiting() {
+        drainInbox();
+        return waiting.size();
+    }
+
+    /** The intended start of the next waiting sequence, or {@link Long#MAX_VALUE} when none waits. */
+    public long nextDueNanos() {
+        drainInbox();
+        SequenceState s = waiting.peekFirst();
+        return s == null ? Long.MAX_VALUE : s.intendedStartNanos();
+    }
+
+    /**
+     * Joins the waiting sequences that are due to the micro-batches not in flight, each to the one with the fewest
+     * members (scanning from {@code first}, so that ties go to the micro-batch that just came back), up to
+     * {@link Limits#sequencesPerBatch()}.
+     *
+     * @return how many joined
+     */
+    public int admit(long nowNanos, int first) {
+        drainInbox();
+        int joined = 0;
+        int m = batches.length;
+        while (!waiting.isEmpty() && waiting.peekFirst().intendedStartNanos() - nowNanos <= 0) {
+            MicroBatch best = null;
+            for (int i = 0; i < m; i++) {
+                MicroBatch c = batches[(first + i) % m];
+                if (c.inFlightStep < 0 && c.members.size() < limits.sequencesPerBatch()
+                        && (best == null || c.members.size() < best.members.size())) {
+                    best = c;
+                }
+            }
+            if (best == null) {
+                break;
+            }
+            SequenceState s = waiting.pollFirst();
+            s.admitted(nowNanos);
+            best.members.add(s);
+            batchOf.put(s.index(), best);
+            joined++;
+        }
+        return joined;
+    }
+
+    /**
+     * Composes the next step of micro-batch {@code mb} into {@code step}: the decode token of each running member, then
+     * prompt chunks, within the budget; marks it in flight as step {@code stepId}, sent at {@code nowNanos}.
+     *
+     * @return false when the micro-batch is in flight or has no members (nothing to send)
+     */
+    public boolean compose(int mb, long stepId, long nowNanos, Step step) {
+        MicroBatch b = batches[mb];
+        if (b.inFlightStep >= 0 || b.members.isEmpty()) {
+            return false;
+        }
+        step.rows = 0;
+        step.entries = 0;
+        int budget = limits.maxTokensPerStep();
+        int maxEntries = Math.min(limits.maxSequencesPerStep(), step.seqIds.length);
+        for (int pass = 0; pass < 2; pass++) {
+            for (SequenceState s : b.members) {
+                boolean prefilling = s.prefillRemaining() > 0;
+                if (prefilling != (pass == 1) || step.rows >= budget || step.entries == maxEntries) {
+                    continue;
+                }
+                if (prefilling) {
+                    int n = Math.min(s.prefillRemaining(), budget - step.rows);
+                    int pos = s.takePrefill(n, step.tokens, step.rows);
+                    step.add(s.index(), pos, n, s.prefillRemaining() == 0);
+                } else {
+                    step.tokens[step.rows] = s.lastToken();
+                    step.add(s.index(), s.nextPosition(), 1, true);
+                }
+            }
+        }
+        step.id = stepId;
+        step.microBatch = mb;
+        b.inFlightStep = stepId;
+        b.sentNanos = nowNanos;
+        return true;
+    }
+
+    /** Whether sequence {@code seqId} is still running (its logits rows are wanted). */
+    public boolean running(int seqId) {
+        SequenceState s = live.get(seqId);
+        return s != null && !s.finished();
+    }
+
+    /**
+     * Hands a logits row of sequence {@code seqId} to sampling: chooses its next token, records the latencies, and
+     * ends the sequence if that token finished it. A row for a sequence that is no longer running is ignored.
+     */
+    public void choose(int seqId, float[] logits, int offset, long nowNanos) {
+        SequenceState s = live.get(seqId);
+        if (s == null || s.finished()) {
+            return;
+        }
+        MicroBatch b = batchOf.get(seqId);
+        int r = chooser.choose(s, logits, offset, nowNanos);
+        if ((r & TokenChooser.KEPT) != 0) {
+            chosenTokens++;
+            if ((r & TokenChooser.FIRST) == 0) {
+                if (decodeTokensSeen++ == 0 && b != null) {
+                    firstDecodeNanos = b.sentNanos;
+                }
+                if (decodeTokensSeen == decodeWarmupTokens) {
+                    decodeStartNanos = nowNanos;
+                }
+            }
+        }
+        if ((r & TokenChooser.FIRST) != 0) {
+            metrics.ttft().record(s.timeToFirstTokenNanos());
+        }
+        if ((r & TokenChooser.DONE) != 0) {
+            leave(s);
+            chooser.finished(s);
+            metrics.request().record(s.elapsedNanos());
+            if (s.generatedCount() > 1) {
+                metrics.tpot().record((s.elapsedNanos() - s.timeToFirstTokenNanos()) / (s.generatedCount() - 1));
+            }
+        }
+    }
+
+    /** Fails one sequence (the pipeline could not run it); the others go on. Unknown or ended ids are ignored. */
+    public void fail(int seqId, String message) {
+        SequenceState s = live.get(seqId);
+        if (s != null && !s.finished()) {
+            s.fail(message);
+            leave(s);
+            chooser.finished(s);
+            metrics.request().record(s.elapsedNanos());
+        }
+    }
+
+    /** Fails every member of micro-batch {@code mb} (the pipeline could not run its step), and ends the step. */
+    public long failStep(int mb, String message, long nowNanos) {
+        for (SequenceState s : new ArrayList<>(batches[mb].members)) {
+            fail(s.index(), message);
+        }
+        return stepDone(mb, nowNanos);
+    }
+
+    /**
+     * The step of micro-batch {@code mb} is back and handled: the micro-batch can take sequences and send again.
+     *
+     * @return the step's round trip, sent to done
+     */
+    public long stepDone(int mb, long nowNanos) {
+        MicroBatch b = batches[mb];
+        b.inFlightStep = -1;
+        steps++;
+        return nowNanos - b.sentNanos;
+    }
+
+    /** Ids of the sequences that ended since {@link #clearEnded}: [0, {@link #endedCount()}). */
+    public int[] ended() {
+        return ended;
+    }
+
+    public int endedCount() {
+        return endedCount;
+    }
+
+    public void clearEnded() {
+        endedCount = 0;
+    }
+
+    /** Tokens chosen and kept. */
+    public long chosenTokens() {
+        return chosenTokens;
+    }
+
+    /** Steps completed (or failed whole). */
+    public long steps() {
+        return steps;
+    }
+
+    /** Decode tokens kept after the warm-up. */
+    public long decodeTokens() {
+        return Math.max(0, decodeTokensSeen - decodeWarmupTokens);
+    }
+
+    /** When the decode rate's clock starts: the warm-up's end, or the first decode step's send without warm-up; 0 if none. */
+    public long decodeStartNanos() {
+        return decodeWarmupTokens == 0 ? firstDecodeNanos : decodeStartNanos;
+    }
+
+    private void drainInbox() {
+        SequenceState s;
+        while ((s = inbox.poll()) != null) {
+            if (s.finished()) {
+                chooser.finished(s);
+            } else {
+                waiting.add(s);
+                live.put(s.index(), s);
+            }
+        }
+    }
+
+    private void leave(SequenceState s) {
+        live.remove(s.index());
+        MicroBatch b = batchOf.remove(s.index());
+        if (b == null) {
+            waiting.remove(s);
+            return;
+        }
+        b.members.remove(s);
+        if (endedCount == ended.length) {
+            ended = Arrays.copyOf(ended, ended.length * 2);
+        }
+        ended[endedCount++] = s.index();
+    }
+}

@@ -1,0 +1,120 @@
+package io.tnsr.engine.util;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.util.DefaultIndenter;
+import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
+import com.fasterxml.jackson.core.util.Separators;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectWriter;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.stream.Collectors;
+
+/**
+ * The one Jackson mapper every JSON file and line goes through: unknown keys are errors (a typo in a config file must
+ * not be ignored), a missing value for a primitive is an error, and output keeps the order in which keys were put.
+ */
+public final class Jackson {
+    /** Reads and writes; thread-safe once configured. */
+    public static final ObjectMapper MAPPER = new ObjectMapper()
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+            .disable(SerializationFeature.FAIL_ON_EMPTY_BEANS);
+
+    /** Spaces after ':' and ',', nothing else: {"text": "Hi", "ids": [1, 2]}. */
+    private static final Separators SPACED = Separators.createDefaultInstance()
+            .withObjectFieldValueSpacing(Separators.Spacing.AFTER)
+            .withObjectEntrySpacing(Separators.Spacing.AFTER)
+            .withArrayValueSpacing(Separators.Spacing.AFTER)
+            .withObjectEmptySeparator("")
+            .withArrayEmptySeparator("");
+
+    private static final ObjectWriter LINE = MAPPER.writer(new DefaultPrettyPrinter(SPACED)
+            .withObjectIndenter(new DefaultPrettyPrinter.NopIndenter())
+            .withArrayIndenter(new DefaultPrettyPrinter.NopIndenter()));
+
+    private static final ObjectWriter PRETTY = MAPPER.writer(new TwoLevels());
+
+    /**
+     * Objects of the outer two levels with one entry per line, indented by two spaces; anything deeper on one line:
+     * one row per metric, diffable and greppable.
+     */
+    private static final class TwoLevels extends DefaultPrettyPrinter {
+        private static final long serialVersionUID = 1L;
+
+        TwoLevels() {
+            indentObjectsWith(new DefaultIndenter("  ", "\n") {
+                private static final long serialVersionUID = 1L;
+
+                @Override
+                public void writeIndentation(JsonGenerator g, int level) throws IOException {
+                    if (level <= 2) {
+                        super.writeIndentation(g, level);
+                    } else {
+                        g.writeRaw(' ');
+                    }
+                }
+            });
+            indentArraysWith(FixedSpaceIndenter.instance);
+            _objectFieldValueSeparatorWithSpaces = ": ";
+        }
+
+        private TwoLevels(TwoLevels base) {
+            super(base);
+        }
+
+        @Override
+        public TwoLevels createInstance() {
+            return new TwoLevels(this);
+        }
+
+        @Override
+        public void writeEndObject(JsonGenerator g, int entries) throws IOException {
+            if (_nesting > 2) {
+                _nesting--;
+                g.writeRaw(" }");
+            } else {
+                super.writeEndObject(g, entries);
+            }
+        }
+    }
+
+    private Jackson() {
+    }
+
+    /** One line of JSON, a space after each ':' and ','. */
+    public static String write(Object value) {
+        try {
+            return LINE.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Objects of the outer two levels one entry per line, indented by two spaces; deeper values on their line. */
+    public static String pretty(Object value) {
+        try {
+            return PRETTY.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * What was wrong with a JSON input, in one line for the user: an unknown key with the known ones, or the parser's
+     * complaint with its line and column.
+     */
+    public static String describe(JsonProcessingException e) {
+        if (e instanceof UnrecognizedPropertyException u) {
+            return "unknown key '" + u.getPropertyName() + "' (known: " + u.getKnownPropertyIds().stream()
+                    .map(String::valueOf).sorted().collect(Collectors.joining(", ")) + ")";
+        }
+        String where = e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ", column "
+                + e.getLocation().getColumnNr() + ")";
+        return "not valid JSON: " + e.getOriginalMessage() + where;
+    }
+}
