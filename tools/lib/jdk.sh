@@ -7,7 +7,7 @@
 # or refused), then the JDKs under /usr/lib/jvm (TNSR_JDK_DIRS overrides the list), then `java` on the PATH; among
 # those found, the preferred release (17) first, then the newest.
 
-# The release the tools prefer when several are installed: the one every measurement in docs/ was made on.
+# The release the tools prefer when several are installed: the faster one, measured side by side (docs/jdk.md).
 TNSR_JDK_PREFERRED=17
 TNSR_JDK_WORKS="JDK 17, or JDK 22 or later"
 
