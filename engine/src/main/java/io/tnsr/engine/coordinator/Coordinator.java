@@ -173,6 +173,7 @@ public final class Coordinator {
                 readFrame();
                 int first = handleFrame(scheduler);
                 scheduler.admit(System.nanoTime(), first);
+                sendEnds(scheduler);   // sequences cancelled meanwhile
                 sendReady(scheduler, step, first);
             }
         } catch (IOException e) {

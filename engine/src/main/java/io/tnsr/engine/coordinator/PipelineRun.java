@@ -31,6 +31,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
@@ -60,6 +62,9 @@ public final class PipelineRun {
     /** What happened. */
     public record Outcome(Coordinator.Result result, LatencySummary latency, double[] computeShare, long[] stalls) {
     }
+
+    /** How often the watchdog looks at the stages and the coordinator's progress. */
+    private static final long WATCH_PERIOD_MILLIS = 100;
 
     private PipelineRun() {
     }
@@ -112,9 +117,13 @@ public final class PipelineRun {
             log.start();
 
             Coordinator c = new Coordinator(toFirst, fromLast, model.vocabSize(), sampler, s.coordinator(), listener, metrics);
-            Thread watchdog = new Thread(() -> watch(procs, c, s.stallTimeoutMillis(), broken, toFirst, fromLast), "pipeline-watchdog");
-            watchdog.setDaemon(true);
-            watchdog.start();
+            ScheduledExecutorService watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "pipeline-watchdog");
+                t.setDaemon(true);
+                return t;
+            });
+            watchdog.scheduleWithFixedDelay(() -> watch(procs, c, s.stallTimeoutMillis(), broken, toFirst, fromLast),
+                    WATCH_PERIOD_MILLIS, WATCH_PERIOD_MILLIS, TimeUnit.MILLISECONDS);
             try {
                 c.setDecodeWarmupTokens(s.decodeWarmupTokens());
                 result = c.run(seqs);
@@ -128,7 +137,7 @@ public final class PipelineRun {
                 String why = broken.get();
                 throw why != null ? new PipelineException(why, e) : e;
             } finally {
-                watchdog.interrupt();
+                watchdog.shutdownNow();
                 toFirst.close();
                 fromLast.close();
             }
@@ -228,26 +237,23 @@ public final class PipelineRun {
         }
     }
 
-    /** Closes the connections (failing the coordinator's blocking I/O) when a stage dies or the pipeline stalls. */
+    /**
+     * One look of the watchdog (every {@link #WATCH_PERIOD_MILLIS} ms): closes the connections, which fails the
+     * coordinator's blocking I/O, when a stage died or the pipeline gave no answer for {@code stallMillis}.
+     */
     private static void watch(Stages procs, Coordinator c, long stallMillis, AtomicReference<String> broken,
                               FrameChannel a, FrameChannel b) {
-        try {
-            while (!Thread.currentThread().isInterrupted()) {
-                Thread.sleep(100);
-                String dead = procs.deadStage();
-                long idle = System.nanoTime() - c.lastProgressNanos();
-                String why = dead != null ? dead
-                        : idle > TimeUnit.MILLISECONDS.toNanos(stallMillis)
-                        ? "no answer from the pipeline for " + stallMillis / 1000 + " s" : null;
-                if (why != null) {
-                    broken.set(why);
-                    a.closeQuietly();
-                    b.closeQuietly();
-                    return;
-                }
-            }
-        } catch (InterruptedException ignored) {
-            // run over
+        if (broken.get() != null) {
+            return;
+        }
+        String dead = procs.deadStage();
+        long idle = System.nanoTime() - c.lastProgressNanos();
+        String why = dead != null ? dead
+                : idle > TimeUnit.MILLISECONDS.toNanos(stallMillis)
+                ? "no answer from the pipeline for " + stallMillis / 1000 + " s" : null;
+        if (why != null && broken.compareAndSet(null, why)) {
+            a.closeQuietly();
+            b.closeQuietly();
         }
     }
 

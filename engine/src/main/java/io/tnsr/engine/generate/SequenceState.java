@@ -188,6 +188,12 @@ public final class SequenceState {
         endNanos = System.nanoTime();
     }
 
+    /** Ends the sequence because nobody wants the rest; the tokens so far stay. */
+    public void cancel() {
+        stoppedBy = StopReason.CANCELLED;
+        endNanos = System.nanoTime();
+    }
+
     /** Nanoseconds from start to the first generated token (0 if none). */
     public long timeToFirstTokenNanos() {
         return firstTokenNanos == 0 ? 0 : firstTokenNanos - startNanos;

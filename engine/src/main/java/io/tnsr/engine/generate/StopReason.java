@@ -9,7 +9,9 @@ public enum StopReason {
     /** The token limit, or the context length, was reached. */
     LIMIT("limit"),
     /** The sequence failed (its KV cache ran out, a stage reported an error...); see its error message. */
-    ERROR("error");
+    ERROR("error"),
+    /** Whoever asked for it no longer wants it (a client that went away). */
+    CANCELLED("cancelled");
 
     private final String json;
 

@@ -8,6 +8,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import org.agrona.concurrent.status.AtomicCounter;
@@ -38,16 +41,20 @@ public final class MetricsLog implements AutoCloseable {
     private final List<HistogramLogWriter> writers = new ArrayList<>();
     private final List<PrintStream> streams = new ArrayList<>();
     private CounterFile counters;
-    private final Thread thread;
+    private final String processName;   // names the counters file and the flushing thread
+    private final ScheduledExecutorService flusher;
     private final long periodMillis;
-    private volatile boolean running = true;
     private final long startMillis = System.currentTimeMillis();
 
     public MetricsLog(Path dir, long periodMillis, String threadName) {
         this.dir = dir;
         this.periodMillis = periodMillis;
-        this.thread = new Thread(this::loop, threadName);
-        this.thread.setDaemon(true);
+        this.processName = threadName;
+        this.flusher = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, threadName);
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     /** Registers a metric before {@link #start()}; returns it for the recording thread. */
@@ -64,7 +71,7 @@ public final class MetricsLog implements AutoCloseable {
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot write metrics to " + dir, e);
             }
-            counters = CounterFile.create(dir, thread.getName());
+            counters = CounterFile.create(dir, processName);
         }
         return counters.counter(name, description);
     }
@@ -89,18 +96,7 @@ public final class MetricsLog implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write metrics to " + dir, e);
         }
-        thread.start();
-    }
-
-    private void loop() {
-        while (running) {
-            try {
-                Thread.sleep(periodMillis);
-            } catch (InterruptedException e) {
-                break;
-            }
-            flush();
-        }
+        flusher.scheduleAtFixedRate(this::flush, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
     }
 
     private synchronized void flush() {
@@ -115,10 +111,11 @@ public final class MetricsLog implements AutoCloseable {
 
     @Override
     public void close() {
-        running = false;
-        thread.interrupt();
+        flusher.shutdown();
         try {
-            thread.join(5000);
+            if (!flusher.awaitTermination(5, TimeUnit.SECONDS)) {
+                flusher.shutdownNow();
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

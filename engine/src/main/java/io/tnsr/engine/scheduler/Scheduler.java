@@ -30,9 +30,10 @@ import org.agrona.collections.Int2ObjectHashMap;
  *     nothing in flight: sleep until nextDueNanos(), admit, compose, send
  *     a frame back for mb: choose(seq, logits row, now) per row, or fail(seq) / failStep(mb)
  *                          stepDone(mb, now); ended ids -> send END_SEQUENCE; clearEnded()
- *                          admit(now, mb); compose and send each micro-batch not in flight
+ *                          admit(now, mb) (cancellations too: ended ids -> END_SEQUENCE)
+ *                          compose and send each micro-batch not in flight
  * </pre>
- * One thread drives it; only {@link #submit} may be called from others.
+ * One thread drives it; only {@link #submit} and {@link #cancel} may be called from others.
  */
 public final class Scheduler {
 
@@ -141,6 +142,7 @@ public final class Scheduler {
     private final Metrics metrics;
     private final MicroBatch[] batches;
     private final ConcurrentLinkedQueue<SequenceState> inbox = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Integer> cancels = new ConcurrentLinkedQueue<>();
     private final ArrayDeque<SequenceState> waiting = new ArrayDeque<>();
     private final Int2ObjectHashMap<SequenceState> live = new Int2ObjectHashMap<>();
     private final Int2ObjectHashMap<MicroBatch> batchOf = new Int2ObjectHashMap<>();
@@ -178,6 +180,15 @@ public final class Scheduler {
      */
     public void submit(SequenceState s) {
         inbox.add(s);
+    }
+
+    /**
+     * Asks for sequence {@code seqId} to stop: at the next {@link #admit} it ends ({@link
+     * io.tnsr.engine.generate.StopReason#CANCELLED}), waiting or running, and its id is queued for END_SEQUENCE; a
+     * logits row of it still in flight is ignored. Unknown or ended ids are ignored. Thread-safe.
+     */
+    public void cancel(int seqId) {
+        cancels.add(seqId);
     }
 
     /** Whether anything is waiting, running or in flight. */
@@ -227,6 +238,7 @@ public final class Scheduler {
      */
     public int admit(long nowNanos, int first) {
         drainInbox();
+        drainCancels();
         int joined = 0;
         int m = batches.length;
         while (!waiting.isEmpty() && waiting.peekFirst().intendedStartNanos() - nowNanos <= 0) {
@@ -401,6 +413,19 @@ public final class Scheduler {
             } else {
                 waiting.add(s);
                 live.put(s.index(), s);
+            }
+        }
+    }
+
+    private void drainCancels() {
+        Integer id;
+        while ((id = cancels.poll()) != null) {
+            SequenceState s = live.get(id);
+            if (s != null && !s.finished()) {
+                s.cancel();
+                leave(s);
+                chooser.finished(s);
+                metrics.request().record(s.elapsedNanos());
             }
         }
     }

@@ -234,4 +234,31 @@ class SchedulerTest {
         assertEquals(1, s.admit(5_000_000, 0));
         assertEquals(5_000_000, later.admittedNanos());
     }
+
+    @Test
+    void aCancelledSequenceEndsAtTheNextAdmissionAndItsRowInFlightIsIgnored() {
+        Scheduler s = scheduler(1, 4, 64);
+        SequenceState a = seq(0, 2, 50);
+        SequenceState b = seq(1, 2, 50);
+        SequenceState waitingOne = seq(2, 2, 50);
+        s.submit(a);
+        s.submit(b);
+        s.admit(now, 0);
+        answer(s, send(s, 0));
+        Scheduler.Step inFlight = send(s, 0);
+        s.submit(waitingOne);
+        s.cancel(0);                          // from another thread, while its step is in flight
+        s.cancel(2);                          // waiting, never admitted
+        s.cancel(99);                         // unknown: ignored
+        assertEquals(0, s.admit(now, 0), "the micro-batch is in flight: no one joins");
+        assertEquals(StopReason.CANCELLED, a.stoppedBy());
+        assertEquals(StopReason.CANCELLED, waitingOne.stoppedBy());
+        assertArrayEquals(new int[] {0}, ended(s), "END_SEQUENCE for the one the stages hold; none for the waiting one");
+        answer(s, inFlight);                  // its row comes back: ignored
+        assertEquals(1, a.generatedCount());
+        assertEquals(2, b.generatedCount());
+        assertArrayEquals(new int[] {1}, entries(send(s, 0)));
+        assertFalse(s.running(0));
+        assertTrue(events.contains("finished 0 CANCELLED") && events.contains("finished 2 CANCELLED"), events::toString);
+    }
 }
