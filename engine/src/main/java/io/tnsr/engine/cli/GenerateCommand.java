@@ -49,7 +49,7 @@ public final class GenerateCommand implements Callable<Integer> {
                     (long) c.contextLength() * maxSeqs);
             LayerRange range = new LayerRange(file, c, 0, c.layers(), pool, Math.max(maxBatchTokens, maxSeqs), maxSeqs);
             TextOutput text = new TextOutput(out, tok, seqs, gen.json());
-            Generator.Stats st = new Generator(range, sampler, text).run(seqs);
+            Generator.Stats st = new Generator(range, text).run(seqs);
             long generated = seqs.stream().mapToLong(SequenceState::generatedCount).sum();
             double tps = st.wallNanos() == 0 ? 0 : generated * 1e9 / st.wallNanos();
             System.err.printf(Locale.ROOT, "generate: %d sequences, %d tokens in %.2f s: %.1f tokens/s (prefill %.1f tokens/s, decode %.1f tokens/s)%n",

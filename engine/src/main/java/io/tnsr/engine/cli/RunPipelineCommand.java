@@ -137,7 +137,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
                 runDir, startupTimeout * 1000L, stallTimeout * 1000L, connectTimeout * 1000L, 0);
         PipelineRun.Outcome outcome;
         try {
-            outcome = PipelineRun.run(settings, mc, sampler, seqs, text);
+            outcome = PipelineRun.run(settings, mc, seqs, text);
         } catch (PipelineException e) {
             System.err.println("run-pipeline: " + e.getMessage());
             return 3;

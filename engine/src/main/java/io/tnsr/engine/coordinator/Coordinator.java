@@ -4,7 +4,6 @@ import io.tnsr.engine.generate.Generator;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.generate.TokenChooser;
 import io.tnsr.engine.metrics.LatencyMetric;
-import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.ErrorPayload;
@@ -19,6 +18,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.LockSupport;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -106,15 +106,18 @@ public final class Coordinator {
     private final UnsafeBuffer recv;
     private final FloatBuffer recvFloats;
     private final float[] row;            // [vocab] one row of logits
+    /** Longest sleep with nothing in flight and nothing due: a submission wakes the thread sooner. */
+    static final long IDLE_WAIT_NANOS = 50_000_000L;
+
     private long nextStep = 1;
     private volatile long lastProgressNanos = System.nanoTime();
     private int decodeWarmupTokens;
 
-    public Coordinator(FrameChannel toFirst, FrameChannel fromLast, int vocab, Sampler sampler, Options o,
-                       Generator.Listener listener, Metrics metrics) {
+    public Coordinator(FrameChannel toFirst, FrameChannel fromLast, int vocab, Options o, Generator.Listener listener,
+                       Metrics metrics) {
         this.toFirst = toFirst;
         this.fromLast = fromLast;
-        this.chooser = new TokenChooser(sampler, listener);
+        this.chooser = new TokenChooser(listener);
         this.o = o;
         this.metrics = metrics;
         this.vocab = vocab;
@@ -152,36 +155,57 @@ public final class Coordinator {
         int m = Math.max(1, Math.min(o.microBatches(), live));
         int perBatch = o.sequencesPerBatch() > 0 ? o.sequencesPerBatch() : Math.max(1, (live + m - 1) / m);
         int perStep = Math.min(o.maxSequencesPerFrame(), FrameHeader.MAX_SEQUENCE_COUNT);
-        Scheduler.Limits limits = new Scheduler.Limits(m, Math.min(perBatch, perStep), o.maxTokensPerFrame(), perStep);
-        Scheduler scheduler = new Scheduler(limits, chooser, new Scheduler.Metrics(metrics.ttft(), metrics.tpot(), metrics.request()));
+        Scheduler scheduler = newScheduler(new Scheduler.Limits(m, Math.min(perBatch, perStep), o.maxTokensPerFrame(), perStep));
         scheduler.setDecodeWarmupTokens(decodeWarmupTokens);
         for (SequenceState s : sequences) {
             scheduler.submit(s);
         }
-        Scheduler.Step step = new Scheduler.Step(limits);
-        try {
-            scheduler.admit(System.nanoTime(), 0);
-            sendReady(scheduler, step, 0);
-            while (scheduler.busy()) {
-                if (!scheduler.inFlight()) {
-                    // Open loop, pipeline idle: no frame will come back to end a read, so sleep until the next is due.
-                    awaitAdmission(scheduler.nextDueNanos());
-                    scheduler.admit(System.nanoTime(), 0);
-                    sendReady(scheduler, step, 0);
-                    continue;
-                }
-                readFrame();
-                int first = handleFrame(scheduler);
-                scheduler.admit(System.nanoTime(), first);
-                sendEnds(scheduler);   // sequences cancelled meanwhile
-                sendReady(scheduler, step, first);
-            }
-        } catch (IOException e) {
-            throw new PipelineException("pipeline connection failed: " + e.getMessage(), e);
-        }
+        serve(scheduler, () -> true);
         long end = System.nanoTime();
         long decodeStart = scheduler.decodeStartNanos() == 0 ? end : scheduler.decodeStartNanos();
         return new Result(scheduler.chosenTokens(), end - start, scheduler.steps(), scheduler.decodeTokens(), end - decodeStart);
+    }
+
+    /**
+     * A scheduler whose tokens go to this coordinator's listener and whose latencies to its metrics, for {@link #serve}.
+     */
+    public Scheduler newScheduler(Scheduler.Limits limits) {
+        return new Scheduler(limits, chooser, new Scheduler.Metrics(metrics.ttft(), metrics.tpot(), metrics.request()));
+    }
+
+    /**
+     * Runs the sequences submitted to {@code scheduler}, before or during the call and from any thread, until
+     * {@code stopWhenIdle} says so at a moment when nothing waits, runs or is in flight. Between frames it admits the
+     * sequences that are due and sends every micro-batch's next step; with nothing in flight it sleeps until the next
+     * sequence is due or one is submitted ({@link Scheduler#submit} wakes this thread), at most
+     * {@link #IDLE_WAIT_NANOS} at a time, telling the watchdog it is idle by schedule, not stalled. Throws
+     * {@link PipelineException} when the pipeline breaks.
+     */
+    public void serve(Scheduler scheduler, BooleanSupplier stopWhenIdle) {
+        scheduler.wakeOnSubmit(Thread.currentThread());
+        Scheduler.Step step = new Scheduler.Step(scheduler.limits());
+        int first = 0;
+        try {
+            while (true) {
+                scheduler.admit(System.nanoTime(), first);
+                sendEnds(scheduler);   // sequences cancelled meanwhile
+                sendReady(scheduler, step, first);
+                if (scheduler.inFlight()) {
+                    readFrame();
+                    first = handleFrame(scheduler);
+                    continue;
+                }
+                first = 0;
+                if (!scheduler.busy() && stopWhenIdle.getAsBoolean()) {
+                    return;
+                }
+                awaitAdmission(Math.min(scheduler.nextDueNanos(), System.nanoTime() + IDLE_WAIT_NANOS));
+            }
+        } catch (IOException e) {
+            throw new PipelineException("pipeline connection failed: " + e.getMessage(), e);
+        } finally {
+            scheduler.wakeOnSubmit(null);
+        }
     }
 
     /**
@@ -237,15 +261,18 @@ public final class Coordinator {
         }
     }
 
-    /** Sleeps until {@code dueNanos}; the pipeline is idle by schedule, not stalled, so the watchdog is kept quiet. */
+    /**
+     * Sleeps until {@code dueNanos} or a submission wakes the thread; the pipeline is idle by schedule, not stalled,
+     * so the watchdog is kept quiet.
+     */
     private void awaitAdmission(long dueNanos) {
-        long left;
-        while ((left = dueNanos - System.nanoTime()) > 0) {
-            lastProgressNanos = System.nanoTime();
-            LockSupport.parkNanos(Math.min(left, 50_000_000L));
-            if (Thread.interrupted()) {
-                throw new PipelineException("interrupted while waiting to admit the next sequence");
-            }
+        lastProgressNanos = System.nanoTime();
+        long left = dueNanos - System.nanoTime();
+        if (left > 0) {
+            LockSupport.parkNanos(this, left);
+        }
+        if (Thread.interrupted()) {
+            throw new PipelineException("interrupted while waiting to admit the next sequence");
         }
         lastProgressNanos = System.nanoTime();
     }

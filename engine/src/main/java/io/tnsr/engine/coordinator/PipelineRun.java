@@ -9,7 +9,7 @@ import io.tnsr.engine.metrics.MetricsLog;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.WaitMode;
-import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.engine.util.Jackson;
 import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.Hello;
@@ -36,6 +36,9 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiFunction;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 
 /**
  * One run of a pipeline: start the stage processes, connect, generate, shut down, collect the metrics.
@@ -70,19 +73,56 @@ public final class PipelineRun {
     }
 
     /** Runs with one JVM per stage. */
-    public static Outcome run(Settings s, LlamaConfig model, Sampler sampler, List<SequenceState> seqs,
+    public static Outcome run(Settings s, LlamaConfig model, List<SequenceState> seqs,
                               Generator.Listener listener) {
         return run(new StageProcesses(s.config(), s.model(), s.runDir(), s.waits(), s.cpus(), s.connectTimeoutMillis()),
-                s, model, sampler, seqs, listener);
+                s, model, seqs, listener);
     }
 
     /** Runs with the given stages (processes, or threads for tests); closes them. */
-    public static Outcome run(Stages stages, Settings s, LlamaConfig model, Sampler sampler, List<SequenceState> seqs,
+    public static Outcome run(Stages stages, Settings s, LlamaConfig model, List<SequenceState> seqs,
                               Generator.Listener listener) {
+        return drive(stages, s, model, seqs.size(), listener, (c, admission) -> {
+            c.setDecodeWarmupTokens(s.decodeWarmupTokens());
+            Coordinator.Result result = c.run(seqs);
+            for (SequenceState q : seqs) {   // this thread ran the coordinator: still the metrics' one writer
+                if (q.admittedNanos() != 0) {
+                    admission.record(q.admittedNanos() - q.intendedStartNanos());
+                }
+            }
+            return result;
+        });
+    }
+
+    /**
+     * Serves with the given stages: once the pipeline is up, {@code onReady} gets the scheduler that sequences are
+     * submitted to (and cancelled through), from any thread, while this thread drives the pipeline; returns after
+     * {@code stopWhenIdle} said so with nothing waiting or running, the stages shut down and closed.
+     */
+    public static Outcome serve(Stages stages, Settings s, LlamaConfig model, Scheduler.Limits limits, Generator.Listener listener,
+                                Consumer<Scheduler> onReady, BooleanSupplier stopWhenIdle) {
+        return drive(stages, s, model, 0, listener, (c, admission) -> {
+            long start = System.nanoTime();
+            Scheduler scheduler = c.newScheduler(limits);
+            onReady.accept(scheduler);
+            c.serve(scheduler, stopWhenIdle);
+            long end = System.nanoTime();
+            long decodeStart = scheduler.decodeStartNanos() == 0 ? end : scheduler.decodeStartNanos();
+            return new Coordinator.Result(scheduler.chosenTokens(), end - start, scheduler.steps(), scheduler.decodeTokens(),
+                    end - decodeStart);
+        });
+    }
+
+    /**
+     * Starts the stages, connects, lets {@code driver} use the coordinator (with the admission-delay metric to record
+     * into), shuts the pipeline down and collects the metrics.
+     */
+    private static Outcome drive(Stages stages, Settings s, LlamaConfig model, int sequences, Generator.Listener listener,
+                                 BiFunction<Coordinator, LatencyMetric, Coordinator.Result> driver) {
         PipelineConfig cfg = s.config();
         int n = cfg.stages().size();
         String last = "stage" + (n - 1);
-        writeRunFacts(s, seqs.size());
+        writeRunFacts(s, sequences);
         Correction fromStart = s.coordinator().openLoop()
                 ? Correction.fromIntendedStart(String.format(Locale.ROOT, "each sequence's scheduled arrival (open loop at %s/s: start + k/rate)",
                         java.math.BigDecimal.valueOf(s.coordinator().ratePerSecond()).stripTrailingZeros().toPlainString()))
@@ -116,7 +156,7 @@ public final class PipelineRun {
             toFirst.readHello(s.connectTimeoutMillis());
             log.start();
 
-            Coordinator c = new Coordinator(toFirst, fromLast, model.vocabSize(), sampler, s.coordinator(), listener, metrics);
+            Coordinator c = new Coordinator(toFirst, fromLast, model.vocabSize(), s.coordinator(), listener, metrics);
             ScheduledExecutorService watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "pipeline-watchdog");
                 t.setDaemon(true);
@@ -125,13 +165,7 @@ public final class PipelineRun {
             watchdog.scheduleWithFixedDelay(() -> watch(procs, c, s.stallTimeoutMillis(), broken, toFirst, fromLast),
                     WATCH_PERIOD_MILLIS, WATCH_PERIOD_MILLIS, TimeUnit.MILLISECONDS);
             try {
-                c.setDecodeWarmupTokens(s.decodeWarmupTokens());
-                result = c.run(seqs);
-                for (SequenceState q : seqs) {   // this thread ran the coordinator: still the metrics' one writer
-                    if (q.admittedNanos() != 0) {
-                        admission.record(q.admittedNanos() - q.intendedStartNanos());
-                    }
-                }
+                result = driver.apply(c, admission);
                 c.shutdown();
             } catch (PipelineException e) {
                 String why = broken.get();

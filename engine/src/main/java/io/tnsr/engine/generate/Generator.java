@@ -3,7 +3,6 @@ package io.tnsr.engine.generate;
 import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.forward.LayerRange;
 import io.tnsr.engine.kvcache.SequenceException;
-import io.tnsr.engine.sampling.Sampler;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -13,7 +12,7 @@ import java.util.List;
  * token per call, all of them in the same batch. Tokens are chosen by the {@link TokenChooser}, as in a pipeline.
  *
  * <pre>{@code
- * Generator g = new Generator(range, sampler, listener);
+ * Generator g = new Generator(range, listener);
  * Generator.Stats stats = g.run(sequences);   // sequences: SequenceState, one per prompt
  * }</pre>
  * A sequence that fails (its KV cache ran out) stops with {@link StopReason#ERROR}; the others go on.
@@ -48,13 +47,13 @@ public final class Generator {
     private final SequenceState[] rowSeq; // [maxSequences] which sequence each batch entry is
     private final LayerRange.Refusal refusal = this::refused;
 
-    public Generator(LayerRange model, Sampler sampler, Listener listener) {
+    public Generator(LayerRange model, Listener listener) {
         if (!model.isFirst() || !model.isLast()) {
             throw new IllegalArgumentException("the generator runs a whole model, not layers [" + model.from()
                     + ", " + model.to() + ")");
         }
         this.model = model;
-        this.chooser = new TokenChooser(sampler, listener);
+        this.chooser = new TokenChooser(listener);
         this.batch = new Batch(model.maxSequences(), model.maxTokens());
         this.tokens = new int[model.maxTokens()];
         this.x = new float[model.maxTokens() * model.config().dim()];

@@ -19,6 +19,7 @@ public final class SequenceState {
     private final int contextLength;
     private final int bos;
     private final IntPredicate endOfGeneration;
+    private final Sampler sampler;
     private final long[] random = new long[1];
     private int[] generated;
     private int generatedCount;
@@ -31,11 +32,24 @@ public final class SequenceState {
     private long endNanos;
 
     /**
+     * A sequence whose random choices are stream {@code index} of the sampler's seed (the k-th prompt of a run).
+     *
      * @param bos             the BOS id: emitting it ends the sequence (TinyStories models end a story so)
      * @param endOfGeneration EOS and end-of-turn ids
+     * @param sampler         how its tokens are chosen
      */
     public SequenceState(int index, String prompt, int[] promptTokens, int maxNewTokens, int contextLength, int bos,
                          IntPredicate endOfGeneration, Sampler sampler) {
+        this(index, index, prompt, promptTokens, maxNewTokens, contextLength, bos, endOfGeneration, sampler);
+    }
+
+    /**
+     * @param index        the sequence's id in the pipeline (unique among the sequences alive at once)
+     * @param randomStream which of the sampler seed's random streams it draws from: the same stream gives the same
+     *                     tokens, whatever the id
+     */
+    public SequenceState(int index, int randomStream, String prompt, int[] promptTokens, int maxNewTokens, int contextLength,
+                         int bos, IntPredicate endOfGeneration, Sampler sampler) {
         if (promptTokens.length == 0) {
             throw new IllegalArgumentException("sequence " + index + ": empty prompt (not even BOS)");
         }
@@ -47,7 +61,8 @@ public final class SequenceState {
         this.bos = bos;
         this.endOfGeneration = endOfGeneration;
         this.generated = new int[Math.max(16, Math.min(maxNewTokens, 4096))];
-        this.random[0] = sampler.newRandomState(index);
+        this.sampler = sampler;
+        this.random[0] = sampler.newRandomState(randomStream);
         if (promptTokens.length > contextLength) {
             fail("the prompt has " + promptTokens.length + " tokens but the model's context holds " + contextLength);
         } else if (maxNewTokens <= 0) {
@@ -97,6 +112,11 @@ public final class SequenceState {
     /** Position of the next token fed back: after the prompt and every generated token but the last. */
     public int nextPosition() {
         return promptTokens.length + generatedCount - 1;
+    }
+
+    /** How this sequence's tokens are chosen. */
+    public Sampler sampler() {
+        return sampler;
     }
 
     public long[] randomState() {

@@ -1,7 +1,5 @@
 package io.tnsr.engine.generate;
 
-import io.tnsr.engine.sampling.Sampler;
-
 /**
  * Chooses a sequence's next token from its logits row: sample, let the sequence accept it, tell the listener. The one
  * place where tokens are chosen, for the in-process {@link Generator} and for the pipeline's scheduler alike, so both
@@ -15,23 +13,21 @@ public final class TokenChooser {
     /** {@link #choose} bit: the sequence is finished (stop token, token limit or context full). */
     public static final int DONE = 4;
 
-    private final Sampler sampler;
     private final Generator.Listener listener;
 
-    public TokenChooser(Sampler sampler, Generator.Listener listener) {
-        this.sampler = sampler;
+    public TokenChooser(Generator.Listener listener) {
         this.listener = listener;
     }
 
     /**
-     * Samples from {@code logits[offset, offset + vocab)} with the sequence's random state, records the token and, if
+     * Samples from {@code logits[offset, offset + vocab)} with the sequence's sampler and random state, records the token and, if
      * it is kept, tells the listener ({@link Generator.Listener#onToken}). The caller ends a finished sequence (frees
      * its cache, then {@link #finished}).
      *
      * @return {@link #KEPT}, {@link #FIRST} and {@link #DONE} bits
      */
     public int choose(SequenceState s, float[] logits, int offset, long nowNanos) {
-        int token = sampler.sample(logits, offset, s.randomState());
+        int token = s.sampler().sample(logits, offset, s.randomState());
         int before = s.generatedCount();
         boolean done = s.accept(token, nowNanos);
         int result = before == 0 ? FIRST : 0;

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.LockSupport;
 import org.agrona.collections.Int2ObjectHashMap;
 
 /**
@@ -33,7 +34,8 @@ import org.agrona.collections.Int2ObjectHashMap;
  *                          admit(now, mb) (cancellations too: ended ids -> END_SEQUENCE)
  *                          compose and send each micro-batch not in flight
  * </pre>
- * One thread drives it; only {@link #submit} and {@link #cancel} may be called from others.
+ * One thread drives it; only {@link #submit} and {@link #cancel} may be called from others (they wake the driving
+ * thread, see {@link #wakeOnSubmit}).
  */
 public final class Scheduler {
 
@@ -146,6 +148,7 @@ public final class Scheduler {
     private final ArrayDeque<SequenceState> waiting = new ArrayDeque<>();
     private final Int2ObjectHashMap<SequenceState> live = new Int2ObjectHashMap<>();
     private final Int2ObjectHashMap<MicroBatch> batchOf = new Int2ObjectHashMap<>();
+    private volatile Thread wakeOnSubmit;
     private int[] ended = new int[64];
     private int endedCount;
     private long chosenTokens;
@@ -180,6 +183,12 @@ public final class Scheduler {
      */
     public void submit(SequenceState s) {
         inbox.add(s);
+        LockSupport.unpark(wakeOnSubmit);
+    }
+
+    /** The thread that {@link #submit} and {@link #cancel} wake (the one driving this scheduler), or null. */
+    public void wakeOnSubmit(Thread driver) {
+        this.wakeOnSubmit = driver;
     }
 
     /**
@@ -189,6 +198,7 @@ public final class Scheduler {
      */
     public void cancel(int seqId) {
         cancels.add(seqId);
+        LockSupport.unpark(wakeOnSubmit);
     }
 
     /** Whether anything is waiting, running or in flight. */

@@ -47,7 +47,7 @@ class CoordinatorLinksTest {
             Generator.Listener listener = (seq, token) -> tokens.add(token);
             LatencyMetric m = new LatencyMetric("m", "");
             Coordinator c = new Coordinator(new FrameChannel(toFirstSocket, "stage0", 1 << 20),
-                    new FrameChannel(fromLastSocket, "the last stage (stage0)", 1 << 20), VOCAB, sampler,
+                    new FrameChannel(fromLastSocket, "the last stage (stage0)", 1 << 20), VOCAB,
                     new Coordinator.Options(1, 0, 32, 8, 1 << 20), listener, new Coordinator.Metrics(m, m, m, m, m));
             SequenceState seq = new SequenceState(0, "p", new int[] {1, 7, 7}, 4, 64, 1, t -> t == 2, sampler);
 

@@ -79,7 +79,7 @@ final class PipelineHarness {
     List<SequenceState> runLocal(List<String> prompts, int maxTokens, SamplingConfig sc) {
         Sampler sampler = new Sampler(sc, cfg.vocabSize());
         List<SequenceState> seqs = sequences(prompts, maxTokens, sampler);
-        outcome = PipelineRun.run(new LocalStages(pipeline, model, runDir), settings(), cfg, sampler, seqs, listener());
+        outcome = PipelineRun.run(new LocalStages(pipeline, model, runDir), settings(), cfg, seqs, listener());
         return seqs;
     }
 
@@ -90,7 +90,7 @@ final class PipelineHarness {
             List<SequenceState> seqs = sequences(prompts, maxTokens, sampler);
             var pool = new io.tnsr.engine.kvcache.KvCachePool(cfg.layers(), cfg.kvDim(), cfg.contextLength(), 16, 1 << 16);
             var range = new io.tnsr.engine.forward.LayerRange(f, cfg, 0, cfg.layers(), pool, 64, 16);
-            new Generator(range, sampler, (s, t) -> { }).run(seqs);
+            new Generator(range, (s, t) -> { }).run(seqs);
             return seqs;
         }
     }

@@ -45,7 +45,7 @@ class ProcessPipelineTest {
         List<SequenceState> seqs = h.sequences(List.of("one", "two", "three"), 200, sampler);
         AtomicInteger tokens = new AtomicInteger();
         long t0 = System.nanoTime();
-        PipelineException e = assertThrows(PipelineException.class, () -> PipelineRun.run(procs, s, h.cfg, sampler, seqs,
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineRun.run(procs, s, h.cfg, seqs,
                 (seq, t) -> {
                     if (tokens.incrementAndGet() == 20) {
                         procs.process(1).destroyForcibly();
@@ -73,7 +73,7 @@ class ProcessPipelineTest {
         Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
         long t0 = System.nanoTime();
         PipelineException e = assertThrows(PipelineException.class, () -> PipelineRun.run(
-                settings(pc, model, Files.createTempDirectory("unreach"), 2_000), h.cfg, sampler,
+                settings(pc, model, Files.createTempDirectory("unreach"), 2_000), h.cfg,
                 h.sequences(List.of("x"), 5, sampler), (Generator.Listener) (seq, t) -> { }));
         assertTrue(e.getMessage().contains("cannot connect to 127.0.0.1:" + freePort), e.getMessage());
         assertTrue((System.nanoTime() - t0) / 1e9 < 30);

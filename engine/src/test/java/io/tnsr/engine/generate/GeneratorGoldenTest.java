@@ -29,7 +29,7 @@ class GeneratorGoldenTest {
                 seqs.add(new SequenceState(seqs.size(), gc.prompt(), gc.promptTokens(), gc.maxNewTokens(),
                         c.contextLength(), 1, t -> t == 2, sampler));
             }
-            new Generator(range, sampler, (s, t) -> { }).run(seqs);
+            new Generator(range, (s, t) -> { }).run(seqs);
             return seqs;
         }
     }

@@ -46,7 +46,7 @@ class SchedulerTest {
                 events.add("finished " + seq.index() + " " + seq.stoppedBy());
             }
         };
-        return new Scheduler(new Scheduler.Limits(microBatches, perBatch, tokensPerStep, 8), new TokenChooser(sampler, listener),
+        return new Scheduler(new Scheduler.Limits(microBatches, perBatch, tokensPerStep, 8), new TokenChooser(listener),
                 new Scheduler.Metrics(new LatencyMetric("ttft", ""), new LatencyMetric("tpot", ""), new LatencyMetric("request", "")));
     }
 

@@ -204,7 +204,7 @@ public final class PipelineBench implements Callable<Integer> {
             PipelineRun.Settings s = new PipelineRun.Settings(model, pc, policy.waits(), policy.cpus(),
                     new Coordinator.Options(sc.microBatches(), sc.batch(), pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(),
                             pc.maxFrameBytes()), dir, 120_000, 120_000, 20_000, seqCount * warmupSteps(tokens));
-            PipelineRun.Outcome o = PipelineRun.run(s, cfg, sampler, seqs, (seq, t) -> { });
+            PipelineRun.Outcome o = PipelineRun.run(s, cfg, seqs, (seq, t) -> { });
             return o.result().decodeTokensPerSecond();
         } finally {
             try (var files = Files.walk(dir)) {
