@@ -1,5 +1,6 @@
 package io.tnsr.engine.coordinator;
 
+import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.generate.Generator;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.generate.TokenChooser;
@@ -313,11 +314,12 @@ public final class Coordinator {
 
     /** Sends a composed step as a TOKENS frame, trace-stamped. */
     private void sendStep(Scheduler.Step step, long sentNanos) throws IOException {
-        int len = FrameEncoder.encodeTokens(send, 0, step.id(), step.microBatch(), step.tokens(), 0, step.rows(), step.entries(),
+        Batch b = step.batch();
+        int len = FrameEncoder.encodeTokens(send, 0, step.id(), step.microBatch(), step.tokens(), 0, b.tokens(), b.sequences(),
                 FrameHeader.FLAG_TRACE);
-        for (int i = 0; i < step.entries(); i++) {
-            FrameEncoder.putSequenceEntry(send, 0, i, step.seqId(i), step.position(i), step.count(i),
-                    step.wantLogits(i) ? SequenceTable.WANT_LOGITS : 0);
+        for (int i = 0; i < b.sequences(); i++) {
+            FrameEncoder.putSequenceEntry(send, 0, i, b.seqId(i), b.position(i), b.tokenCount(i),
+                    b.wantLogits(i) ? SequenceTable.WANT_LOGITS : 0);
         }
         FrameEncoder.stampTrace(send, 0, sentNanos);
         toFirst.write(sendBytes, len);

@@ -1,5 +1,6 @@
 package io.tnsr.engine.scheduler;
 
+import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.generate.TokenChooser;
 import io.tnsr.engine.metrics.LatencyMetric;
@@ -59,55 +60,26 @@ public final class Scheduler {
     public record Metrics(LatencyMetric ttft, LatencyMetric tpot, LatencyMetric request) {
     }
 
-    /** One step as composed: token rows, then one entry per sequence. Reused from step to step. */
+    /** One step as composed: its token ids and the {@link Batch} of entries they belong to. Reused from step to step. */
     public static final class Step {
+        private final Batch batch;
         private final int[] tokens;
-        private final int[] seqIds;
-        private final int[] positions;
-        private final int[] counts;
-        private final boolean[] wantLogits;
-        private int rows;
-        private int entries;
         private long id;
         private int microBatch;
 
         public Step(Limits limits) {
+            batch = new Batch(limits.maxSequencesPerStep(), limits.maxTokensPerStep());
             tokens = new int[limits.maxTokensPerStep()];
-            seqIds = new int[limits.maxSequencesPerStep()];
-            positions = new int[limits.maxSequencesPerStep()];
-            counts = new int[limits.maxSequencesPerStep()];
-            wantLogits = new boolean[limits.maxSequencesPerStep()];
         }
 
-        /** Token ids, {@link #rows()} of them, entry by entry. */
+        /** One entry per sequence: id, first position, token count, whether its logits come back. */
+        public Batch batch() {
+            return batch;
+        }
+
+        /** Token ids, {@code batch().tokens()} of them, entry by entry. */
         public int[] tokens() {
             return tokens;
-        }
-
-        public int rows() {
-            return rows;
-        }
-
-        public int entries() {
-            return entries;
-        }
-
-        public int seqId(int entry) {
-            return seqIds[entry];
-        }
-
-        /** Position of the entry's first token. */
-        public int position(int entry) {
-            return positions[entry];
-        }
-
-        public int count(int entry) {
-            return counts[entry];
-        }
-
-        /** Whether the pipeline returns a logits row for the entry (its last prompt chunk, or a decode token). */
-        public boolean wantLogits(int entry) {
-            return wantLogits[entry];
         }
 
         public long id() {
@@ -116,15 +88,6 @@ public final class Scheduler {
 
         public int microBatch() {
             return microBatch;
-        }
-
-        private void add(int seqId, int position, int count, boolean logits) {
-            seqIds[entries] = seqId;
-            positions[entries] = position;
-            counts[entries] = count;
-            wantLogits[entries] = logits;
-            entries++;
-            rows += count;
         }
     }
 
@@ -283,23 +246,23 @@ public final class Scheduler {
         if (b.inFlightStep >= 0 || b.members.isEmpty()) {
             return false;
         }
-        step.rows = 0;
-        step.entries = 0;
+        Batch batch = step.batch.clear();
         int budget = limits.maxTokensPerStep();
-        int maxEntries = Math.min(limits.maxSequencesPerStep(), step.seqIds.length);
+        int maxEntries = limits.maxSequencesPerStep();
         for (int pass = 0; pass < 2; pass++) {
             for (SequenceState s : b.members) {
                 boolean prefilling = s.prefillRemaining() > 0;
-                if (prefilling != (pass == 1) || step.rows >= budget || step.entries == maxEntries) {
+                int rows = batch.tokens();
+                if (prefilling != (pass == 1) || rows >= budget || batch.sequences() == maxEntries) {
                     continue;
                 }
                 if (prefilling) {
-                    int n = Math.min(s.prefillRemaining(), budget - step.rows);
-                    int pos = s.takePrefill(n, step.tokens, step.rows);
-                    step.add(s.index(), pos, n, s.prefillRemaining() == 0);
+                    int n = Math.min(s.prefillRemaining(), budget - rows);
+                    int pos = s.takePrefill(n, step.tokens, rows);
+                    batch.add(s.index(), pos, n, s.prefillRemaining() == 0);
                 } else {
-                    step.tokens[step.rows] = s.lastToken();
-                    step.add(s.index(), s.nextPosition(), 1, true);
+                    step.tokens[rows] = s.lastToken();
+                    batch.add(s.index(), s.nextPosition(), 1, true);
                 }
             }
         }

@@ -68,18 +68,18 @@ class SchedulerTest {
     /** The pipeline answers the step: one logits row per entry that wants one. */
     private void answer(Scheduler s, Scheduler.Step st) {
         assertTrue(s.inFlight(st.microBatch(), st.id()));
-        for (int e = 0; e < st.entries(); e++) {
-            if (st.wantLogits(e)) {
-                s.choose(st.seqId(e), row, 0, now++);
+        for (int e = 0; e < st.batch().sequences(); e++) {
+            if (st.batch().wantLogits(e)) {
+                s.choose(st.batch().seqId(e), row, 0, now++);
             }
         }
         s.stepDone(st.microBatch(), now++);
     }
 
     private static int[] entries(Scheduler.Step st) {
-        int[] ids = new int[st.entries()];
+        int[] ids = new int[st.batch().sequences()];
         for (int e = 0; e < ids.length; e++) {
-            ids[e] = st.seqId(e);
+            ids[e] = st.batch().seqId(e);
         }
         return ids;
     }
@@ -102,13 +102,13 @@ class SchedulerTest {
 
         Scheduler.Step prefill = send(s, 0);
         assertArrayEquals(new int[] {0, 1}, entries(prefill));
-        assertEquals(6, prefill.rows(), "both prompts whole");
+        assertEquals(6, prefill.batch().tokens(), "both prompts whole");
         answer(s, prefill);
         assertEquals(0, s.admit(now, 0), "no one finished: no room");
 
         Scheduler.Step decode = send(s, 0);
-        assertEquals(2, decode.rows(), "one decode token each");
-        assertEquals(3, decode.position(0), "fed back after the 3 prompt tokens");
+        assertEquals(2, decode.batch().tokens(), "one decode token each");
+        assertEquals(3, decode.batch().position(0), "fed back after the 3 prompt tokens");
         answer(s, decode);
         assertEquals(StopReason.LIMIT, a.stoppedBy());
         assertArrayEquals(new int[] {0, 1}, ended(s), "both ended: END_SEQUENCE frees their caches");
@@ -141,7 +141,7 @@ class SchedulerTest {
         assertEquals(2, b.generatedCount());
         assertEquals(1, s.members(0));
         assertArrayEquals(new int[] {1}, entries(send(s, 0)), "only the other one runs on");
-        assertEquals(2, st.entries());
+        assertEquals(2, st.batch().sequences());
     }
 
     @Test
@@ -163,9 +163,9 @@ class SchedulerTest {
         assertEquals(1, s.admit(now, 0));
         Scheduler.Step next = send(s, 0);
         assertArrayEquals(new int[] {0, 2}, entries(next), "decode of the running one, then the newcomer's prompt");
-        assertEquals(0, next.position(1));
-        assertEquals(3, next.count(1));
-        assertTrue(next.wantLogits(1), "its whole prompt fits: its first token comes with this step");
+        assertEquals(0, next.batch().position(1));
+        assertEquals(3, next.batch().tokenCount(1));
+        assertTrue(next.batch().wantLogits(1), "its whole prompt fits: its first token comes with this step");
         assertTrue(late.admittedNanos() > 0);
     }
 
@@ -204,13 +204,13 @@ class SchedulerTest {
         s.admit(now, 0);
         Scheduler.Step st = send(s, 0);
         assertArrayEquals(new int[] {0, 1}, entries(st));
-        assertEquals(1, st.count(0), "the running sequence's decode token first");
-        assertEquals(7, st.count(1), "then as much prompt as the 8-row budget leaves");
-        assertFalse(st.wantLogits(1), "no logits before the prompt's last chunk");
-        assertEquals(8, st.rows());
+        assertEquals(1, st.batch().tokenCount(0), "the running sequence's decode token first");
+        assertEquals(7, st.batch().tokenCount(1), "then as much prompt as the 8-row budget leaves");
+        assertFalse(st.batch().wantLogits(1), "no logits before the prompt's last chunk");
+        assertEquals(8, st.batch().tokens());
         answer(s, st);
         Scheduler.Step rest = send(s, 0);
-        assertEquals(7, rest.position(1), "the prompt goes on where it stopped");
+        assertEquals(7, rest.batch().position(1), "the prompt goes on where it stopped");
     }
 
     @Test
