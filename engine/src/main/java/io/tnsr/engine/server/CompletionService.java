@@ -1,0 +1,159 @@
+package io.tnsr.engine.server;
+
+import io.tnsr.engine.generate.Generator;
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.scheduler.Scheduler;
+import io.tnsr.engine.tokenizer.Tokenizer;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Completions over a serving pipeline: turns a request into a sequence (its prompt's tokens, its own sampler), admits
+ * it or refuses it when the running and waiting places are all taken, and routes each chosen token to its
+ * {@link Completion}. It is the pipeline's {@link Generator.Listener}, called on the coordinator's thread; everything
+ * else is called from request threads.
+ *
+ * <pre>{@code
+ * CompletionService service = new CompletionService(tokenizer, contextLength, vocab, maxRunning, maxWaiting);
+ * PipelineRun.serve(stages, settings, model, limits, service, service::attach, stopping::get);   // a thread of its own
+ * Completion c = service.submit(new CompletionService.Request(prompt, 128, SamplingConfig.GREEDY, List.of("\n\n")));
+ * for (String d; (d = c.nextDelta(100)) != null; ) { send(d); }   // or c.awaitText(timeout)
+ * }</pre>
+ */
+public final class CompletionService implements Generator.Listener {
+
+    /**
+     * @param prompt    the text to continue
+     * @param maxTokens most tokens to generate
+     * @param sampling  how tokens are chosen (a seed gives the tokens the same prompt gives alone with that seed)
+     * @param stops     strings that end the text (not included in it)
+     */
+    public record Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops) {
+        public Request {
+            stops = List.copyOf(stops);
+            if (maxTokens < 1) {
+                throw new InvalidRequestException("max_tokens must be at least 1, got " + maxTokens);
+            }
+            if (stops.stream().anyMatch(String::isEmpty)) {
+                throw new InvalidRequestException("a stop string must not be empty");
+            }
+        }
+    }
+
+    /** A request that cannot be served as asked (an HTTP server answers 400). */
+    public static final class InvalidRequestException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        public InvalidRequestException(String message) {
+            super(message);
+        }
+    }
+
+    /** Every running and waiting place is taken (an HTTP server answers 429). */
+    public static final class OverloadedException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        public OverloadedException(String message) {
+            super(message);
+        }
+    }
+
+    private final Tokenizer tokenizer;
+    private final int contextLength;
+    private final int vocab;
+    private final int maxRunning;
+    private final int maxWaiting;
+    private final AtomicInteger nextId = new AtomicInteger();
+    private final AtomicInteger active = new AtomicInteger();
+    private final ConcurrentHashMap<Integer, Completion> byId = new ConcurrentHashMap<>();
+    private volatile Scheduler scheduler;
+
+    /**
+     * @param maxRunning sequences the pipeline runs at once (its micro-batches' places)
+     * @param maxWaiting sequences that may wait for a place; beyond running + waiting, {@link #submit} refuses
+     */
+    public CompletionService(Tokenizer tokenizer, int contextLength, int vocab, int maxRunning, int maxWaiting) {
+        this.tokenizer = tokenizer;
+        this.contextLength = contextLength;
+        this.vocab = vocab;
+        this.maxRunning = maxRunning;
+        this.maxWaiting = maxWaiting;
+    }
+
+    /** Connects the pipeline's scheduler once it is up ({@code PipelineRun.serve}'s {@code onReady}). */
+    public void attach(Scheduler s) {
+        this.scheduler = s;
+    }
+
+    /** Whether the pipeline is up and taking requests. */
+    public boolean ready() {
+        return scheduler != null;
+    }
+
+    /** Sequences running or waiting now. */
+    public int active() {
+        return active.get();
+    }
+
+    /**
+     * Starts a completion.
+     *
+     * @throws InvalidRequestException the prompt does not fit the model's context (with one token to generate)
+     * @throws OverloadedException     every running and waiting place is taken
+     * @throws IllegalStateException   the pipeline is not up
+     */
+    public Completion submit(Request r) {
+        Scheduler s = scheduler;
+        if (s == null) {
+            throw new IllegalStateException("the pipeline is not ready");
+        }
+        int[] prompt = tokenizer.encode(r.prompt(), tokenizer.addsBos());
+        if (prompt.length == 0) {
+            throw new InvalidRequestException("the prompt is empty");
+        }
+        if (prompt.length >= contextLength) {
+            throw new InvalidRequestException("the prompt has " + prompt.length + " tokens; the model's context holds "
+                    + contextLength + " with the generated ones");
+        }
+        if (active.incrementAndGet() > maxRunning + maxWaiting) {
+            active.decrementAndGet();
+            throw new OverloadedException(maxRunning + " requests are running and " + maxWaiting + " waiting; try again later");
+        }
+        int id = nextId.getAndIncrement() & Integer.MAX_VALUE;
+        SequenceState seq = new SequenceState(id, 0, r.prompt(), prompt, r.maxTokens(), contextLength, tokenizer.bos(),
+                tokenizer::isEndOfGeneration, new Sampler(r.sampling(), vocab));
+        Completion c = new Completion(seq, tokenizer.newDecoder(prompt[prompt.length - 1]), r.stops());
+        byId.put(id, c);
+        seq.started(System.nanoTime());
+        s.submit(seq);
+        return c;
+    }
+
+    /** Stops a completion whose client went away; its text ends where it is ({@link Completion.Finish#CANCELLED}). */
+    public void cancel(Completion c) {
+        Scheduler s = scheduler;
+        if (s != null) {
+            s.cancel(c.sequence().index());
+        }
+    }
+
+    @Override
+    public void onToken(SequenceState seq, int token) {
+        Completion c = byId.get(seq.index());
+        if (c != null && c.onToken(token)) {
+            scheduler.cancel(seq.index());   // a stop string ended the text: end the sequence too
+        }
+    }
+
+    @Override
+    public void onFinished(SequenceState seq) {
+        Completion c = byId.remove(seq.index());
+        if (c != null) {
+            active.decrementAndGet();
+            c.onFinished();
+        }
+    }
+}
