@@ -1,0 +1,370 @@
+package io.tnsr.engine.server;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.util.Jackson;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.util.Callback;
+
+/**
+ * OpenAI's completions API over a {@link CompletionService}, on Jetty (TCP_NODELAY on every connection):
+ * <ul>
+ * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} (default 16),
+ * {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop} (a string or
+ * a list of up to 4), {@code stream} with {@code stream_options.include_usage}; {@code n} other than 1 is refused.
+ * Streams are Server-Sent Events, one {@code text_completion} chunk per piece of text (whole characters), a last chunk
+ * with {@code finish_reason}, the usage chunk when asked for, then {@code data: [DONE]}.</li>
+ * <li>{@code GET /v1/models}; {@code GET /health} (503 until the pipeline is up).</li>
+ * </ul>
+ * Errors are OpenAI's error object, {@code {"error": {"message", "type", "code"}}}: 400 for a bad body, 404 for an
+ * unknown model or path, 413 for a body over {@link #MAX_BODY_BYTES}, 429 with {@code Retry-After} when every place
+ * is taken. A client that goes away mid-stream has its sequence cancelled (its KV cache freed in every stage).
+ */
+public final class OpenAiHttpServer implements AutoCloseable {
+    /** Largest request body accepted. */
+    public static final int MAX_BODY_BYTES = 1 << 20;
+    /** How long a non-streaming request waits for its text before it is cancelled with a 503. */
+    static final long REQUEST_TIMEOUT_MILLIS = 600_000;
+
+    private final CompletionService service;
+    private final String modelName;
+    private final Server server;
+    private final ServerConnector connector;
+    private final AtomicLong ids = new AtomicLong();
+
+    public OpenAiHttpServer(CompletionService service, String modelName, String host, int port) {
+        this.service = service;
+        this.modelName = modelName;
+        this.server = new Server();
+        this.connector = new ServerConnector(server);
+        connector.setHost(host);
+        connector.setPort(port);
+        connector.setAcceptedTcpNoDelay(true);
+        server.addConnector(connector);
+        server.setHandler(new Handler.Abstract() {
+            @Override
+            public boolean handle(Request request, Response response, Callback callback) {
+                try {
+                    route(request, response, callback);
+                } catch (Throwable t) {
+                    if (!response.isCommitted()) {
+                        error(response, callback, 500, "server_error", "internal error: " + t);
+                    } else {
+                        callback.failed(t);
+                    }
+                }
+                return true;
+            }
+        });
+        server.setStopTimeout(10_000);
+    }
+
+    /** Starts listening; returns the port. */
+    public int start() throws Exception {
+        server.start();
+        return connector.getLocalPort();
+    }
+
+    @Override
+    public void close() throws Exception {
+        server.stop();
+    }
+
+    private void route(Request request, Response response, Callback callback) throws Exception {
+        String path = Request.getPathInContext(request);
+        String method = request.getMethod();
+        switch (path) {
+            case "/health" -> {
+                if (service.ready()) {
+                    json(response, callback, 200, Map.of("status", "ok"));
+                } else {
+                    error(response, callback, 503, "unavailable", "the pipeline is starting");
+                }
+            }
+            case "/v1/models" -> json(response, callback, 200, Map.of("object", "list", "data",
+                    List.of(Map.of("id", modelName, "object", "model", "owned_by", "tnsr"))));
+            case "/v1/completions" -> {
+                if (!"POST".equals(method)) {
+                    error(response, callback, 405, "invalid_request_error", path + " takes POST, not " + method);
+                } else {
+                    completions(request, response, callback);
+                }
+            }
+            default -> error(response, callback, 404, "invalid_request_error", "no such endpoint: " + method + " " + path);
+        }
+    }
+
+    private void completions(Request request, Response response, Callback callback) throws Exception {
+        byte[] body;
+        try (InputStream in = Request.asInputStream(request)) {
+            body = in.readNBytes(MAX_BODY_BYTES + 1);
+        }
+        if (body.length > MAX_BODY_BYTES) {
+            error(response, callback, 413, "invalid_request_error", "the request body is over " + MAX_BODY_BYTES + " bytes");
+            return;
+        }
+        Parsed p;
+        try {
+            p = parse(body);
+        } catch (CompletionService.InvalidRequestException e) {
+            error(response, callback, 400, "invalid_request_error", e.getMessage());
+            return;
+        }
+        if (p.model != null && !p.model.equals(modelName)) {
+            error(response, callback, 404, "model_not_found", "no model '" + p.model + "' here; this server runs '" + modelName + "'");
+            return;
+        }
+        if (!service.ready()) {
+            error(response, callback, 503, "unavailable", "the pipeline is starting");
+            return;
+        }
+        Completion c;
+        try {
+            c = service.submit(p.request);
+        } catch (CompletionService.InvalidRequestException e) {
+            error(response, callback, 400, "invalid_request_error", e.getMessage());
+            return;
+        } catch (CompletionService.OverloadedException e) {
+            response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
+            error(response, callback, 429, "rate_limit_exceeded", e.getMessage());
+            return;
+        }
+        String id = "cmpl-" + ids.incrementAndGet();
+        long created = System.currentTimeMillis() / 1000;
+        if (p.stream) {
+            stream(response, callback, c, id, created, p.includeUsage);
+            return;
+        }
+        request.addFailureListener(t -> service.cancel(c));
+        String text = c.awaitText(REQUEST_TIMEOUT_MILLIS);
+        if (text == null) {
+            service.cancel(c);
+            error(response, callback, 503, "timeout", "no answer within " + REQUEST_TIMEOUT_MILLIS / 1000 + " s");
+            return;
+        }
+        if (c.finish() == Completion.Finish.ERROR) {
+            error(response, callback, 500, "server_error", "the pipeline could not run the request: " + c.error());
+            return;
+        }
+        Map<String, Object> root = chunk(id, created, text, c.finish().json());
+        root.put("usage", usage(c));
+        json(response, callback, 200, root);
+    }
+
+    /** Server-Sent Events: text as it comes, the finishing chunk, the usage chunk if asked, [DONE]. */
+    private void stream(Response response, Callback callback, Completion c, String id, long created, boolean includeUsage) {
+        response.setStatus(200);
+        response.getHeaders().put(HttpHeader.CONTENT_TYPE, "text/event-stream; charset=utf-8");
+        response.getHeaders().put(HttpHeader.CACHE_CONTROL, "no-cache");
+        OutputStream out = Content.Sink.asOutputStream(response);
+        try {
+            for (String delta; (delta = c.nextDelta(1000)) != null; ) {
+                if (!delta.isEmpty()) {
+                    event(out, Jackson.write(chunk(id, created, delta, null)));
+                }
+            }
+            if (c.finish() == Completion.Finish.ERROR) {
+                event(out, Jackson.write(Map.of("error", Map.of("message", "the pipeline could not run the request: "
+                        + c.error(), "type", "server_error", "code", "server_error"))));
+            } else {
+                event(out, Jackson.write(chunk(id, created, "", c.finish().json())));
+            }
+            if (includeUsage) {
+                Map<String, Object> u = base(id, created);
+                u.put("choices", List.of());
+                u.put("usage", usage(c));
+                event(out, Jackson.write(u));
+            }
+            event(out, "[DONE]");
+            out.close();
+            callback.succeeded();
+        } catch (IOException e) {
+            service.cancel(c);   // the client went away: free its place and its KV cache
+            callback.failed(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            service.cancel(c);
+            callback.failed(e);
+        }
+    }
+
+    private static void event(OutputStream out, String data) throws IOException {
+        out.write(("data: " + data + "\n\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+
+    private Map<String, Object> base(String id, long created) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("id", id);
+        m.put("object", "text_completion");
+        m.put("created", created);
+        m.put("model", modelName);
+        return m;
+    }
+
+    private Map<String, Object> chunk(String id, long created, String text, String finish) {
+        Map<String, Object> choice = new LinkedHashMap<>();
+        choice.put("text", text);
+        choice.put("index", 0);
+        choice.put("logprobs", null);
+        choice.put("finish_reason", finish);
+        Map<String, Object> m = base(id, created);
+        m.put("choices", List.of(choice));
+        return m;
+    }
+
+    private static Map<String, Object> usage(Completion c) {
+        Map<String, Object> u = new LinkedHashMap<>();
+        u.put("prompt_tokens", c.promptTokens());
+        u.put("completion_tokens", c.completionTokens());
+        u.put("total_tokens", c.promptTokens() + c.completionTokens());
+        return u;
+    }
+
+    private static void json(Response response, Callback callback, int status, Object body) {
+        response.setStatus(status);
+        response.getHeaders().put(HttpHeader.CONTENT_TYPE, "application/json");
+        Content.Sink.write(response, true, Jackson.write(body), callback);
+    }
+
+    private static void error(Response response, Callback callback, int status, String type, String message) {
+        json(response, callback, status, Map.of("error", Map.of("message", message, "type", type, "code", type)));
+    }
+
+    /** A request body, checked. */
+    private record Parsed(String model, CompletionService.Request request, boolean stream, boolean includeUsage) {
+    }
+
+    static Parsed parse(byte[] body) {
+        JsonNode root;
+        try {
+            root = Jackson.MAPPER.readTree(body);
+        } catch (JsonProcessingException e) {
+            throw new CompletionService.InvalidRequestException("the body is not JSON: " + Jackson.describe(e));
+        } catch (IOException e) {
+            throw new CompletionService.InvalidRequestException("the body cannot be read: " + e.getMessage());
+        }
+        if (root == null || !root.isObject()) {
+            throw new CompletionService.InvalidRequestException("the body must be a JSON object");
+        }
+        String model = text(root, "model", false);
+        JsonNode promptNode = root.get("prompt");
+        String prompt;
+        if (promptNode == null || promptNode.isNull()) {
+            throw new CompletionService.InvalidRequestException("'prompt' is required");
+        } else if (promptNode.isTextual()) {
+            prompt = promptNode.asText();
+        } else if (promptNode.isArray() && promptNode.size() == 1 && promptNode.get(0).isTextual()) {
+            prompt = promptNode.get(0).asText();
+        } else {
+            throw new CompletionService.InvalidRequestException("'prompt' must be a string (or a list of one string)");
+        }
+        int n = integer(root, "n", 1);
+        if (n != 1) {
+            throw new CompletionService.InvalidRequestException("'n' must be 1, got " + n);
+        }
+        int maxTokens = integer(root, "max_tokens", integer(root, "max_completion_tokens", 16));
+        double temperature = number(root, "temperature", 1.0);
+        double topP = number(root, "top_p", 1.0);
+        int topK = integer(root, "top_k", 0);
+        long seed = root.hasNonNull("seed") ? longValue(root, "seed") : ThreadLocalRandom.current().nextLong();
+        List<String> stops = new ArrayList<>();
+        JsonNode stop = root.get("stop");
+        if (stop != null && !stop.isNull()) {
+            if (stop.isTextual()) {
+                stops.add(stop.asText());
+            } else if (stop.isArray() && stop.size() <= 4) {
+                for (JsonNode s : stop) {
+                    if (!s.isTextual()) {
+                        throw new CompletionService.InvalidRequestException("'stop' must hold strings");
+                    }
+                    stops.add(s.asText());
+                }
+            } else {
+                throw new CompletionService.InvalidRequestException("'stop' must be a string or a list of up to 4 strings");
+            }
+        }
+        boolean stream = bool(root, "stream");
+        JsonNode so = root.get("stream_options");
+        boolean includeUsage = so != null && so.isObject() && bool(so, "include_usage");
+        SamplingConfig sampling;
+        try {
+            sampling = new SamplingConfig((float) temperature, topK, (float) topP, seed);
+        } catch (IllegalArgumentException e) {
+            throw new CompletionService.InvalidRequestException(e.getMessage());
+        }
+        return new Parsed(model, new CompletionService.Request(prompt, maxTokens, sampling, stops), stream, includeUsage);
+    }
+
+    private static String text(JsonNode root, String field, boolean required) {
+        JsonNode v = root.get(field);
+        if (v == null || v.isNull()) {
+            if (required) {
+                throw new CompletionService.InvalidRequestException("'" + field + "' is required");
+            }
+            return null;
+        }
+        if (!v.isTextual()) {
+            throw new CompletionService.InvalidRequestException("'" + field + "' must be a string");
+        }
+        return v.asText();
+    }
+
+    private static int integer(JsonNode root, String field, int dflt) {
+        JsonNode v = root.get(field);
+        if (v == null || v.isNull()) {
+            return dflt;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+            throw new CompletionService.InvalidRequestException("'" + field + "' must be an integer, got " + v);
+        }
+        return v.intValue();
+    }
+
+    private static long longValue(JsonNode root, String field) {
+        JsonNode v = root.get(field);
+        if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+            throw new CompletionService.InvalidRequestException("'" + field + "' must be an integer, got " + v);
+        }
+        return v.longValue();
+    }
+
+    private static double number(JsonNode root, String field, double dflt) {
+        JsonNode v = root.get(field);
+        if (v == null || v.isNull()) {
+            return dflt;
+        }
+        if (!v.isNumber()) {
+            throw new CompletionService.InvalidRequestException("'" + field + "' must be a number, got " + v);
+        }
+        return v.doubleValue();
+    }
+
+    private static boolean bool(JsonNode root, String field) {
+        JsonNode v = root.get(field);
+        if (v == null || v.isNull()) {
+            return false;
+        }
+        if (!v.isBoolean()) {
+            throw new CompletionService.InvalidRequestException("'" + field + "' must be true or false, got " + v);
+        }
+        return v.booleanValue();
+    }
+}

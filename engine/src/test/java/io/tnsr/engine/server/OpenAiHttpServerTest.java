@@ -1,0 +1,172 @@
+package io.tnsr.engine.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.util.Jackson;
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The OpenAI completions API over a serving pipeline, through a real HTTP client. */
+@Timeout(120)
+class OpenAiHttpServerTest {
+    private static final String PROMPT = "once upon a time";
+
+    private ServingPipeline pipeline;
+    private OpenAiHttpServer server;
+    private URI base;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+
+    @BeforeEach
+    void start() throws Exception {
+        pipeline = new ServingPipeline();
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        server.close();
+        pipeline.close();
+    }
+
+    private HttpResponse<String> post(String path, String body) throws Exception {
+        return http.send(HttpRequest.newBuilder(base.resolve(path)).timeout(Duration.ofSeconds(60))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    private HttpResponse<String> get(String path) throws Exception {
+        return http.send(HttpRequest.newBuilder(base.resolve(path)).timeout(Duration.ofSeconds(10)).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static JsonNode json(HttpResponse<String> r) throws Exception {
+        return Jackson.MAPPER.readTree(r.body());
+    }
+
+    @Test
+    void aCompletionAnswersWithGeneratesTextAndItsUsage() throws Exception {
+        HttpResponse<String> r = post("/v1/completions", "{\"model\": \"tiny\", \"prompt\": \"" + PROMPT
+                + "\", \"max_tokens\": 20, \"temperature\": 0}");
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode body = json(r);
+        assertEquals("text_completion", body.get("object").asText());
+        assertEquals(pipeline.alone(PROMPT, 20, SamplingConfig.GREEDY), body.at("/choices/0/text").asText());
+        String finish = body.at("/choices/0/finish_reason").asText();
+        assertTrue(finish.equals("length") || finish.equals("stop"), finish);
+        JsonNode usage = body.get("usage");
+        assertEquals(usage.get("prompt_tokens").asInt() + usage.get("completion_tokens").asInt(), usage.get("total_tokens").asInt());
+    }
+
+    @Test
+    void aStreamIsReadEventByEventAndEndsWithTheFinishTheUsageAndDone() throws Exception {
+        HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(
+                        "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 20, \"seed\": 5, \"temperature\": 0.8, \"stream\": true,"
+                                + " \"stream_options\": {\"include_usage\": true}}")).build(), HttpResponse.BodyHandlers.ofInputStream());
+        assertEquals(200, r.statusCode());
+        assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("text/event-stream"));
+        List<String> events = new ArrayList<>();
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
+            for (String line; (line = in.readLine()) != null; ) {
+                if (line.startsWith("data: ")) {
+                    events.add(line.substring(6));
+                } else {
+                    assertEquals("", line, "events are separated by one blank line");
+                }
+            }
+        }
+        assertEquals("[DONE]", events.get(events.size() - 1));
+        JsonNode usage = Jackson.MAPPER.readTree(events.get(events.size() - 2));
+        assertEquals(0, usage.get("choices").size());
+        assertTrue(usage.at("/usage/completion_tokens").asInt() > 0);
+        JsonNode last = Jackson.MAPPER.readTree(events.get(events.size() - 3));
+        assertTrue(last.at("/choices/0/finish_reason").isTextual());
+        StringBuilder text = new StringBuilder();
+        for (String e : events.subList(0, events.size() - 3)) {
+            JsonNode chunk = Jackson.MAPPER.readTree(e);
+            assertTrue(chunk.at("/choices/0/finish_reason").isNull());
+            text.append(chunk.at("/choices/0/text").asText());
+        }
+        assertEquals(pipeline.alone(PROMPT, 20, new SamplingConfig(0.8f, 0, 1f, 5)), text.toString(),
+                "the seeded stream is what the prompt gives alone with that seed");
+    }
+
+    @Test
+    void badRequestsGetOpenAisErrorObject() throws Exception {
+        record Case(String body, int status, String says) {
+        }
+        for (Case c : List.of(
+                new Case("{\"prompt\": ", 400, "not JSON"),
+                new Case("{\"max_tokens\": 5}", 400, "'prompt' is required"),
+                new Case("{\"prompt\": \"x\", \"max_tokens\": \"five\"}", 400, "'max_tokens' must be an integer"),
+                new Case("{\"prompt\": \"x\", \"n\": 2}", 400, "'n' must be 1"),
+                new Case("{\"prompt\": \"x\", \"temperature\": -1}", 400, "temperature"),
+                new Case("{\"prompt\": \"x\", \"model\": \"gpt-4\"}", 404, "no model 'gpt-4'"),
+                new Case("{\"prompt\": \"" + "a b ".repeat(pipeline.cfg.contextLength()) + "\"}", 400, "context holds"))) {
+            HttpResponse<String> r = post("/v1/completions", c.body());
+            assertEquals(c.status(), r.statusCode(), c.body() + " -> " + r.body());
+            String message = json(r).at("/error/message").asText();
+            assertTrue(message.contains(c.says()), message);
+            assertTrue(json(r).at("/error/type").isTextual());
+        }
+        assertEquals(404, get("/v1/nothing").statusCode());
+        assertEquals(405, get("/v1/completions").statusCode());
+        assertEquals(0, pipeline.service.active(), "no request was left running");
+    }
+
+    @Test
+    void theModelsAndHealthEndpointsAnswer() throws Exception {
+        HttpResponse<String> models = get("/v1/models");
+        assertEquals(200, models.statusCode());
+        assertEquals("tiny", json(models).at("/data/0/id").asText());
+        HttpResponse<String> health = get("/health");
+        assertEquals(200, health.statusCode());
+        assertEquals("ok", json(health).get("status").asText());
+    }
+
+    @Test
+    void beyondEveryPlaceTheAnswerIs429WithRetryAfter() throws Exception {
+        List<Completion> running = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {   // 2 running + 1 waiting
+            running.add(pipeline.service.submit(new CompletionService.Request(PROMPT, 200, SamplingConfig.GREEDY, List.of())));
+        }
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 3}");
+        assertEquals(429, r.statusCode(), r.body());
+        assertEquals("1", r.headers().firstValue("Retry-After").orElse(""));
+        assertEquals("rate_limit_exceeded", json(r).at("/error/type").asText());
+        running.forEach(pipeline.service::cancel);
+    }
+
+    @Test
+    void aClientThatLeavesMidStreamHasItsSequenceCancelled() throws Exception {
+        HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 230, \"stream\": true}"))
+                .build(), HttpResponse.BodyHandlers.ofInputStream());
+        InputStream body = r.body();
+        assertTrue(body.read() >= 0, "the stream started");
+        body.close();                                        // the client goes away
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (pipeline.service.active() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, pipeline.service.active(), "its place was freed");
+    }
+}

@@ -1,0 +1,103 @@
+package io.tnsr.engine.server;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.tnsr.engine.coordinator.Coordinator;
+import io.tnsr.engine.coordinator.LocalStages;
+import io.tnsr.engine.coordinator.PipelineRun;
+import io.tnsr.engine.forward.LayerRange;
+import io.tnsr.engine.generate.Generator;
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.kvcache.KvCachePool;
+import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.scheduler.Scheduler;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.TestModels;
+import io.tnsr.engine.tokenizer.StreamingDecoder;
+import io.tnsr.engine.tokenizer.Tokenizer;
+import io.tnsr.engine.tokenizer.Tokenizers;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A serving pipeline for tests: the tiny synthetic model over two in-process stages (real sockets), a
+ * {@link CompletionService} with 2 running places and 1 waiting, driven by a thread of its own until closed.
+ */
+final class ServingPipeline implements AutoCloseable {
+    final Path model;
+    final LlamaConfig cfg;
+    final Tokenizer tok;
+    final CompletionService service;
+    private final Thread driver;
+    private final AtomicBoolean stop = new AtomicBoolean();
+    private final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+    ServingPipeline() throws Exception {
+        model = TestModels.get(ModelSpec.tiny());
+        try (GgufFile f = GgufFile.open(model)) {
+            cfg = LlamaConfig.fromGguf(f);
+            tok = Tokenizers.fromGguf(f);
+        }
+        PipelineConfig pipeline = PipelineConfig.defaults(cfg.layers(), 2, WaitMode.BLOCK);
+        Path runDir = Files.createTempDirectory("tnsr-serve-test");
+        PipelineRun.Settings settings = new PipelineRun.Settings(model, pipeline, Collections.nCopies(2, WaitMode.BLOCK),
+                Collections.nCopies(2, -1), new Coordinator.Options(2, 0, pipeline.maxTokensPerFrame(),
+                pipeline.maxSequencesPerFrame(), pipeline.maxFrameBytes()), runDir, 30_000, 30_000, 10_000, 0);
+        service = new CompletionService(tok, cfg.contextLength(), cfg.vocabSize(), 2, 1);
+        CountDownLatch ready = new CountDownLatch(1);
+        driver = new Thread(() -> {
+            try {
+                PipelineRun.serve(new LocalStages(pipeline, model, runDir), settings, cfg,
+                        new Scheduler.Limits(2, 1, pipeline.maxTokensPerFrame(), 8), service, s -> {
+                            service.attach(s);
+                            ready.countDown();
+                        }, stop::get);
+            } catch (Throwable t) {
+                failure.set(t);
+                ready.countDown();
+            }
+        }, "serving");
+        driver.start();
+        assertTrue(ready.await(60, TimeUnit.SECONDS));
+        assertTrue(service.ready(), () -> "the pipeline did not start: " + failure.get());
+    }
+
+    /** The text {@code tools/generate} prints for the prompt: the whole model in this process, decoded as it streams. */
+    String alone(String prompt, int maxTokens, SamplingConfig sc) {
+        try (GgufFile f = GgufFile.open(model)) {
+            int[] ids = tok.encode(prompt, true);
+            SequenceState s = new SequenceState(0, prompt, ids, maxTokens, cfg.contextLength(), tok.bos(),
+                    tok::isEndOfGeneration, new Sampler(sc, cfg.vocabSize()));
+            LayerRange range = new LayerRange(f, cfg, 0, cfg.layers(),
+                    KvCachePool.sized(cfg.layers(), cfg.kvDim(), cfg.contextLength(), 0), 64, 4);
+            new Generator(range, (q, t) -> { }).run(List.of(s));
+            StreamingDecoder d = tok.newDecoder(ids[ids.length - 1]);
+            StringBuilder text = new StringBuilder();
+            for (int t : s.generatedTokens()) {
+                d.next(t, text);
+            }
+            d.finish(text);
+            return text.toString();
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        stop.set(true);
+        driver.join(60_000);
+        if (failure.get() != null) {
+            throw new AssertionError("serving failed", failure.get());
+        }
+    }
+}
