@@ -104,7 +104,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
             tok = Tokenizers.fromGguf(file);
             classifierLayers = PipelineConfig.classifierWeightInLayers(file);
         }
-        PipelineConfig pc = pipelineConfig(mc.layers());
+        PipelineConfig pc = PipelineConfig.resolve(config, stages, mc.layers());
         switch (split) {
             case "even" -> { }
             case "balanced" -> {
@@ -163,23 +163,6 @@ public final class RunPipelineCommand implements Callable<Integer> {
             all.add(prompts.get(i % prompts.size()));
         }
         return all;
-    }
-
-    private PipelineConfig pipelineConfig(int layers) throws IOException {
-        PipelineConfig pc;
-        if (config != null) {
-            if (!Files.isRegularFile(config)) {
-                throw new IllegalArgumentException("--config " + config + ": no such file");
-            }
-            pc = PipelineConfig.load(config, layers);
-            if (stages != null && stages != pc.stages().size()) {
-                throw new IllegalArgumentException("--stages " + stages + " disagrees with " + config + ", which has "
-                        + pc.stages().size() + " stages");
-            }
-        } else {
-            pc = PipelineConfig.defaults(layers, stages == null ? 1 : stages, WaitMode.BLOCK);
-        }
-        return pc;
     }
 
     private void report(PrintStream out, Path modelPath, LlamaConfig mc, PipelineConfig pc, List<WaitMode> waits, int m,

@@ -143,6 +143,25 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         return layer == 0 ? 0 : (double) f.tensor(name).byteSize() / layer;
     }
 
+    /**
+     * The configuration a command's {@code --config FILE} and {@code --stages N} ask for: the file's (N must agree
+     * with it, if given), else N stages split evenly (1 if N is null).
+     */
+    public static PipelineConfig resolve(Path config, Integer stages, int layers) throws IOException {
+        if (config == null) {
+            return defaults(layers, stages == null ? 1 : stages, WaitMode.BLOCK);
+        }
+        if (!Files.isRegularFile(config)) {
+            throw new IllegalArgumentException("--config " + config + ": no such file");
+        }
+        PipelineConfig pc = load(config, layers);
+        if (stages != null && stages != pc.stages().size()) {
+            throw new IllegalArgumentException("--stages " + stages + " disagrees with " + config + ", which has "
+                    + pc.stages().size() + " stages");
+        }
+        return pc;
+    }
+
     public static PipelineConfig defaults(int layers, int stageCount, WaitMode wait) {
         return new PipelineConfig("127.0.0.1", evenSplit(layers, stageCount), DEFAULT_RING_SIZE, DEFAULT_MAX_FRAME_BYTES,
                 DEFAULT_MAX_TOKENS_PER_FRAME, DEFAULT_MAX_SEQUENCES_PER_FRAME, wait, 0, 0);

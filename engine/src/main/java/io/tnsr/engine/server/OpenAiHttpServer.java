@@ -21,6 +21,7 @@ import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.util.Callback;
 
 /**
@@ -42,6 +43,8 @@ public final class OpenAiHttpServer implements AutoCloseable {
     public static final int MAX_BODY_BYTES = 1 << 20;
     /** How long a non-streaming request waits for its text before it is cancelled with a 503. */
     static final long REQUEST_TIMEOUT_MILLIS = 600_000;
+    /** How long {@link #close} lets requests in flight finish. */
+    public static final long STOP_TIMEOUT_MILLIS = 10_000;
 
     private final CompletionService service;
     private final String modelName;
@@ -58,7 +61,9 @@ public final class OpenAiHttpServer implements AutoCloseable {
         connector.setPort(port);
         connector.setAcceptedTcpNoDelay(true);
         server.addConnector(connector);
-        server.setHandler(new Handler.Abstract() {
+        GracefulHandler graceful = new GracefulHandler();   // close() lets requests in flight finish
+        server.setHandler(graceful);
+        graceful.setHandler(new Handler.Abstract() {
             @Override
             public boolean handle(Request request, Response response, Callback callback) {
                 try {
@@ -73,7 +78,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
                 return true;
             }
         });
-        server.setStopTimeout(10_000);
+        server.setStopTimeout(STOP_TIMEOUT_MILLIS);
     }
 
     /** Starts listening; returns the port. */

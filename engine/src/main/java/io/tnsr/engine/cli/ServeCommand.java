@@ -1,0 +1,154 @@
+package io.tnsr.engine.cli;
+
+import io.tnsr.engine.coordinator.Coordinator;
+import io.tnsr.engine.coordinator.PipelineException;
+import io.tnsr.engine.coordinator.PipelineRun;
+import io.tnsr.engine.coordinator.StageProcesses;
+import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.SpinPolicy;
+import io.tnsr.engine.scheduler.Scheduler;
+import io.tnsr.engine.server.CompletionService;
+import io.tnsr.engine.server.OpenAiHttpServer;
+import io.tnsr.engine.synth.ModelCache;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.tokenizer.Tokenizer;
+import io.tnsr.engine.tokenizer.Tokenizers;
+import io.tnsr.wire.FrameHeader;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicBoolean;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code tools/serve}: the pipeline's stage processes behind OpenAI's completions API. Requests join the running
+ * micro-batches at the next step and leave when done (their KV cache freed in every stage). SIGINT or SIGTERM: stop
+ * taking requests, let those in flight finish (or cancel them after {@link #DRAIN_SECONDS} s), stop every stage, exit 0.
+ */
+@Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Serves the model over HTTP with OpenAI's completions API (POST /v1/completions, streaming or not;",
+                "GET /v1/models, GET /health), split across stage processes as run-pipeline splits it."})
+public final class ServeCommand implements Callable<Integer> {
+    /** How long in-flight requests get to finish after SIGTERM before they are cancelled. */
+    static final int DRAIN_SECONDS = (int) (OpenAiHttpServer.STOP_TIMEOUT_MILLIS / 1000);
+
+    @Option(names = "--stages", paramLabel = "N", description = "Stage processes (default: 1, or the --config file's).")
+    Integer stages;
+
+    @Option(names = "--config", paramLabel = "FILE", description = "Pipeline configuration (JSON; see config/README.md).")
+    Path config;
+
+    @Option(names = "--model", paramLabel = "FILE.gguf", description = "The model (default: a synthetic stories15M-shape model, generated once).")
+    Path model;
+
+    @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address to listen on (default: ${DEFAULT-VALUE}; loopback only for now).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "8080", description = "Port to listen on; 0 = any free port (default: ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--spin", description = "Busy-spin the stages' compute threads, each pinned to its own CPU (as run-pipeline --spin).")
+    boolean spin;
+
+    @Option(names = "--max-sequences", paramLabel = "S", defaultValue = "16", description = "Requests running at once (default: ${DEFAULT-VALUE}).")
+    int maxSequences;
+
+    @Option(names = "--max-queued", paramLabel = "Q", defaultValue = "64", description = "Requests waiting for a place; beyond, 429 (default: ${DEFAULT-VALUE}).")
+    int maxQueued;
+
+    @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
+    int startupTimeout;
+
+    @Option(names = "--stall-timeout", paramLabel = "SECONDS", defaultValue = "120", description = "Bound on waiting for any answer from the pipeline (default: ${DEFAULT-VALUE}).")
+    int stallTimeout;
+
+    @Override
+    public Integer call() throws Exception {
+        if (!InetAddress.getByName(host).isLoopbackAddress()) {
+            throw new IllegalArgumentException("--host " + host + ": serve listens on loopback addresses only, until it can "
+                    + "require an API key from other hosts");
+        }
+        if (maxSequences < 1 || maxQueued < 0) {
+            throw new IllegalArgumentException("--max-sequences must be >= 1 and --max-queued >= 0");
+        }
+        Path modelPath = model;
+        if (modelPath == null) {
+            ModelSpec spec = ModelSpec.stories15M();
+            modelPath = ModelCache.get(spec);
+            System.err.println("serve: no --model given; using a synthetic model with random weights (" + spec.describe()
+                    + "): its text is gibberish. Try --model ../shared/models/stories260K.gguf");
+        }
+        LlamaConfig mc;
+        Tokenizer tok;
+        try (GgufFile file = GgufFile.open(modelPath)) {
+            mc = LlamaConfig.fromGguf(file);
+            tok = Tokenizers.fromGguf(file);
+        }
+        PipelineConfig pc = PipelineConfig.resolve(config, stages, mc.layers());
+        int n = pc.stages().size();
+        SpinPolicy policy = SpinPolicy.decide(pc, spin, Runtime.getRuntime().availableProcessors());
+        if (policy.warning() != null) {
+            System.err.println("serve: --" + policy.warning());
+        }
+        int perStep = Math.min(pc.maxSequencesPerFrame(), FrameHeader.MAX_SEQUENCE_COUNT);
+        int perBatch = Math.min(perStep, (maxSequences + n - 1) / n);
+        Scheduler.Limits limits = new Scheduler.Limits(n, perBatch, pc.maxTokensPerFrame(), perStep);
+        int running = Math.min(maxSequences, n * perBatch);
+        CompletionService service = new CompletionService(tok, mc.contextLength(), mc.vocabSize(), running, maxQueued);
+        String name = modelPath.getFileName().toString().replaceFirst("\\.gguf$", "");
+        Path runDir = Files.createTempDirectory("tnsr-serve");
+        PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
+                new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
+                runDir, startupTimeout * 1000L, stallTimeout * 1000L, 20_000L, 0);
+
+        AtomicBoolean stopRequested = new AtomicBoolean();
+        AtomicBoolean pipelineStop = new AtomicBoolean();
+        long t0 = System.nanoTime();
+        try (OpenAiHttpServer http = new OpenAiHttpServer(service, name, host, port)) {
+            int bound = http.start();
+            // SIGINT and SIGTERM end the serving loop below, so that the stages are stopped and the exit status is 0
+            // (a shutdown hook would run while the JVM is already exiting, with the signal's status).
+            Runnable stop = () -> {
+                if (stopRequested.compareAndSet(false, true)) {
+                    Thread t = new Thread(() -> {
+                        System.err.println("serve: stopping: no new requests; " + service.active() + " in flight get up to "
+                                + DRAIN_SECONDS + " s");
+                        try {
+                            http.close();        // stops taking requests, waits for those in flight up to its timeout
+                        } catch (Exception e) {
+                            System.err.println("serve: " + e.getMessage());
+                        }
+                        pipelineStop.set(true);
+                    }, "serve-stop");
+                    t.setDaemon(true);
+                    t.start();
+                }
+            };
+            sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.run());
+            sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.run());
+            System.err.println("serve: listening on http://" + host + ":" + bound + " (starting " + n + " stage"
+                    + (n == 1 ? "" : "s") + " of " + name + "; /health says when ready)");
+            try {
+                PipelineRun.serve(new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), 20_000L), settings,
+                        mc, limits, service, s -> {
+                            service.attach(s);
+                            System.err.printf("serve: %d stage%s ready in %.1f s; up to %d requests at once, %d waiting%n", n,
+                                    n == 1 ? "" : "s", (System.nanoTime() - t0) / 1e9, running, maxQueued);
+                        }, pipelineStop::get);
+            } catch (PipelineException e) {
+                System.err.println("serve: the pipeline failed: " + e.getMessage());
+                return 3;
+            }
+        }
+        System.err.println("serve: stopped");
+        return 0;
+    }
+
+    public static void main(String[] args) {
+        System.exit(Cli.run(new ServeCommand(), args));
+    }
+}

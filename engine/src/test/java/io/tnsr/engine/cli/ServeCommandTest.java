@@ -1,0 +1,103 @@
+package io.tnsr.engine.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.TestModels;
+import io.tnsr.engine.util.Jackson;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** {@code tools/serve} as a real process with real stage processes, queried over HTTP, stopped by SIGTERM. */
+@Timeout(180)
+class ServeCommandTest {
+
+    @Test
+    void servesCompletionsUntilSigtermThenStopsEveryStageAndExitsZero() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .filter(a -> !a.startsWith("-javaagent") && !a.startsWith("-agentlib")).toList());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ServeCommand.class.getName(),
+                "--stages", "2", "--model", model.toString(), "--port", "0", "--max-sequences", "4", "--max-queued", "2"));
+        Process serve = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        Thread reader = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(serve.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String l; (l = in.readLine()) != null; ) {
+                    lines.add(l);
+                }
+            } catch (Exception ignored) {
+                // the process ended
+            }
+        });
+        reader.setDaemon(true);
+        reader.start();
+        try {
+            String port = null;
+            boolean ready = false;
+            List<String> seen = new ArrayList<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            while (!ready && System.nanoTime() < deadline) {
+                String l = lines.poll(1, TimeUnit.SECONDS);
+                if (l == null) {
+                    continue;
+                }
+                seen.add(l);
+                Matcher m = Pattern.compile("listening on http://127\\.0\\.0\\.1:(\\d+)").matcher(l);
+                if (m.find()) {
+                    port = m.group(1);
+                }
+                ready = l.contains("ready in");
+            }
+            assertNotNull(port, () -> "serve said where it listens: " + seen);
+            assertTrue(ready, () -> "serve said it is ready: " + seen);
+            HttpClient http = HttpClient.newHttpClient();
+            URI base = URI.create("http://127.0.0.1:" + port);
+            HttpResponse<String> health = http.send(HttpRequest.newBuilder(base.resolve("/health")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, health.statusCode(), health.body());
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"once upon a time\", \"max_tokens\": 12, \"temperature\": 0}"))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, r.statusCode(), r.body());
+            JsonNode body = Jackson.MAPPER.readTree(r.body());
+            assertTrue(body.at("/usage/completion_tokens").asInt() > 0, r.body());
+            List<ProcessHandle> stages = serve.descendants().toList();
+            assertEquals(2, stages.size(), "two stage processes");
+
+            serve.destroy();                                   // SIGTERM
+            assertTrue(serve.waitFor(60, TimeUnit.SECONDS), "serve ends");
+            assertEquals(0, serve.exitValue(), () -> "exit status 0 after SIGTERM: " + String.join("\n", lines));
+            for (ProcessHandle p : stages) {
+                p.onExit().get(10, TimeUnit.SECONDS);
+                assertFalse(p.isAlive(), "stage process " + p.pid() + " ended");
+            }
+        } finally {
+            serve.destroyForcibly();
+        }
+    }
+}
