@@ -168,5 +168,31 @@ class OpenAiHttpServerTest {
             Thread.sleep(10);
         }
         assertEquals(0, pipeline.service.active(), "its place was freed");
+        while (java.util.Arrays.stream(pipeline.usedPages()).sum() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals("[0, 0]", java.util.Arrays.toString(pipeline.usedPages()), "every stage's KV cache is as before the request");
+    }
+
+    @Test
+    void sixteenConcurrentRequestsEachGiveTheirSoloTokens() throws Exception {
+        server.close();
+        pipeline.close();
+        pipeline = new ServingPipeline(16, 0);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> answers = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            String body = "{\"prompt\": \"" + PROMPT + " " + i + "\", \"max_tokens\": 24, "
+                    + (i % 2 == 0 ? "\"temperature\": 0}" : "\"temperature\": 0.9, \"seed\": " + i + "}");
+            answers.add(http.sendAsync(HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(90))
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()));
+        }
+        for (int i = 0; i < 16; i++) {
+            HttpResponse<String> r = answers.get(i).get(90, TimeUnit.SECONDS);
+            assertEquals(200, r.statusCode(), r.body());
+            SamplingConfig sc = i % 2 == 0 ? SamplingConfig.GREEDY : new SamplingConfig(0.9f, 0, 1f, i);
+            assertEquals(pipeline.alone(PROMPT + " " + i, 24, sc), json(r).at("/choices/0/text").asText(), "request " + i);
+        }
     }
 }

@@ -32,18 +32,23 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A serving pipeline for tests: the tiny synthetic model over two in-process stages (real sockets), a
- * {@link CompletionService} with 2 running places and 1 waiting, driven by a thread of its own until closed.
+ * {@link CompletionService} (by default 2 running places and 1 waiting), driven by a thread of its own until closed.
  */
 final class ServingPipeline implements AutoCloseable {
     final Path model;
     final LlamaConfig cfg;
     final Tokenizer tok;
     final CompletionService service;
+    final LocalStages stages;
     private final Thread driver;
     private final AtomicBoolean stop = new AtomicBoolean();
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
 
     ServingPipeline() throws Exception {
+        this(2, 1);
+    }
+
+    ServingPipeline(int maxRunning, int maxWaiting) throws Exception {
         model = TestModels.get(ModelSpec.tiny());
         try (GgufFile f = GgufFile.open(model)) {
             cfg = LlamaConfig.fromGguf(f);
@@ -54,12 +59,14 @@ final class ServingPipeline implements AutoCloseable {
         PipelineRun.Settings settings = new PipelineRun.Settings(model, pipeline, Collections.nCopies(2, WaitMode.BLOCK),
                 Collections.nCopies(2, -1), new Coordinator.Options(2, 0, pipeline.maxTokensPerFrame(),
                 pipeline.maxSequencesPerFrame(), pipeline.maxFrameBytes()), runDir, 30_000, 30_000, 10_000, 0);
-        service = new CompletionService(tok, cfg.contextLength(), cfg.vocabSize(), 2, 1);
+        service = new CompletionService(tok, cfg.contextLength(), cfg.vocabSize(), maxRunning, maxWaiting);
+        stages = new LocalStages(pipeline, model, runDir);
+        int perBatch = (maxRunning + 1) / 2;
         CountDownLatch ready = new CountDownLatch(1);
         driver = new Thread(() -> {
             try {
-                PipelineRun.serve(new LocalStages(pipeline, model, runDir), settings, cfg,
-                        new Scheduler.Limits(2, 1, pipeline.maxTokensPerFrame(), 8), service, s -> {
+                PipelineRun.serve(stages, settings, cfg,
+                        new Scheduler.Limits(2, perBatch, pipeline.maxTokensPerFrame(), 8), service, s -> {
                             service.attach(s);
                             ready.countDown();
                         }, stop::get);
@@ -90,6 +97,11 @@ final class ServingPipeline implements AutoCloseable {
             d.finish(text);
             return text.toString();
         }
+    }
+
+    /** KV-cache pages held in each stage now. */
+    int[] usedPages() {
+        return new int[] {stages.stage(0).range().cache().usedPages(), stages.stage(1).range().cache().usedPages()};
     }
 
     @Override
