@@ -74,8 +74,6 @@ JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec
   -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matmulTokens
   -XX:CompileCommand=inline,io.tnsr.engine.kernels.VectorOps::exp
-  -XX:CompileCommand=dontinline,io.tnsr.engine.kernels.VectorOps::softmax
-  -XX:CompileCommand=dontinline,io.tnsr.engine.kernels.VectorOps::swiglu
   -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")
 # JDK 24 and later warn once per JVM when Agrona and the Disruptor use sun.misc.Unsafe's memory access (pom.xml,
 # profile jdk-24-and-later, passes the same to tests).

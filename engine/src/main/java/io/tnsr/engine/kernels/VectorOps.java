@@ -160,8 +160,7 @@ public final class VectorOps {
     // then chose other tokens depending on when the JIT had compiled the softmax. Within 2 ulp of Math.exp over
     // [-87, 88]; arguments are clamped to it (softmax and SwiGLU never need more). The launchers and the tests
     // force C2 to inline exp (-XX:CompileCommand=inline), since a vector returned by a call left out of line is
-    // boxed, and keep softmax and swiglu out of their callers (dontinline, as the matmul kernels), so that the
-    // inlined polynomial does not grow a layer's forward pass.
+    // boxed.
     private static final float EXP_MAX = 88f;
     private static final float EXP_MIN = -87.3365447505531f;
     private static final float LOG2E = 1.44269504088896341f;
