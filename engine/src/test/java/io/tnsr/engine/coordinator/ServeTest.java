@@ -32,7 +32,6 @@ import org.junit.jupiter.api.Timeout;
 class ServeTest {
     private static final List<String> PROMPTS = List.of("the quick fox", "a b c d e", "once upon a time", "x y");
     private static final SamplingConfig GREEDY = SamplingConfig.GREEDY;
-    private static final SamplingConfig SEEDED = new SamplingConfig(0.8f, 0, 0.95f, 7);
 
     /** One serving pipeline driven by a thread of its own; the test submits and cancels. */
     private static final class Server implements AutoCloseable {
@@ -127,17 +126,17 @@ class ServeTest {
     void sequencesSubmittedWhileOthersRunGiveTheTokensTheyGiveAlone() throws Exception {
         List<SequenceState> served = new ArrayList<>();
         try (Server server = new Server()) {
-            served.add(server.submit(0, PROMPTS.get(0), 24, SEEDED));
+            served.add(server.submit(0, PROMPTS.get(0), 24, GREEDY));
             server.awaitTokens(0, 3);
             for (int k = 1; k < PROMPTS.size(); k++) {   // they join mid-run, at the next step
-                served.add(server.submit(k, PROMPTS.get(k), 24, k % 2 == 0 ? SEEDED : GREEDY));
+                served.add(server.submit(k, PROMPTS.get(k), 24, GREEDY));
             }
             for (int k = 0; k < PROMPTS.size(); k++) {
                 server.awaitFinished(k);
             }
             for (int k = 0; k < PROMPTS.size(); k++) {
                 SequenceState s = served.get(k);
-                int[] expected = alone(server.h, PROMPTS.get(k), 24, k % 2 == 0 ? SEEDED : GREEDY);
+                int[] expected = alone(server.h, PROMPTS.get(k), 24, GREEDY);
                 assertArrayEquals(expected, s.generatedTokens(), "sequence " + k + ": the tokens it gives alone");
                 assertTrue(s.admittedNanos() > 0);
             }
@@ -147,7 +146,7 @@ class ServeTest {
     @Test
     void aCancelledSequenceStopsWithinAStepFreesItsCacheInEveryStageAndTheOthersAreUntouched() throws Exception {
         try (Server server = new Server()) {
-            SequenceState kept = server.submit(0, PROMPTS.get(2), 40, SEEDED);
+            SequenceState kept = server.submit(0, PROMPTS.get(2), 40, GREEDY);
             SequenceState dropped = server.submitEndless(1, PROMPTS.get(1));
             server.awaitTokens(1, 4);
             server.scheduler.get().cancel(1);
@@ -156,7 +155,7 @@ class ServeTest {
             int at = dropped.generatedCount();
             server.awaitFinished(0);
             assertEquals(at, dropped.generatedCount(), "no token after the cancellation");
-            assertArrayEquals(alone(server.h, PROMPTS.get(2), 40, SEEDED), kept.generatedTokens());
+            assertArrayEquals(alone(server.h, PROMPTS.get(2), 40, GREEDY), kept.generatedTokens());
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             for (int i = 0; i < 2; i++) {
                 while (server.stages.stage(i).range().cache().usedPages() != 0 && System.nanoTime() < deadline) {
