@@ -30,8 +30,9 @@ import picocli.CommandLine.Option;
  * taking requests, let those in flight finish (or cancel them after {@link #DRAIN_SECONDS} s), stop every stage, exit 0.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Serves the model over HTTP with OpenAI's completions API (POST /v1/completions, streaming or not;",
-                "GET /v1/models, GET /health), split across stage processes as run-pipeline splits it."})
+        description = {"Serves the model over HTTP with OpenAI's API (POST /v1/completions, streaming or not;",
+                "GET /v1/models, GET /health, GET /metrics, POST /tokenize and /detokenize), split across stage",
+                "processes as run-pipeline splits it."})
 public final class ServeCommand implements Callable<Integer> {
     /** How long in-flight requests get to finish after SIGTERM before they are cancelled. */
     static final int DRAIN_SECONDS = (int) (OpenAiHttpServer.STOP_TIMEOUT_MILLIS / 1000);
@@ -45,7 +46,8 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--model", paramLabel = "FILE.gguf", description = "The model (default: a synthetic stories15M-shape model, generated once).")
     Path model;
 
-    @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address to listen on (default: ${DEFAULT-VALUE}; loopback only for now).")
+    @Option(names = "--host", defaultValue = "127.0.0.1", description = {"Address to listen on (default: ${DEFAULT-VALUE}).",
+            "Any other address needs --api-key-file, or --insecure."})
     String host;
 
     @Option(names = "--port", defaultValue = "8080", description = "Port to listen on; 0 = any free port (default: ${DEFAULT-VALUE}).")
@@ -60,6 +62,17 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--max-queued", paramLabel = "Q", defaultValue = "64", description = "Requests waiting for a place; beyond, 429 (default: ${DEFAULT-VALUE}).")
     int maxQueued;
 
+    @Option(names = "--max-wait", paramLabel = "SECONDS", defaultValue = "60", description = {"Longest a request waits for a place;",
+            "past it, 503 (default: ${DEFAULT-VALUE}; 0 = no limit)."})
+    double maxWait;
+
+    @Option(names = "--api-key-file", paramLabel = "FILE", description = {"A file whose first line is the API key that every request",
+            "must send as 'Authorization: Bearer KEY' (all but GET /health)."})
+    Path apiKeyFile;
+
+    @Option(names = "--insecure", description = "Serve a non-loopback --host without an API key (anyone who can reach it can use it).")
+    boolean insecure;
+
     @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
     int startupTimeout;
 
@@ -68,12 +81,17 @@ public final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (!InetAddress.getByName(host).isLoopbackAddress()) {
-            throw new IllegalArgumentException("--host " + host + ": serve listens on loopback addresses only, until it can "
-                    + "require an API key from other hosts");
+        if (maxSequences < 1 || maxQueued < 0 || !(maxWait >= 0)) {
+            throw new IllegalArgumentException("--max-sequences must be >= 1, --max-queued and --max-wait >= 0");
         }
-        if (maxSequences < 1 || maxQueued < 0) {
-            throw new IllegalArgumentException("--max-sequences must be >= 1 and --max-queued >= 0");
+        String apiKey = apiKey();
+        if (apiKey == null && !InetAddress.getByName(host).isLoopbackAddress()) {
+            if (!insecure) {
+                throw new IllegalArgumentException("--host " + host + " is reachable from other hosts: give --api-key-file FILE "
+                        + "(requests then need 'Authorization: Bearer KEY'), or --insecure to serve anyone without a key");
+            }
+            System.err.println("serve: WARNING: --insecure: listening on " + host + " with no API key; anyone who can reach "
+                    + "this address can use the model");
         }
         Path modelPath = model;
         if (modelPath == null) {
@@ -98,9 +116,10 @@ public final class ServeCommand implements Callable<Integer> {
         int perBatch = Math.min(perStep, (maxSequences + n - 1) / n);
         Scheduler.Limits limits = new Scheduler.Limits(n, perBatch, pc.maxTokensPerFrame(), perStep);
         int running = Math.min(maxSequences, n * perBatch);
-        CompletionService service = new CompletionService(tok, mc.contextLength(), mc.vocabSize(), running, maxQueued);
         String name = modelPath.getFileName().toString().replaceFirst("\\.gguf$", "");
         Path runDir = Files.createTempDirectory("tnsr-serve");
+        CompletionService service = new CompletionService(tok, mc.contextLength(), mc.vocabSize(),
+                new CompletionService.Limits(running, maxQueued, Math.round(maxWait * 1000)), runDir, n);
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
                 new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
                 runDir, startupTimeout * 1000L, stallTimeout * 1000L, 20_000L, 0);
@@ -108,7 +127,7 @@ public final class ServeCommand implements Callable<Integer> {
         AtomicBoolean stopRequested = new AtomicBoolean();
         AtomicBoolean pipelineStop = new AtomicBoolean();
         long t0 = System.nanoTime();
-        try (OpenAiHttpServer http = new OpenAiHttpServer(service, name, host, port)) {
+        try (OpenAiHttpServer http = new OpenAiHttpServer(service, name, host, port, apiKey)) {
             int bound = http.start();
             // SIGINT and SIGTERM end the serving loop below, so that the stages are stopped and the exit status is 0
             // (a shutdown hook would run while the JVM is already exiting, with the signal's status).
@@ -146,6 +165,21 @@ public final class ServeCommand implements Callable<Integer> {
         }
         System.err.println("serve: stopped");
         return 0;
+    }
+
+    /** The key in --api-key-file (its first line, trimmed), or null when none is given. */
+    private String apiKey() throws java.io.IOException {
+        if (apiKeyFile == null) {
+            return null;
+        }
+        if (!Files.isReadable(apiKeyFile)) {
+            throw new IllegalArgumentException("--api-key-file " + apiKeyFile + ": no such readable file");
+        }
+        String key = Files.readAllLines(apiKeyFile).stream().findFirst().orElse("").trim();
+        if (key.isEmpty()) {
+            throw new IllegalArgumentException("--api-key-file " + apiKeyFile + ": its first line is empty; it must hold the key");
+        }
+        return key;
     }
 
     public static void main(String[] args) {

@@ -129,7 +129,7 @@ public final class PipelineRun {
                 : Correction.fromIntendedStart("the run start (closed loop: every sequence submitted at once, so waiting for a micro-batch counts)");
         MetricsLog log = new MetricsLog(s.runDir(), 1000, "coordinator-metrics");
         Coordinator.Metrics metrics = new Coordinator.Metrics(
-                log.add(new LatencyMetric("hop-" + last + "-coordinator", "one-way hop: written by " + last + " to decoded by the coordinator")),
+                log.addBucketed(new LatencyMetric("hop-" + last + "-coordinator", "one-way hop: written by " + last + " to decoded by the coordinator")),
                 log.add(new LatencyMetric("coordinator-step", "micro-batch step round trip: frame sent to stage 0 until its logits are back")),
                 log.add(new LatencyMetric("ttft", "time to first token, per sequence, from its intended start", fromStart)),
                 log.add(new LatencyMetric("tpot", "time per output token after the first, per sequence",

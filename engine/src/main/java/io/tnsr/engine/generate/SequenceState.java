@@ -28,6 +28,7 @@ public final class SequenceState {
     private String error;
     private long startNanos;      // intended start: every latency of this sequence is measured from here
     private long admittedNanos;   // when it actually joined a micro-batch (coordinator only)
+    private long admitByNanos;    // latest time it may join a micro-batch; 0: no limit
     private long firstTokenNanos;
     private long endNanos;
 
@@ -206,6 +207,22 @@ public final class SequenceState {
         error = message;
         stoppedBy = StopReason.ERROR;
         endNanos = System.nanoTime();
+    }
+
+    /** Sets the latest {@link System#nanoTime()} at which it may still join a micro-batch (before it is submitted). */
+    public void admitBy(long nanos) {
+        admitByNanos = nanos;
+    }
+
+    /** Whether it has a wait limit and {@code nowNanos} is past it. */
+    public boolean waitExpired(long nowNanos) {
+        return admitByNanos != 0 && nowNanos - admitByNanos > 0;
+    }
+
+    /** Ends the sequence before it ran: it waited longer than {@link #admitBy} allowed. */
+    public void expire(long nanos) {
+        stoppedBy = StopReason.EXPIRED;
+        endNanos = nanos;
     }
 
     /** Ends the sequence because nobody wants the rest; the tokens so far stay. */

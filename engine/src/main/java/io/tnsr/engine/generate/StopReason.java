@@ -11,7 +11,9 @@ public enum StopReason {
     /** The sequence failed (its KV cache ran out, a stage reported an error...); see its error message. */
     ERROR("error"),
     /** Whoever asked for it no longer wants it (a client that went away). */
-    CANCELLED("cancelled");
+    CANCELLED("cancelled"),
+    /** It waited for a place in a micro-batch longer than its caller allowed, and never ran. */
+    EXPIRED("expired");
 
     private final String json;
 

@@ -43,6 +43,7 @@ public final class LatencyMetric {
     private final String name;
     private final String description;
     private final Correction correction;
+    private LatencyBuckets buckets;
     private final SingleWriterRecorder recorder = new SingleWriterRecorder(1, HIGHEST, DIGITS);
     private Histogram interval;                   // recycled by sampleInterval (reader side only)
 
@@ -80,7 +81,16 @@ public final class LatencyMetric {
 
     /** Writer thread only. Negative values (clock skew between hosts) are recorded as 0. */
     public void record(long nanos) {
-        recorder.recordValue(nanos < 0 ? 0 : Math.min(nanos, HIGHEST));
+        long v = nanos < 0 ? 0 : Math.min(nanos, HIGHEST);
+        recorder.recordValue(v);
+        if (buckets != null) {
+            buckets.record(v);
+        }
+    }
+
+    /** Also counts every value into {@code b} (set once, before recording starts). */
+    void countInto(LatencyBuckets b) {
+        this.buckets = b;
     }
 
     /** Reader thread only: the values recorded since the previous call (the returned histogram is reused). */

@@ -63,6 +63,15 @@ public final class MetricsLog implements AutoCloseable {
         return m;
     }
 
+    /**
+     * Registers a metric that is also counted into {@link LatencyBuckets} in this process's counters file, for readers
+     * in other processes.
+     */
+    public synchronized LatencyMetric addBucketed(LatencyMetric m) {
+        m.countInto(new LatencyBuckets(this, m.name()));
+        return add(m);
+    }
+
     /** A new event counter in this process's counters file (with its one-line description). */
     public synchronized AtomicCounter counter(String name, String description) {
         if (counters == null) {

@@ -112,6 +112,8 @@ public final class Scheduler {
     private final Int2ObjectHashMap<SequenceState> live = new Int2ObjectHashMap<>();
     private final Int2ObjectHashMap<MicroBatch> batchOf = new Int2ObjectHashMap<>();
     private volatile Thread wakeOnSubmit;
+    private volatile int runningSeen;   // members and waiting as the last admit left them, for other threads
+    private volatile int waitingSeen;
     private int[] ended = new int[64];
     private int endedCount;
     private long chosenTokens;
@@ -212,6 +214,7 @@ public final class Scheduler {
     public int admit(long nowNanos, int first) {
         drainInbox();
         drainCancels();
+        expireWaiting(nowNanos);
         int joined = 0;
         int m = batches.length;
         while (!waiting.isEmpty() && waiting.peekFirst().intendedStartNanos() - nowNanos <= 0) {
@@ -232,7 +235,23 @@ public final class Scheduler {
             batchOf.put(s.index(), best);
             joined++;
         }
+        int members = 0;
+        for (MicroBatch b : batches) {
+            members += b.members.size();
+        }
+        runningSeen = members;
+        waitingSeen = waiting.size();
         return joined;
+    }
+
+    /** Sequences in the micro-batches as the last {@link #admit} left them (at most a step old). Thread-safe. */
+    public int runningNow() {
+        return runningSeen;
+    }
+
+    /** Sequences waiting for a place as the last {@link #admit} left them (at most a step old). Thread-safe. */
+    public int waitingNow() {
+        return waitingSeen;
     }
 
     /**
@@ -400,6 +419,19 @@ public final class Scheduler {
                 chooser.finished(s);
                 metrics.request().record(s.elapsedNanos());
             }
+        }
+    }
+
+    /**
+     * Ends the waiting sequences at the head of the queue whose wait limit has passed ({@link SequenceState#admitBy}).
+     * Sequences wait in submission order, so with one limit for all (a server's) the expired ones are all at the head.
+     */
+    private void expireWaiting(long nowNanos) {
+        SequenceState s;
+        while ((s = waiting.peekFirst()) != null && s.waitExpired(nowNanos)) {
+            s.expire(nowNanos);
+            leave(s);
+            chooser.finished(s);
         }
     }
 

@@ -26,7 +26,9 @@ public final class Completion {
         /** The pipeline could not run it (the message says why). */
         ERROR("error"),
         /** The client went away. */
-        CANCELLED("cancelled");
+        CANCELLED("cancelled"),
+        /** It waited for a place longer than the server allows, and never ran (an HTTP server answers 503). */
+        EXPIRED("expired");
 
         private final String json;
 
@@ -98,6 +100,7 @@ public final class Completion {
             case LIMIT -> Finish.LENGTH;
             case ERROR -> Finish.ERROR;
             case CANCELLED -> Finish.CANCELLED;
+            case EXPIRED -> Finish.EXPIRED;
         };
         error = sequence.error();
         notifyAll();

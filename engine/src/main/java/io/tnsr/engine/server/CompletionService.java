@@ -6,7 +6,9 @@ import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.sampling.SamplingConfig;
 import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.engine.tokenizer.Tokenizer;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -17,7 +19,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * else is called from request threads.
  *
  * <pre>{@code
- * CompletionService service = new CompletionService(tokenizer, contextLength, vocab, maxRunning, maxWaiting);
+ * CompletionService service = new CompletionService(tokenizer, contextLength, vocab, limits, runDir, stages);
  * PipelineRun.serve(stages, settings, model, limits, service, service::attach, stopping::get);   // a thread of its own
  * Completion c = service.submit(new CompletionService.Request(prompt, 128, SamplingConfig.GREEDY, List.of("\n\n")));
  * for (String d; (d = c.nextDelta(100)) != null; ) { send(d); }   // or c.awaitText(timeout)
@@ -30,8 +32,15 @@ public final class CompletionService implements Generator.Listener {
      * @param maxTokens most tokens to generate
      * @param sampling  how tokens are chosen (a seed gives the tokens the same prompt gives alone with that seed)
      * @param stops     strings that end the text (not included in it)
+     * @param special   whether special tokens written in the prompt ({@code <|eot_id|>}, a leading {@code <s>}) are
+     *                  read as those tokens, as a rendered chat template needs; BOS is then added only when the prompt
+     *                  does not start with it
      */
-    public record Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops) {
+    public record Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops, boolean special) {
+        public Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops) {
+            this(prompt, maxTokens, sampling, stops, false);
+        }
+
         public Request {
             stops = List.copyOf(stops);
             if (maxTokens < 1) {
@@ -61,26 +70,42 @@ public final class CompletionService implements Generator.Listener {
         }
     }
 
+    /**
+     * How many requests a service takes.
+     *
+     * @param maxRunning    sequences the pipeline runs at once (its micro-batches' places)
+     * @param maxWaiting    sequences that may wait for a place; beyond running + waiting, {@link #submit} refuses
+     * @param maxWaitMillis longest a request waits for a place before it ends unrun ({@link Completion.Finish#EXPIRED}); 0: no limit
+     */
+    public record Limits(int maxRunning, int maxWaiting, long maxWaitMillis) {
+        public Limits {
+            if (maxRunning < 1 || maxWaiting < 0 || maxWaitMillis < 0) {
+                throw new IllegalArgumentException("service limits: running must be >= 1, waiting and wait >= 0: "
+                        + maxRunning + ", " + maxWaiting + ", " + maxWaitMillis + " ms");
+            }
+        }
+    }
+
     private final Tokenizer tokenizer;
     private final int contextLength;
     private final int vocab;
-    private final int maxRunning;
-    private final int maxWaiting;
+    private final Limits limits;
+    private final ServingMetrics metrics;
     private final AtomicInteger nextId = new AtomicInteger();
     private final AtomicInteger active = new AtomicInteger();
     private final ConcurrentHashMap<Integer, Completion> byId = new ConcurrentHashMap<>();
     private volatile Scheduler scheduler;
 
     /**
-     * @param maxRunning sequences the pipeline runs at once (its micro-batches' places)
-     * @param maxWaiting sequences that may wait for a place; beyond running + waiting, {@link #submit} refuses
+     * @param runDir where the pipeline's processes keep their counters files (read by {@link #metrics()})
+     * @param stages the pipeline's stage count
      */
-    public CompletionService(Tokenizer tokenizer, int contextLength, int vocab, int maxRunning, int maxWaiting) {
+    public CompletionService(Tokenizer tokenizer, int contextLength, int vocab, Limits limits, Path runDir, int stages) {
         this.tokenizer = tokenizer;
         this.contextLength = contextLength;
         this.vocab = vocab;
-        this.maxRunning = maxRunning;
-        this.maxWaiting = maxWaiting;
+        this.limits = limits;
+        this.metrics = new ServingMetrics(runDir, stages, this::running, this::waiting);
     }
 
     /** Connects the pipeline's scheduler once it is up ({@code PipelineRun.serve}'s {@code onReady}). */
@@ -98,6 +123,30 @@ public final class CompletionService implements Generator.Listener {
         return active.get();
     }
 
+    /** Sequences in the pipeline's micro-batches (as of the last step). */
+    public int running() {
+        Scheduler s = scheduler;
+        return s == null ? 0 : s.runningNow();
+    }
+
+    /** Sequences waiting for a place (as of the last step). */
+    public int waiting() {
+        Scheduler s = scheduler;
+        return s == null ? 0 : s.waitingNow();
+    }
+
+    public Limits limits() {
+        return limits;
+    }
+
+    public Tokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    public ServingMetrics metrics() {
+        return metrics;
+    }
+
     /**
      * Starts a completion.
      *
@@ -110,7 +159,7 @@ public final class CompletionService implements Generator.Listener {
         if (s == null) {
             throw new IllegalStateException("the pipeline is not ready");
         }
-        int[] prompt = tokenizer.encode(r.prompt(), tokenizer.addsBos());
+        int[] prompt = tokenize(r.prompt(), r.special());
         if (prompt.length == 0) {
             throw new InvalidRequestException("the prompt is empty");
         }
@@ -118,18 +167,41 @@ public final class CompletionService implements Generator.Listener {
             throw new InvalidRequestException("the prompt has " + prompt.length + " tokens; the model's context holds "
                     + contextLength + " with the generated ones");
         }
-        if (active.incrementAndGet() > maxRunning + maxWaiting) {
+        if (active.incrementAndGet() > limits.maxRunning() + limits.maxWaiting()) {
             active.decrementAndGet();
-            throw new OverloadedException(maxRunning + " requests are running and " + maxWaiting + " waiting; try again later");
+            throw new OverloadedException(limits.maxRunning() + " requests are running and " + limits.maxWaiting()
+                    + " waiting; try again later");
         }
         int id = nextId.getAndIncrement() & Integer.MAX_VALUE;
         SequenceState seq = new SequenceState(id, 0, r.prompt(), prompt, r.maxTokens(), contextLength, tokenizer.bos(),
                 tokenizer::isEndOfGeneration, new Sampler(r.sampling(), vocab));
         Completion c = new Completion(seq, tokenizer.newDecoder(prompt[prompt.length - 1]), r.stops());
         byId.put(id, c);
-        seq.started(System.nanoTime());
+        long now = System.nanoTime();
+        seq.started(now);
+        if (limits.maxWaitMillis() > 0) {
+            seq.admitBy(now + TimeUnit.MILLISECONDS.toNanos(limits.maxWaitMillis()));
+        }
         s.submit(seq);
         return c;
+    }
+
+    /**
+     * The prompt's tokens as {@link #submit} runs them: BOS first when the model wants it; with {@code special}, special
+     * tokens written in the text are read as such, and BOS is not added again when the text starts with it.
+     */
+    public int[] tokenize(String prompt, boolean special) {
+        if (!special) {
+            return tokenizer.encode(prompt, tokenizer.addsBos());
+        }
+        int[] ids = tokenizer.encode(prompt, false, true);
+        if (!tokenizer.addsBos() || (ids.length > 0 && ids[0] == tokenizer.bos())) {
+            return ids;
+        }
+        int[] withBos = new int[ids.length + 1];
+        withBos[0] = tokenizer.bos();
+        System.arraycopy(ids, 0, withBos, 1, ids.length);
+        return withBos;
     }
 
     /** Stops a completion whose client went away; its text ends where it is ({@link Completion.Finish#CANCELLED}). */
@@ -142,6 +214,9 @@ public final class CompletionService implements Generator.Listener {
 
     @Override
     public void onToken(SequenceState seq, int token) {
+        if (seq.generatedCount() == 1) {
+            metrics.firstToken(seq);
+        }
         Completion c = byId.get(seq.index());
         if (c != null && c.onToken(token)) {
             scheduler.cancel(seq.index());   // a stop string ended the text: end the sequence too
@@ -154,6 +229,7 @@ public final class CompletionService implements Generator.Listener {
         if (c != null) {
             active.decrementAndGet();
             c.onFinished();
+            metrics.finished(seq, c.finish());
         }
     }
 }

@@ -4,10 +4,13 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.tnsr.engine.sampling.SamplingConfig;
 import io.tnsr.engine.util.Jackson;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -32,11 +35,15 @@ import org.eclipse.jetty.util.Callback;
  * a list of up to 4), {@code stream} with {@code stream_options.include_usage}; {@code n} other than 1 is refused.
  * Streams are Server-Sent Events, one {@code text_completion} chunk per piece of text (whole characters), a last chunk
  * with {@code finish_reason}, the usage chunk when asked for, then {@code data: [DONE]}.</li>
- * <li>{@code GET /v1/models}; {@code GET /health} (503 until the pipeline is up).</li>
+ * <li>{@code GET /v1/models}; {@code GET /health} (503 until the pipeline is up); {@code GET /metrics} (Prometheus
+ * text format, {@link ServingMetrics}).</li>
+ * <li>{@code POST /tokenize} ({@code content}, {@code add_special}, {@code with_pieces}) and {@code POST /detokenize}
+ * ({@code tokens}), as llama-server has them.</li>
  * </ul>
- * Errors are OpenAI's error object, {@code {"error": {"message", "type", "code"}}}: 400 for a bad body, 404 for an
- * unknown model or path, 413 for a body over {@link #MAX_BODY_BYTES}, 429 with {@code Retry-After} when every place
- * is taken. A client that goes away mid-stream has its sequence cancelled (its KV cache freed in every stage).
+ * Errors are OpenAI's error object, {@code {"error": {"message", "type", "code"}}}: 400 for a bad body, 401 without
+ * the API key (when one is set), 404 for an unknown model or path, 413 for a body over {@link #MAX_BODY_BYTES}, 429
+ * with {@code Retry-After} when every place is taken, 503 when a request waited longer than the service allows. A
+ * client that goes away has its sequence cancelled (its KV cache freed in every stage).
  */
 public final class OpenAiHttpServer implements AutoCloseable {
     /** Largest request body accepted. */
@@ -48,13 +55,23 @@ public final class OpenAiHttpServer implements AutoCloseable {
 
     private final CompletionService service;
     private final String modelName;
+    private final byte[] apiKey;
     private final Server server;
     private final ServerConnector connector;
     private final AtomicLong ids = new AtomicLong();
 
     public OpenAiHttpServer(CompletionService service, String modelName, String host, int port) {
+        this(service, modelName, host, port, null);
+    }
+
+    /**
+     * @param apiKey the key every request but {@code GET /health} must carry as {@code Authorization: Bearer KEY}
+     *               (compared in constant time), or null to take requests without one
+     */
+    public OpenAiHttpServer(CompletionService service, String modelName, String host, int port, String apiKey) {
         this.service = service;
         this.modelName = modelName;
+        this.apiKey = apiKey == null ? null : apiKey.getBytes(StandardCharsets.UTF_8);
         this.server = new Server();
         this.connector = new ServerConnector(server);
         connector.setHost(host);
@@ -95,6 +112,12 @@ public final class OpenAiHttpServer implements AutoCloseable {
     private void route(Request request, Response response, Callback callback) throws Exception {
         String path = Request.getPathInContext(request);
         String method = request.getMethod();
+        if (apiKey != null && !path.equals("/health") && !authorized(request)) {
+            response.getHeaders().put(HttpHeader.WWW_AUTHENTICATE, "Bearer");
+            error(response, callback, 401, "invalid_request_error", "invalid_api_key",
+                    "this server needs an API key: send it as 'Authorization: Bearer KEY'");
+            return;
+        }
         switch (path) {
             case "/health" -> {
                 if (service.ready()) {
@@ -106,29 +129,123 @@ public final class OpenAiHttpServer implements AutoCloseable {
             case "/v1/models" -> json(response, callback, 200, Map.of("object", "list", "data",
                     List.of(Map.of("id", modelName, "object", "model", "owned_by", "tnsr"))));
             case "/v1/completions" -> {
-                if (!"POST".equals(method)) {
-                    error(response, callback, 405, "invalid_request_error", path + " takes POST, not " + method);
-                } else {
+                if (post(method, path, response, callback)) {
                     completions(request, response, callback);
                 }
+            }
+            case "/tokenize" -> {
+                if (post(method, path, response, callback)) {
+                    tokenize(request, response, callback);
+                }
+            }
+            case "/detokenize" -> {
+                if (post(method, path, response, callback)) {
+                    detokenize(request, response, callback);
+                }
+            }
+            case "/metrics" -> {
+                ByteArrayOutputStream text = new ByteArrayOutputStream(16 << 10);
+                service.metrics().write(text);
+                response.setStatus(200);
+                response.getHeaders().put(HttpHeader.CONTENT_TYPE, service.metrics().contentType());
+                response.write(true, ByteBuffer.wrap(text.toByteArray()), callback);
             }
             default -> error(response, callback, 404, "invalid_request_error", "no such endpoint: " + method + " " + path);
         }
     }
 
-    private void completions(Request request, Response response, Callback callback) throws Exception {
+    private static boolean post(String method, String path, Response response, Callback callback) {
+        if ("POST".equals(method)) {
+            return true;
+        }
+        response.getHeaders().put(HttpHeader.ALLOW, "POST");
+        error(response, callback, 405, "invalid_request_error", path + " takes POST, not " + method);
+        return false;
+    }
+
+    private boolean authorized(Request request) {
+        String h = request.getHeaders().get(HttpHeader.AUTHORIZATION);
+        if (h == null || !h.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            return false;
+        }
+        return MessageDigest.isEqual(apiKey, h.substring(7).trim().getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** The request body as JSON, or null when an error was answered (413 too large, 400 not a JSON object). */
+    private JsonNode body(Request request, Response response, Callback callback) throws IOException {
         byte[] body;
         try (InputStream in = Request.asInputStream(request)) {
             body = in.readNBytes(MAX_BODY_BYTES + 1);
         }
         if (body.length > MAX_BODY_BYTES) {
             error(response, callback, 413, "invalid_request_error", "the request body is over " + MAX_BODY_BYTES + " bytes");
+            return null;
+        }
+        try {
+            return object(body);
+        } catch (CompletionService.InvalidRequestException e) {
+            error(response, callback, 400, "invalid_request_error", e.getMessage());
+            return null;
+        }
+    }
+
+    /** {@code POST /tokenize}: {@code content}, {@code add_special} (BOS when the model wants it), {@code with_pieces}. */
+    private void tokenize(Request request, Response response, Callback callback) throws IOException {
+        JsonNode root = body(request, response, callback);
+        if (root == null) {
+            return;
+        }
+        try {
+            String content = text(root, "content", true);
+            boolean special = !root.has("add_special") || bool(root, "add_special");
+            boolean pieces = bool(root, "with_pieces");
+            int[] ids = special ? service.tokenize(content, true) : service.tokenizer().encode(content, false, true);
+            List<Object> tokens = new ArrayList<>(ids.length);
+            for (int id : ids) {
+                tokens.add(pieces ? Map.of("id", id, "piece", service.tokenizer().piece(id)) : id);
+            }
+            json(response, callback, 200, Map.of("tokens", tokens));
+        } catch (CompletionService.InvalidRequestException e) {
+            error(response, callback, 400, "invalid_request_error", e.getMessage());
+        }
+    }
+
+    /** {@code POST /detokenize}: {@code tokens} (ids) to {@code content}. */
+    private void detokenize(Request request, Response response, Callback callback) throws IOException {
+        JsonNode root = body(request, response, callback);
+        if (root == null) {
+            return;
+        }
+        JsonNode tokens = root.get("tokens");
+        int vocab = service.tokenizer().vocabSize();
+        if (tokens == null || !tokens.isArray()) {
+            error(response, callback, 400, "invalid_request_error", "'tokens' must be a list of token ids");
+            return;
+        }
+        int[] ids = new int[tokens.size()];
+        for (int i = 0; i < ids.length; i++) {
+            JsonNode t = tokens.get(i);
+            if (!t.canConvertToInt() || !t.isIntegralNumber() || t.intValue() < 0 || t.intValue() >= vocab) {
+                error(response, callback, 400, "invalid_request_error", "'tokens'[" + i + "] = " + t
+                        + " is not a token id (0 to " + (vocab - 1) + ")");
+                return;
+            }
+            ids[i] = t.intValue();
+        }
+        json(response, callback, 200, Map.of("content", service.tokenizer().decode(ids)));
+    }
+
+    private void completions(Request request, Response response, Callback callback) throws Exception {
+        JsonNode root = body(request, response, callback);
+        if (root == null) {
+            service.metrics().rejected(response.getStatus());
             return;
         }
         Parsed p;
         try {
-            p = parse(body);
+            p = parse(root);
         } catch (CompletionService.InvalidRequestException e) {
+            service.metrics().rejected(400);
             error(response, callback, 400, "invalid_request_error", e.getMessage());
             return;
         }
@@ -144,9 +261,11 @@ public final class OpenAiHttpServer implements AutoCloseable {
         try {
             c = service.submit(p.request);
         } catch (CompletionService.InvalidRequestException e) {
+            service.metrics().rejected(400);
             error(response, callback, 400, "invalid_request_error", e.getMessage());
             return;
         } catch (CompletionService.OverloadedException e) {
+            service.metrics().rejected(429);
             response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
             error(response, callback, 429, "rate_limit_exceeded", e.getMessage());
             return;
@@ -154,7 +273,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         String id = "cmpl-" + ids.incrementAndGet();
         long created = System.currentTimeMillis() / 1000;
         if (p.stream) {
-            stream(response, callback, c, id, created, p.includeUsage);
+            stream(request, response, callback, c, id, created, p.includeUsage);
             return;
         }
         request.addFailureListener(t -> service.cancel(c));
@@ -168,19 +287,42 @@ public final class OpenAiHttpServer implements AutoCloseable {
             error(response, callback, 500, "server_error", "the pipeline could not run the request: " + c.error());
             return;
         }
-        Map<String, Object> root = chunk(id, created, text, c.finish().json());
-        root.put("usage", usage(c));
-        json(response, callback, 200, root);
+        if (c.finish() == Completion.Finish.EXPIRED) {
+            expired(response, callback);
+            return;
+        }
+        Map<String, Object> out = chunk(id, created, text, c.finish().json());
+        out.put("usage", usage(c));
+        json(response, callback, 200, out);
     }
 
-    /** Server-Sent Events: text as it comes, the finishing chunk, the usage chunk if asked, [DONE]. */
-    private void stream(Response response, Callback callback, Completion c, String id, long created, boolean includeUsage) {
-        response.setStatus(200);
-        response.getHeaders().put(HttpHeader.CONTENT_TYPE, "text/event-stream; charset=utf-8");
-        response.getHeaders().put(HttpHeader.CACHE_CONTROL, "no-cache");
-        OutputStream out = Content.Sink.asOutputStream(response);
+    private void expired(Response response, Callback callback) {
+        response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
+        error(response, callback, 503, "unavailable", "server_busy", "the request waited longer than this server allows ("
+                + service.limits().maxWaitMillis() / 1000.0 + " s) for a place; try again later");
+    }
+
+    /**
+     * Server-Sent Events: text as it comes, the finishing chunk, the usage chunk if asked, [DONE]. Nothing is sent
+     * before the first text (or the end), so that a request that never got a place is still answered with a 503.
+     */
+    private void stream(Request request, Response response, Callback callback, Completion c, String id, long created,
+                        boolean includeUsage) {
+        request.addFailureListener(t -> service.cancel(c));
         try {
-            for (String delta; (delta = c.nextDelta(1000)) != null; ) {
+            String delta = c.nextDelta(1000);
+            while (delta != null && delta.isEmpty()) {
+                delta = c.nextDelta(1000);
+            }
+            if (delta == null && c.finish() == Completion.Finish.EXPIRED) {
+                expired(response, callback);
+                return;
+            }
+            response.setStatus(200);
+            response.getHeaders().put(HttpHeader.CONTENT_TYPE, "text/event-stream; charset=utf-8");
+            response.getHeaders().put(HttpHeader.CACHE_CONTROL, "no-cache");
+            OutputStream out = Content.Sink.asOutputStream(response);
+            for (; delta != null; delta = c.nextDelta(1000)) {
                 if (!delta.isEmpty()) {
                     event(out, Jackson.write(chunk(id, created, delta, null)));
                 }
@@ -250,14 +392,18 @@ public final class OpenAiHttpServer implements AutoCloseable {
     }
 
     private static void error(Response response, Callback callback, int status, String type, String message) {
-        json(response, callback, status, Map.of("error", Map.of("message", message, "type", type, "code", type)));
+        error(response, callback, status, type, type, message);
+    }
+
+    private static void error(Response response, Callback callback, int status, String type, String code, String message) {
+        json(response, callback, status, Map.of("error", Map.of("message", message, "type", type, "code", code)));
     }
 
     /** A request body, checked. */
     private record Parsed(String model, CompletionService.Request request, boolean stream, boolean includeUsage) {
     }
 
-    static Parsed parse(byte[] body) {
+    static JsonNode object(byte[] body) {
         JsonNode root;
         try {
             root = Jackson.MAPPER.readTree(body);
@@ -269,6 +415,10 @@ public final class OpenAiHttpServer implements AutoCloseable {
         if (root == null || !root.isObject()) {
             throw new CompletionService.InvalidRequestException("the body must be a JSON object");
         }
+        return root;
+    }
+
+    static Parsed parse(JsonNode root) {
         String model = text(root, "model", false);
         JsonNode promptNode = root.get("prompt");
         String prompt;

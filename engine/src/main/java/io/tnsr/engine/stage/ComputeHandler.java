@@ -41,6 +41,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     private final AtomicCounter stalls;
     private final AtomicCounter frames;
     private final AtomicCounter computeNanos;
+    private final AtomicCounter kvPagesUsed;
     private final long stallThresholdNanos;
     private long idleSince;          // when the previous event was done: the thread was waiting from then on
     private long refusedStep;        // the step and micro-batch of the frame being prepared, for refusals' ERROR frames
@@ -65,11 +66,15 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         this.stalls = counters.stalls();
         this.frames = counters.frames();
         this.computeNanos = counters.computeNanos();
+        this.kvPagesUsed = counters.kvPagesUsed();
         this.stallThresholdNanos = stallThresholdNanos;
     }
 
-    /** The stage's event counters, which this handler (the compute thread) alone increments. */
-    record Counters(AtomicCounter frames, AtomicCounter computeNanos, AtomicCounter stalls) {
+    /**
+     * The stage's event counters, which this handler (the compute thread) alone writes; {@code kvPagesUsed} is the KV
+     * cache pages held after the last frame (a gauge that a server's {@code /metrics} reads from another process).
+     */
+    record Counters(AtomicCounter frames, AtomicCounter computeNanos, AtomicCounter stalls, AtomicCounter kvPagesUsed) {
     }
 
     @Override
@@ -95,6 +100,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
                     ErrorCode.SEQ_ID_NONE, stageName + ": internal error: " + e);
             e.printStackTrace();
         }
+        kvPagesUsed.setRelease(range.cache().usedPages());
         idleSince = System.nanoTime();
     }
 

@@ -172,7 +172,7 @@ public final class StageRuntime implements AutoCloseable {
 
         String upstreamName = o.stageIndex() == 0 ? "coordinator" : "stage" + (o.stageIndex() - 1);
         metricsLog = new MetricsLog(o.metricsDir() != null ? o.metricsDir() : tempDir(), 1000, name + "-metrics");
-        LatencyMetric hop = metricsLog.add(new LatencyMetric("hop-" + upstreamName + "-" + name,
+        LatencyMetric hop = metricsLog.addBucketed(new LatencyMetric("hop-" + upstreamName + "-" + name,
                 "one-way hop: written by " + upstreamName + " to decoded by " + name));
         LatencyMetric queueWait = metricsLog.add(new LatencyMetric(name + "-queue-wait", "published by the inbound thread to picked up by compute"));
         LatencyMetric computeTime = metricsLog.add(new LatencyMetric(name + "-compute", "layers run per frame (micro-batch step)"));
@@ -182,7 +182,11 @@ public final class StageRuntime implements AutoCloseable {
                 metricsLog.counter(name + "-frames", "frames run through the layers"),
                 metricsLog.counter(name + "-compute-ns", "nanoseconds spent running layers"),
                 metricsLog.counter(name + "-stalls", "frames picked up > " + o.stallThresholdMicros()
-                        + " us after reaching the idle compute thread (descheduled, GC, page fault)"));
+                        + " us after reaching the idle compute thread (descheduled, GC, page fault)"),
+                metricsLog.counter(name + "-kv-pages-used", "KV cache pages held (of " + range.cache().pageTokens()
+                        + " positions each) after the last frame"));
+        metricsLog.counter(name + "-kv-pages-capacity", "KV cache pages this stage can hold")
+                .setRelease(range.cache().capacityTokens() / range.cache().pageTokens());
 
         OutboundSender sender = new OutboundSender(out, downstream, residence, new OutboundSender.Listener() {
             @Override

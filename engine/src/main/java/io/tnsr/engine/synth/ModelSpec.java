@@ -80,6 +80,10 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
         return new ModelSpec(name, dim, layers, heads, kv, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors);
     }
 
+    public ModelSpec withContext(int positions) {
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, positions, tied, type, seed, ropeFactors);
+    }
+
     public ModelSpec withSeed(long s) {
         return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, s, ropeFactors);
     }

@@ -17,6 +17,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
@@ -29,19 +30,30 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** {@code tools/serve} as a real process with real stage processes, queried over HTTP, stopped by SIGTERM. */
 @Timeout(180)
 class ServeCommandTest {
 
     @Test
-    void servesCompletionsUntilSigtermThenStopsEveryStageAndExitsZero() throws Exception {
+    void anAddressBeyondLoopbackNeedsAnApiKeyOrInsecure() {
+        Object[] r = CliRun.run(new ServeCommand(), "--host", "0.0.0.0", "--port", "0");
+        String err = (String) r[2];
+        assertEquals(2, r[0], err);
+        assertTrue(err.contains("--api-key-file") && err.contains("--insecure"), err);
+    }
+
+    @Test
+    void servesCompletionsUntilSigtermThenStopsEveryStageAndExitsZero(@TempDir Path dir) throws Exception {
         Path model = TestModels.get(ModelSpec.tiny());
+        Path keyFile = Files.writeString(dir.resolve("key"), "k-123\n");
         List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString()));
         cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .filter(a -> !a.startsWith("-javaagent") && !a.startsWith("-agentlib")).toList());
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ServeCommand.class.getName(),
-                "--stages", "2", "--model", model.toString(), "--port", "0", "--max-sequences", "4", "--max-queued", "2"));
+                "--stages", "2", "--model", model.toString(), "--port", "0", "--max-sequences", "4", "--max-queued", "2",
+                "--api-key-file", keyFile.toString()));
         Process serve = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         BlockingQueue<String> lines = new LinkedBlockingQueue<>();
         Thread reader = new Thread(() -> {
@@ -79,8 +91,11 @@ class ServeCommandTest {
             HttpResponse<String> health = http.send(HttpRequest.newBuilder(base.resolve("/health")).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(200, health.statusCode(), health.body());
+            HttpResponse<String> anonymous = http.send(HttpRequest.newBuilder(base.resolve("/v1/models")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(401, anonymous.statusCode(), anonymous.body());
             HttpResponse<String> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
-                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json").header("Authorization", "Bearer k-123")
                     .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"once upon a time\", \"max_tokens\": 12, \"temperature\": 0}"))
                     .build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, r.statusCode(), r.body());
@@ -89,7 +104,33 @@ class ServeCommandTest {
             List<ProcessHandle> stages = serve.descendants().toList();
             assertEquals(2, stages.size(), "two stage processes");
 
-            serve.destroy();                                   // SIGTERM
+            HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(base.resolve("/metrics"))
+                    .header("Authorization", "Bearer k-123").build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, metrics.statusCode());
+            assertTrue(metrics.body().contains("tnsr_generation_tokens_total " + body.at("/usage/completion_tokens").asInt()),
+                    metrics.body());
+            assertTrue(metrics.body().contains("tnsr_hop_latency_seconds_count{hop=\"stage0-stage1\"}"), metrics.body());
+            assertTrue(metrics.body().contains("tnsr_kv_cache_pages_used{stage=\"1\"} 0"), metrics.body());
+
+            // A stream in flight when SIGTERM comes is let finish: its events, its finish chunk, [DONE].
+            HttpResponse<java.io.InputStream> stream = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                    .header("Authorization", "Bearer k-123").POST(HttpRequest.BodyPublishers.ofString(
+                            "{\"prompt\": \"once upon a time\", \"max_tokens\": 200, \"stream\": true}")).build(),
+                    HttpResponse.BodyHandlers.ofInputStream());
+            assertEquals(200, stream.statusCode());
+            List<String> events = new ArrayList<>();
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(stream.body(), StandardCharsets.UTF_8))) {
+                String first = in.readLine();
+                assertTrue(first.startsWith("data: {"), first);
+                serve.destroy();                               // SIGTERM, mid-stream
+                for (String l; (l = in.readLine()) != null; ) {
+                    if (l.startsWith("data: ")) {
+                        events.add(l.substring(6));
+                    }
+                }
+            }
+            assertEquals("[DONE]", events.get(events.size() - 1), "the stream ended cleanly: " + events);
+            assertTrue(Jackson.MAPPER.readTree(events.get(events.size() - 2)).at("/choices/0/finish_reason").isTextual());
             assertTrue(serve.waitFor(60, TimeUnit.SECONDS), "serve ends");
             assertEquals(0, serve.exitValue(), () -> "exit status 0 after SIGTERM: " + String.join("\n", lines));
             for (ProcessHandle p : stages) {

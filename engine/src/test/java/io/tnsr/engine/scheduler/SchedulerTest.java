@@ -261,4 +261,26 @@ class SchedulerTest {
         assertFalse(s.running(0));
         assertTrue(events.contains("finished 0 CANCELLED") && events.contains("finished 2 CANCELLED"), events::toString);
     }
+
+    @Test
+    void aSequenceThatWaitsPastItsLimitExpiresWithoutRunningAndTheNextOneStillJoins() {
+        Scheduler s = scheduler(1, 1, 64);
+        SequenceState running = seq(0, 2, 50);
+        SequenceState late = seq(1, 2, 50);
+        SequenceState patient = seq(2, 2, 50);
+        late.admitBy(now + 10);
+        s.submit(running);
+        s.submit(late);
+        s.submit(patient);
+        assertEquals(1, s.admit(now, 0));
+        answer(s, send(s, 0));
+        now += 100;                           // past late's limit, not yet admitted
+        s.cancel(0);
+        assertEquals(1, s.admit(now, 0), "the expired one leaves; the one behind it takes the place");
+        assertEquals(StopReason.EXPIRED, late.stoppedBy());
+        assertEquals(0, late.generatedCount());
+        assertArrayEquals(new int[] {0}, ended(s), "no END_SEQUENCE for one the stages never saw");
+        assertArrayEquals(new int[] {2}, entries(send(s, 0)));
+        assertTrue(events.contains("finished 1 EXPIRED"), events::toString);
+    }
 }

@@ -194,4 +194,84 @@ class OpenAiHttpServerTest {
                     "request " + i);
         }
     }
+
+    @Test
+    void tokenizeAndDetokenizeRoundTripAsTheCompletionRunsIt() throws Exception {
+        HttpResponse<String> t = post("/tokenize", "{\"content\": \"" + PROMPT + "\", \"with_pieces\": true}");
+        assertEquals(200, t.statusCode(), t.body());
+        JsonNode tokens = json(t).get("tokens");
+        int[] expected = pipeline.tok.encode(PROMPT, pipeline.tok.addsBos());
+        assertEquals(expected.length, tokens.size());
+        StringBuilder ids = new StringBuilder();
+        for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], tokens.get(i).get("id").asInt());
+            assertEquals(pipeline.tok.piece(expected[i]), tokens.get(i).get("piece").asText());
+            ids.append(i == 0 ? "" : ",").append(expected[i]);
+        }
+        HttpResponse<String> d = post("/detokenize", "{\"tokens\": [" + ids + "]}");
+        assertEquals(200, d.statusCode(), d.body());
+        assertEquals(PROMPT, json(d).get("content").asText());
+        assertEquals(400, post("/detokenize", "{\"tokens\": [1, -5]}").statusCode());
+        assertEquals(400, post("/tokenize", "{\"content\": 5}").statusCode());
+    }
+
+    @Test
+    void metricsAreInPrometheusTextFormatAndCountWhatRan() throws Exception {
+        assertEquals(200, post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 6, \"temperature\": 0}").statusCode());
+        post("/v1/completions", "{\"prompt\": 5}");
+        HttpResponse<String> m = get("/metrics");
+        assertEquals(200, m.statusCode());
+        assertTrue(m.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"), m.headers().toString());
+        String text = m.body();
+        for (String line : List.of("tnsr_requests_running 0", "tnsr_requests_waiting 0",
+                "tnsr_requests_total{finish_reason=\"length\"} 1", "tnsr_requests_rejected_total{status=\"400\"} 1",
+                "tnsr_generation_tokens_total 6", "tnsr_time_to_first_token_seconds_count 1",
+                "tnsr_time_per_output_token_seconds_count 1", "tnsr_request_duration_seconds_count 1",
+                "tnsr_kv_cache_pages_used{stage=\"0\"} 0", "tnsr_kv_cache_pages_used{stage=\"1\"} 0")) {
+            assertTrue(text.lines().anyMatch(l -> l.equals(line) || l.startsWith(line + ".0") || l.equals(line + ".0")),
+                    () -> "'" + line + "' in\n" + text);
+        }
+        assertTrue(text.contains("tnsr_kv_cache_pages_capacity{stage=\"1\"}"), text);
+        for (String hop : List.of("coordinator-stage0", "stage0-stage1", "stage1-coordinator")) {
+            assertTrue(text.lines().anyMatch(l -> l.startsWith("tnsr_hop_latency_seconds_count{hop=\"" + hop + "\"}")
+                    && !l.endsWith(" 0")), () -> "hop " + hop + " counted in\n" + text);
+        }
+    }
+
+    @Test
+    void aRequestThatWaitsPastTheLimitGets503AndNeverRuns() throws Exception {
+        server.close();
+        pipeline.close();
+        // a context long enough that the requests holding both places run far longer than the wait limit
+        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny().withContext(4096), 1, 2, 150);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        List<Completion> hogs = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {   // one in each micro-batch's one place
+            hogs.add(pipeline.service.submit(new CompletionService.Request(PROMPT, 4000, SamplingConfig.GREEDY, List.of())));
+        }
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 3}");
+        assertEquals(503, r.statusCode(), r.body());
+        assertTrue(json(r).at("/error/message").asText().contains("waited longer"), r.body());
+        HttpResponse<String> s = post("/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 3, \"stream\": true}");
+        assertEquals(503, s.statusCode(), "a stream that never started is refused the same way: " + s.body());
+        hogs.forEach(pipeline.service::cancel);
+        assertEquals(200, post("/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 3}").statusCode(), "room again");
+    }
+
+    @Test
+    void withAnApiKeyEveryEndpointButHealthNeedsIt() throws Exception {
+        server.close();
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0, "s3cret");
+        base = URI.create("http://127.0.0.1:" + server.start());
+        assertEquals(200, get("/health").statusCode());
+        HttpResponse<String> none = get("/v1/models");
+        assertEquals(401, none.statusCode());
+        assertEquals("invalid_api_key", json(none).at("/error/code").asText());
+        HttpRequest.Builder wrong = HttpRequest.newBuilder(base.resolve("/v1/models")).header("Authorization", "Bearer nope");
+        assertEquals(401, http.send(wrong.build(), HttpResponse.BodyHandlers.ofString()).statusCode());
+        HttpRequest.Builder right = HttpRequest.newBuilder(base.resolve("/v1/completions")).header("Authorization", "Bearer s3cret")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"x\", \"max_tokens\": 2}"));
+        assertEquals(200, http.send(right.build(), HttpResponse.BodyHandlers.ofString()).statusCode());
+    }
 }

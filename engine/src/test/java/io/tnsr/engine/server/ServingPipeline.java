@@ -49,7 +49,11 @@ final class ServingPipeline implements AutoCloseable {
     }
 
     ServingPipeline(int maxRunning, int maxWaiting) throws Exception {
-        model = TestModels.get(ModelSpec.tiny());
+        this(ModelSpec.tiny(), maxRunning, maxWaiting, 0);
+    }
+
+    ServingPipeline(ModelSpec spec, int maxRunning, int maxWaiting, long maxWaitMillis) throws Exception {
+        model = TestModels.get(spec);
         try (GgufFile f = GgufFile.open(model)) {
             cfg = LlamaConfig.fromGguf(f);
             tok = Tokenizers.fromGguf(f);
@@ -59,7 +63,8 @@ final class ServingPipeline implements AutoCloseable {
         PipelineRun.Settings settings = new PipelineRun.Settings(model, pipeline, Collections.nCopies(2, WaitMode.BLOCK),
                 Collections.nCopies(2, -1), new Coordinator.Options(2, 0, pipeline.maxTokensPerFrame(),
                 pipeline.maxSequencesPerFrame(), pipeline.maxFrameBytes()), runDir, 30_000, 30_000, 10_000, 0);
-        service = new CompletionService(tok, cfg.contextLength(), cfg.vocabSize(), maxRunning, maxWaiting);
+        service = new CompletionService(tok, cfg.contextLength(), cfg.vocabSize(),
+                new CompletionService.Limits(maxRunning, maxWaiting, maxWaitMillis), runDir, 2);
         stages = new LocalStages(pipeline, model, runDir);
         int perBatch = (maxRunning + 1) / 2;
         CountDownLatch ready = new CountDownLatch(1);
