@@ -62,6 +62,11 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--max-queued", paramLabel = "Q", defaultValue = "64", description = "Requests waiting for a place; beyond, 429 (default: ${DEFAULT-VALUE}).")
     int maxQueued;
 
+    @Option(names = "--prefill-chunk", paramLabel = "TOKENS", defaultValue = "128", description = {"Most prompt tokens one step",
+            "prefills beside the running sequences' decode tokens: bounds how long a long prompt",
+            "delays them (default: ${DEFAULT-VALUE}; the frame's max_tokens_per_frame caps it)."})
+    int prefillChunk;
+
     @Option(names = "--max-wait", paramLabel = "SECONDS", defaultValue = "60", description = {"Longest a request waits for a place;",
             "past it, 503 (default: ${DEFAULT-VALUE}; 0 = no limit)."})
     double maxWait;
@@ -81,8 +86,8 @@ public final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (maxSequences < 1 || maxQueued < 0 || !(maxWait >= 0)) {
-            throw new IllegalArgumentException("--max-sequences must be >= 1, --max-queued and --max-wait >= 0");
+        if (maxSequences < 1 || maxQueued < 0 || !(maxWait >= 0) || prefillChunk < 1) {
+            throw new IllegalArgumentException("--max-sequences and --prefill-chunk must be >= 1, --max-queued and --max-wait >= 0");
         }
         String apiKey = apiKey();
         if (apiKey == null && !InetAddress.getByName(host).isLoopbackAddress()) {
@@ -114,7 +119,10 @@ public final class ServeCommand implements Callable<Integer> {
         }
         int perStep = Math.min(pc.maxSequencesPerFrame(), FrameHeader.MAX_SEQUENCE_COUNT);
         int perBatch = Math.min(perStep, (maxSequences + n - 1) / n);
-        Scheduler.Limits limits = new Scheduler.Limits(n, perBatch, pc.maxTokensPerFrame(), perStep);
+        // A step carries each member's decode token first, then prompt chunks up to --prefill-chunk tokens: so a long
+        // prompt arriving delays the running sequences' next token by at most one step of perBatch + chunk rows.
+        int stepTokens = Math.min(pc.maxTokensPerFrame(), perBatch + prefillChunk);
+        Scheduler.Limits limits = new Scheduler.Limits(n, perBatch, stepTokens, perStep);
         int running = Math.min(maxSequences, n * perBatch);
         String name = modelPath.getFileName().toString().replaceFirst("\\.gguf$", "");
         Path runDir = Files.createTempDirectory("tnsr-serve");

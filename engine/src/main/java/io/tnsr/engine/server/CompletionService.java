@@ -35,10 +35,12 @@ public final class CompletionService implements Generator.Listener {
      * @param special   whether special tokens written in the prompt ({@code <|eot_id|>}, a leading {@code <s>}) are
      *                  read as those tokens, as a rendered chat template needs; BOS is then added only when the prompt
      *                  does not start with it
+     * @param ignoreEos keep generating through end-of-generation tokens until {@code maxTokens} (for benchmarks)
      */
-    public record Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops, boolean special) {
+    public record Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops, boolean special,
+                          boolean ignoreEos) {
         public Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops) {
-            this(prompt, maxTokens, sampling, stops, false);
+            this(prompt, maxTokens, sampling, stops, false, false);
         }
 
         public Request {
@@ -173,8 +175,9 @@ public final class CompletionService implements Generator.Listener {
                     + " waiting; try again later");
         }
         int id = nextId.getAndIncrement() & Integer.MAX_VALUE;
-        SequenceState seq = new SequenceState(id, 0, r.prompt(), prompt, r.maxTokens(), contextLength, tokenizer.bos(),
-                tokenizer::isEndOfGeneration, new Sampler(r.sampling(), vocab));
+        SequenceState seq = new SequenceState(id, 0, r.prompt(), prompt, r.maxTokens(), contextLength,
+                r.ignoreEos() ? -1 : tokenizer.bos(), r.ignoreEos() ? t -> false : tokenizer::isEndOfGeneration,
+                new Sampler(r.sampling(), vocab));
         Completion c = new Completion(seq, tokenizer.newDecoder(prompt[prompt.length - 1]), r.stops());
         byId.put(id, c);
         long now = System.nanoTime();

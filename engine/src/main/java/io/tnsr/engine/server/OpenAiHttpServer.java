@@ -32,7 +32,9 @@ import org.eclipse.jetty.util.Callback;
  * <ul>
  * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} (default 16),
  * {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop} (a string or
- * a list of up to 4), {@code stream} with {@code stream_options.include_usage}; {@code n} other than 1 is refused.
+ * a list of up to 4), {@code stream} with {@code stream_options.include_usage}, {@code ignore_eos} (extension, as
+ * llama-server has it: generate {@code max_tokens} whatever the model says, for benchmarks); {@code n} other than 1 is
+ * refused.
  * Streams are Server-Sent Events, one {@code text_completion} chunk per piece of text (whole characters), a last chunk
  * with {@code finish_reason}, the usage chunk when asked for, then {@code data: [DONE]}.</li>
  * <li>{@code GET /v1/models}; {@code GET /health} (503 until the pipeline is up); {@code GET /metrics} (Prometheus
@@ -465,7 +467,9 @@ public final class OpenAiHttpServer implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             throw new CompletionService.InvalidRequestException(e.getMessage());
         }
-        return new Parsed(model, new CompletionService.Request(prompt, maxTokens, sampling, stops), stream, includeUsage);
+        boolean ignoreEos = bool(root, "ignore_eos");
+        return new Parsed(model, new CompletionService.Request(prompt, maxTokens, sampling, stops, false, ignoreEos), stream,
+                includeUsage);
     }
 
     private static String text(JsonNode root, String field, boolean required) {

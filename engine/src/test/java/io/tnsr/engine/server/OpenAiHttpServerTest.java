@@ -274,4 +274,15 @@ class OpenAiHttpServerTest {
                 .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"x\", \"max_tokens\": 2}"));
         assertEquals(200, http.send(right.build(), HttpResponse.BodyHandlers.ofString()).statusCode());
     }
+
+    @Test
+    void ignoreEosGeneratesExactlyMaxTokens() throws Exception {
+        for (int seed = 0; seed < 3; seed++) {
+            HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 40, "
+                    + "\"ignore_eos\": true, \"seed\": " + seed + "}");
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(40, json(r).at("/usage/completion_tokens").asInt(), r.body());
+            assertEquals("length", json(r).at("/choices/0/finish_reason").asText());
+        }
+    }
 }
