@@ -26,6 +26,11 @@ public final class LatencyBuckets {
         sumNanos = log.counter(metric + "-sum-ns", "sum of " + metric + "'s values in ns");
     }
 
+    /** Whether a counter is one of a {@link LatencyBuckets}'s (its name ends in {@code -le-<ns>}, {@code -le-inf} or {@code -sum-ns}). */
+    public static boolean isBucketCounter(String name) {
+        return name.endsWith("-sum-ns") || name.matches(".*-le-(inf|\\d+)");
+    }
+
     /** Writer thread only. */
     void record(long nanos) {
         int i = 0;

@@ -102,6 +102,17 @@ class LatencyExportTest {
             assertEquals(e.getValue(), logs.get(e.getKey()).getTotalCount(), e.getKey());
         }
 
+        // each hop is also counted in fixed buckets in its receiver's counters file, for a server's /metrics
+        int stageCount = h.pipeline.stages().size();
+        for (int i = 0; i <= stageCount; i++) {
+            String receiver = i < stageCount ? "stage" + i : "coordinator";
+            String hop = i < stageCount ? "hop-" + (i == 0 ? "coordinator" : "stage" + (i - 1)) + "-" + receiver
+                    : "hop-stage" + (stageCount - 1) + "-coordinator";
+            io.tnsr.engine.metrics.LatencyBuckets.Snapshot b = io.tnsr.engine.metrics.LatencyBuckets.read(
+                    io.tnsr.engine.metrics.CounterFile.read(h.runDir.resolve(receiver + "-metrics.counters")), hop);
+            assertEquals(logs.get(hop).getTotalCount(), java.util.Arrays.stream(b.counts()).sum(), hop + " buckets");
+        }
+
         // summary.json: the same counts and percentiles, in microseconds
         Map<?, ?> summary = (Map<?, ?>) TestJson.read(h.runDir.resolve("summary.json"));
         Map<?, ?> metrics = (Map<?, ?>) summary.get("metrics");
