@@ -3,6 +3,7 @@ package io.tnsr.engine.gguf;
 import java.nio.file.Path;
 import java.util.Collections;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -15,6 +16,9 @@ import java.util.Set;
  * {@code String[]} or {@code Object[]} (arrays of arrays).
  */
 public final class GgufMetadata {
+    /** The model's chat template: Jinja text, as Hugging Face's {@code tokenizer_config.json} has it. */
+    public static final String KEY_CHAT_TEMPLATE = "tokenizer.chat_template";
+
     private final Path file;
     private final Map<String, Object> values;
 
@@ -42,6 +46,11 @@ public final class GgufMetadata {
 
     public String getString(String key, String defaultValue) {
         return has(key) ? getString(key) : defaultValue;
+    }
+
+    /** The chat template ({@value #KEY_CHAT_TEMPLATE}), if the model has one. */
+    public Optional<String> chatTemplate() {
+        return has(KEY_CHAT_TEMPLATE) ? Optional.of(getString(KEY_CHAT_TEMPLATE)) : Optional.empty();
     }
 
     public long getLong(String key) {
