@@ -1,7 +1,12 @@
 package io.tnsr.engine.cli;
 
+import io.tnsr.engine.chat.ChatTemplate;
+import io.tnsr.engine.chat.ChatTemplateException;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.synth.SyntheticModel;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -56,19 +61,40 @@ public final class MakeModelCommand implements Callable<Integer> {
     @Option(names = "--seed", paramLabel = "N", description = "Seed of the random weights.")
     Long seed;
 
+    @Option(names = "--chat-template", paramLabel = "FILE",
+            description = "Embed this Jinja chat template (a model's tokenizer.chat_template) in the file; it must parse.")
+    Path chatTemplate;
+
     @Override
     public Integer call() throws Exception {
         ModelSpec p = ModelSpec.preset(preset);
         ModelSpec s = new ModelSpec(p.name(), or(dim, p.dim()), or(layers, p.layers()), or(heads, p.heads()),
                 or(kvHeads, heads != null ? heads : p.kvHeads()), or(ffn, p.ffnDim()), or(vocab, p.vocabSize()),
                 or(context, p.contextLength()), tied != null ? tied : p.tied(),
-                type == null ? p.type() : ModelSpec.parseType(type), seed != null ? seed : p.seed(), ropeFactors || p.ropeFactors());
+                type == null ? p.type() : ModelSpec.parseType(type), seed != null ? seed : p.seed(), ropeFactors || p.ropeFactors(),
+                chatTemplate != null ? readChatTemplate(chatTemplate) : p.chatTemplate());
         System.err.println("writing " + s.describe() + " to " + out + " ...");
         long t0 = System.nanoTime();
         SyntheticModel.write(s, out);
         System.err.printf(Locale.ROOT, "done in %.1f s (%d MB)%n", (System.nanoTime() - t0) / 1e9,
-                java.nio.file.Files.size(out) >> 20);
+                Files.size(out) >> 20);
         return 0;
+    }
+
+    /** The template's text, refused in one line if it cannot be read or does not parse. */
+    private static String readChatTemplate(Path file) {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot read chat template " + file + ": " + e);
+        }
+        try {
+            ChatTemplate.compile(text, "", "");
+        } catch (ChatTemplateException e) {
+            throw new IllegalArgumentException(file + ": " + e.getMessage());
+        }
+        return text;
     }
 
     private static <T> T or(T v, T dflt) {

@@ -24,9 +24,10 @@ public final class ModelCache {
     public static Path get(ModelSpec spec) throws IOException {
         Path dir = dir();
         Files.createDirectories(dir);
-        Path p = dir.resolve(String.format(Locale.ROOT, "%s-%s%s%s-s%d.gguf", spec.name(),
+        Path p = dir.resolve(String.format(Locale.ROOT, "%s-%s%s%s-s%d%s.gguf", spec.name(),
                 spec.type().name().toLowerCase(Locale.ROOT), spec.kvHeads() != spec.heads() ? "-kv" + spec.kvHeads() : "",
-                spec.tied() ? "-tied" : "", spec.seed()));
+                spec.tied() ? "-tied" : "", spec.seed(),
+                spec.chatTemplate() != null ? String.format(Locale.ROOT, "-ct%08x", spec.chatTemplate().hashCode()) : ""));
         if (!Files.exists(p)) {
             System.err.println("generating " + spec.describe() + " into " + p + " (once) ...");
             SyntheticModel.write(spec, p);

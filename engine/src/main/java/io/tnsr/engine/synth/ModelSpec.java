@@ -11,13 +11,21 @@ import java.util.Locale;
  *
  * @param name        written as general.name
  * @param tied        no output.weight: the classifier reuses token_embd.weight
- * @param ropeFactors write a rope_freqs.weight tensor (Llama 3.1 style frequency factors)
+ * @param ropeFactors  write a rope_freqs.weight tensor (Llama 3.1 style frequency factors)
+ * @param chatTemplate Jinja text written as {@code tokenizer.chat_template} (what a chat endpoint renders
+ *                     conversations with), or null for none
  */
 public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads, int ffnDim, int vocabSize,
-                        int contextLength, boolean tied, GgmlType type, long seed, boolean ropeFactors) {
+                        int contextLength, boolean tied, GgmlType type, long seed, boolean ropeFactors, String chatTemplate) {
 
     /** Smallest vocabulary: unk, BOS, EOS, 256 byte tokens and a few pieces. */
     public static final int MIN_VOCAB = 300;
+
+    /** A spec without a chat template. */
+    public ModelSpec(String name, int dim, int layers, int heads, int kvHeads, int ffnDim, int vocabSize,
+                     int contextLength, boolean tied, GgmlType type, long seed, boolean ropeFactors) {
+        this(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors, null);
+    }
 
     public ModelSpec {
         if (dim <= 0 || layers <= 0 || heads <= 0 || kvHeads <= 0 || ffnDim <= 0 || contextLength <= 0) {
@@ -69,15 +77,15 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
     }
 
     public ModelSpec withType(GgmlType t) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, t, seed, ropeFactors);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, t, seed, ropeFactors, chatTemplate);
     }
 
     public ModelSpec withTied(boolean t) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, t, type, seed, ropeFactors);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, t, type, seed, ropeFactors, chatTemplate);
     }
 
     public ModelSpec withKvHeads(int kv) {
-        return new ModelSpec(name, dim, layers, heads, kv, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors);
+        return new ModelSpec(name, dim, layers, heads, kv, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors, chatTemplate);
     }
 
     public ModelSpec withContext(int positions) {
@@ -85,11 +93,16 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
     }
 
     public ModelSpec withSeed(long s) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, s, ropeFactors);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, s, ropeFactors, chatTemplate);
     }
 
     public ModelSpec withRopeFactors(boolean f) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, f);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, f, chatTemplate);
+    }
+
+    /** This spec with {@code template} as its chat template (null for none). */
+    public ModelSpec withChatTemplate(String template) {
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors, template);
     }
 
     /** Number of weights (parameters). */
@@ -113,8 +126,8 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
     }
 
     public String describe() {
-        return String.format(Locale.ROOT, "%s: dim %d, %d layers, %d heads (%d KV), FFN %d, vocab %d, context %d, %s%s, %.1fM parameters",
+        return String.format(Locale.ROOT, "%s: dim %d, %d layers, %d heads (%d KV), FFN %d, vocab %d, context %d, %s%s, %.1fM parameters%s",
                 name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, type,
-                tied ? ", tied classifier" : "", parameters() / 1e6);
+                tied ? ", tied classifier" : "", parameters() / 1e6, chatTemplate != null ? ", chat template" : "");
     }
 }

@@ -1,6 +1,7 @@
 package io.tnsr.engine.synth;
 
 import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.engine.gguf.GgufMetadata;
 import io.tnsr.engine.gguf.GgufWriter;
 import io.tnsr.engine.kernels.Float16;
 import java.io.IOException;
@@ -55,6 +56,9 @@ public final class SyntheticModel {
         w.putU32("tokenizer.ggml.unknown_token_id", 0);
         w.putU32("tokenizer.ggml.bos_token_id", 1);
         w.putU32("tokenizer.ggml.eos_token_id", 2);
+        if (s.chatTemplate() != null) {
+            w.putString(GgufMetadata.KEY_CHAT_TEMPLATE, s.chatTemplate());
+        }
 
         matrix(w, s, "token_embd.weight", s.vocabSize(), s.dim(), 1.0);
         if (s.ropeFactors()) {

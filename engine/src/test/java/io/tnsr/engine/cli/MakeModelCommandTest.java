@@ -3,15 +3,23 @@ package io.tnsr.engine.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tnsr.engine.chat.ChatMessage;
+import io.tnsr.engine.chat.ChatTemplate;
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.TestModels;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-/** {@code tools/make-model}, run in-process: its weight types, and the errors of a bad one. */
+/** {@code tools/make-model}, run in-process: its weight types, an embedded chat template, and the errors of bad ones. */
 class MakeModelCommandTest {
     @TempDir
     Path tmp;
@@ -43,5 +51,35 @@ class MakeModelCommandTest {
         r = run("--type", "q5_k", "--out", tmp.resolve("y.gguf").toString());
         assertEquals(2, r[0]);
         assertTrue(((String) r[2]).contains("unknown weight type 'q5_k' (f32, f16, q8_0, q4_0, q4_k, q6_k)"), (String) r[2]);
+    }
+
+    @Test
+    void aChatTemplateIsEmbeddedAndReadBack() throws Exception {
+        String template = "{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>\n{{ m.content | trim }}{{ eos_token }}\n{% endfor %}"
+                + "{% if add_generation_prompt %}<|assistant|>\n{% endif %}\n";
+        Path file = tmp.resolve("chat.jinja");
+        Files.writeString(file, template, StandardCharsets.UTF_8);
+        Path out = tmp.resolve("chat.gguf");
+        Object[] r = run("--preset", "tiny", "--chat-template", file.toString(), "--out", out.toString());
+        assertEquals(0, r[0], (String) r[2]);
+        try (GgufFile f = GgufFile.open(out)) {
+            assertEquals(Optional.of(template), f.metadata().chatTemplate());
+            ChatTemplate t = ChatTemplate.fromGguf(f).orElseThrow();
+            assertEquals("<s><|user|>\nHi</s>\n<|assistant|>\n", t.render(List.of(new ChatMessage("user", " Hi ")), true));
+        }
+        try (GgufFile f = GgufFile.open(TestModels.get(ModelSpec.tiny()))) {
+            assertEquals(Optional.empty(), f.metadata().chatTemplate());
+            assertEquals(Optional.empty(), ChatTemplate.fromGguf(f));
+        }
+    }
+
+    @Test
+    void aChatTemplateThatDoesNotParseIsRefusedInOneLine() throws Exception {
+        Path file = tmp.resolve("bad.jinja");
+        Files.writeString(file, "{% for m in messages %}{{ m.content }}", StandardCharsets.UTF_8);
+        Object[] r = run("--preset", "tiny", "--chat-template", file.toString(), "--out", tmp.resolve("bad.gguf").toString());
+        assertEquals(2, r[0]);
+        assertTrue(((String) r[2]).startsWith("make-model: " + file + ": chat template syntax error"), (String) r[2]);
+        assertEquals(1, ((String) r[2]).strip().lines().count(), (String) r[2]);
     }
 }

@@ -14,9 +14,10 @@ public final class TestModels {
     }
 
     public static synchronized Path get(ModelSpec spec) {
-        String file = String.format("%s-d%d-l%d-h%d-kv%d-f%d-v%d-c%d-%s-%s-s%d%s.gguf", spec.name(), spec.dim(),
+        String file = String.format("%s-d%d-l%d-h%d-kv%d-f%d-v%d-c%d-%s-%s-s%d%s%s.gguf", spec.name(), spec.dim(),
                 spec.layers(), spec.heads(), spec.kvHeads(), spec.ffnDim(), spec.vocabSize(), spec.contextLength(),
-                spec.type(), spec.tied() ? "tied" : "untied", spec.seed(), spec.ropeFactors() ? "-rf" : "");
+                spec.type(), spec.tied() ? "tied" : "untied", spec.seed(), spec.ropeFactors() ? "-rf" : "",
+                spec.chatTemplate() != null ? String.format("-ct%08x", spec.chatTemplate().hashCode()) : "");
         Path dir = Paths.get("target", "test-models").toAbsolutePath();
         Path p = dir.resolve(file);
         if (!Files.exists(p)) {
