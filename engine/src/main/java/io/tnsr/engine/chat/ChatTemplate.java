@@ -115,6 +115,20 @@ public final class ChatTemplate {
         return Optional.of(compile(source.get(), piece(tokenizer, tokenizer.bos()), piece(tokenizer, tokenizer.eos()), clock));
     }
 
+    /** Templates known by name, for models that carry none: {@code chatml} (the {@code <|im_start|>} turns of many). */
+    public static final Map<String, String> BUILT_IN = Map.of("chatml",
+            "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+                    + "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}");
+
+    /**
+     * A template for a model's {@code tokenizer}, its BOS and EOS pieces as {@code bos_token} and {@code eos_token}.
+     *
+     * @throws ChatTemplateException if the template does not parse
+     */
+    public static ChatTemplate compile(String templateSource, Tokenizer tokenizer, Clock clock) {
+        return compile(templateSource, piece(tokenizer, tokenizer.bos()), piece(tokenizer, tokenizer.eos()), clock);
+    }
+
     private static String piece(Tokenizer tokenizer, int id) {
         return id >= 0 ? tokenizer.piece(id) : "";
     }

@@ -1,5 +1,7 @@
 package io.tnsr.engine.cli;
 
+import io.tnsr.engine.chat.ChatTemplate;
+import io.tnsr.engine.chat.ChatTemplateException;
 import io.tnsr.engine.coordinator.Coordinator;
 import io.tnsr.engine.coordinator.PipelineException;
 import io.tnsr.engine.coordinator.PipelineRun;
@@ -17,6 +19,8 @@ import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.Tokenizers;
 import io.tnsr.wire.FrameHeader;
 import java.net.InetAddress;
+import java.time.Clock;
+import java.util.Optional;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
@@ -31,7 +35,8 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Serves the model over HTTP with OpenAI's API (POST /v1/completions, streaming or not;",
-                "GET /v1/models, GET /health, GET /metrics, POST /tokenize and /detokenize), split across stage",
+                "POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics, POST /tokenize, /detokenize",
+                "and /apply-template), split across stage",
                 "processes as run-pipeline splits it."})
 public final class ServeCommand implements Callable<Integer> {
     /** How long in-flight requests get to finish after SIGTERM before they are cancelled. */
@@ -78,6 +83,11 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--insecure", description = "Serve a non-loopback --host without an API key (anyone who can reach it can use it).")
     boolean insecure;
 
+    @Option(names = "--chat-template", paramLabel = "NAME|FILE", description = {"How /v1/chat/completions turns messages into a prompt:",
+            "a Jinja FILE, or NAME: chatml (default: the model's tokenizer.chat_template;",
+            "without one, chat requests are refused)."})
+    String chatTemplate;
+
     @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
     int startupTimeout;
 
@@ -107,9 +117,11 @@ public final class ServeCommand implements Callable<Integer> {
         }
         LlamaConfig mc;
         Tokenizer tok;
+        ChatTemplate chat;
         try (GgufFile file = GgufFile.open(modelPath)) {
             mc = LlamaConfig.fromGguf(file);
             tok = Tokenizers.fromGguf(file);
+            chat = chatTemplate(file, tok);
         }
         PipelineConfig pc = PipelineConfig.resolve(config, stages, mc.layers());
         int n = pc.stages().size();
@@ -135,7 +147,7 @@ public final class ServeCommand implements Callable<Integer> {
         AtomicBoolean stopRequested = new AtomicBoolean();
         AtomicBoolean pipelineStop = new AtomicBoolean();
         long t0 = System.nanoTime();
-        try (OpenAiHttpServer http = new OpenAiHttpServer(service, name, host, port, apiKey)) {
+        try (OpenAiHttpServer http = new OpenAiHttpServer(service, name, host, port, apiKey, chat)) {
             int bound = http.start();
             // SIGINT and SIGTERM end the serving loop below, so that the stages are stopped and the exit status is 0
             // (a shutdown hook would run while the JVM is already exiting, with the signal's status).
@@ -173,6 +185,37 @@ public final class ServeCommand implements Callable<Integer> {
         }
         System.err.println("serve: stopped");
         return 0;
+    }
+
+    /** The --chat-template (a name or a file), else the model's own; null when there is none. */
+    private ChatTemplate chatTemplate(GgufFile file, Tokenizer tok) throws java.io.IOException {
+        Clock clock = Clock.systemDefaultZone();
+        if (chatTemplate == null) {
+            Optional<ChatTemplate> own;
+            try {
+                own = ChatTemplate.fromGguf(file.metadata(), tok, clock);
+            } catch (ChatTemplateException e) {
+                throw new IllegalArgumentException("the model's chat template (tokenizer.chat_template) does not parse: "
+                        + e.getMessage() + "; give --chat-template NAME|FILE");
+            }
+            System.err.println(own.isPresent() ? "serve: chat: the model's chat template"
+                    : "serve: chat: the model has no chat template; /v1/chat/completions refuses requests (see --chat-template)");
+            return own.orElse(null);
+        }
+        String source = ChatTemplate.BUILT_IN.get(chatTemplate);
+        if (source == null) {
+            Path f = Path.of(chatTemplate);
+            if (!Files.isReadable(f)) {
+                throw new IllegalArgumentException("--chat-template " + chatTemplate + ": neither a template name ("
+                        + String.join(", ", ChatTemplate.BUILT_IN.keySet()) + ") nor a readable file");
+            }
+            source = Files.readString(f);
+        }
+        try {
+            return ChatTemplate.compile(source, tok, clock);
+        } catch (ChatTemplateException e) {
+            throw new IllegalArgumentException("--chat-template " + chatTemplate + ": " + e.getMessage());
+        }
     }
 
     /** The key in --api-key-file (its first line, trimmed), or null when none is given. */

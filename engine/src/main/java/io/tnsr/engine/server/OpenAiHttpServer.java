@@ -2,6 +2,9 @@ package io.tnsr.engine.server;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
+import io.tnsr.engine.chat.ChatMessage;
+import io.tnsr.engine.chat.ChatTemplate;
+import io.tnsr.engine.chat.ChatTemplateException;
 import io.tnsr.engine.sampling.SamplingConfig;
 import io.tnsr.engine.util.Jackson;
 import java.io.ByteArrayOutputStream;
@@ -28,7 +31,7 @@ import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.util.Callback;
 
 /**
- * OpenAI's completions API over a {@link CompletionService}, on Jetty (TCP_NODELAY on every connection):
+ * OpenAI's completions and chat completions API over a {@link CompletionService}, on Jetty (TCP_NODELAY on every connection):
  * <ul>
  * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} (default 16),
  * {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop} (a string or
@@ -37,6 +40,11 @@ import org.eclipse.jetty.util.Callback;
  * refused.
  * Streams are Server-Sent Events, one {@code text_completion} chunk per piece of text (whole characters), a last chunk
  * with {@code finish_reason}, the usage chunk when asked for, then {@code data: [DONE]}.</li>
+ * <li>{@code POST /v1/chat/completions}: the same, with {@code messages} ({@code role}, {@code content} as a string or
+ * a list of text parts) instead of {@code prompt}, rendered by the model's {@link ChatTemplate} with the generation
+ * prompt and tokenized with its special tokens; {@code chat.completion} objects, or {@code chat.completion.chunk}
+ * events whose first delta names the role. {@code POST /apply-template} answers the rendered prompt,
+ * {@code {"prompt": ...}}.</li>
  * <li>{@code GET /v1/models}; {@code GET /health} (503 until the pipeline is up); {@code GET /metrics} (Prometheus
  * text format, {@link ServingMetrics}).</li>
  * <li>{@code POST /tokenize} ({@code content}, {@code add_special}, {@code with_pieces}) and {@code POST /detokenize}
@@ -58,19 +66,23 @@ public final class OpenAiHttpServer implements AutoCloseable {
     private final CompletionService service;
     private final String modelName;
     private final byte[] apiKey;
+    private final ChatTemplate chatTemplate;
     private final Server server;
     private final ServerConnector connector;
     private final AtomicLong ids = new AtomicLong();
 
     public OpenAiHttpServer(CompletionService service, String modelName, String host, int port) {
-        this(service, modelName, host, port, null);
+        this(service, modelName, host, port, null, null);
     }
 
     /**
      * @param apiKey the key every request but {@code GET /health} must carry as {@code Authorization: Bearer KEY}
      *               (compared in constant time), or null to take requests without one
+     * @param chatTemplate how chat messages become a prompt, or null when the model has none (chat requests get 400)
      */
-    public OpenAiHttpServer(CompletionService service, String modelName, String host, int port, String apiKey) {
+    public OpenAiHttpServer(CompletionService service, String modelName, String host, int port, String apiKey,
+                            ChatTemplate chatTemplate) {
+        this.chatTemplate = chatTemplate;
         this.service = service;
         this.modelName = modelName;
         this.apiKey = apiKey == null ? null : apiKey.getBytes(StandardCharsets.UTF_8);
@@ -132,7 +144,17 @@ public final class OpenAiHttpServer implements AutoCloseable {
                     List.of(Map.of("id", modelName, "object", "model", "owned_by", "tnsr"))));
             case "/v1/completions" -> {
                 if (post(method, path, response, callback)) {
-                    completions(request, response, callback);
+                    completions(request, response, callback, false);
+                }
+            }
+            case "/v1/chat/completions" -> {
+                if (post(method, path, response, callback)) {
+                    completions(request, response, callback, true);
+                }
+            }
+            case "/apply-template" -> {
+                if (post(method, path, response, callback)) {
+                    applyTemplate(request, response, callback);
                 }
             }
             case "/tokenize" -> {
@@ -237,7 +259,68 @@ public final class OpenAiHttpServer implements AutoCloseable {
         json(response, callback, 200, Map.of("content", service.tokenizer().decode(ids)));
     }
 
-    private void completions(Request request, Response response, Callback callback) throws Exception {
+    /** {@code POST /apply-template}: a chat request's messages rendered by the chat template, {@code {"prompt": ...}}. */
+    private void applyTemplate(Request request, Response response, Callback callback) throws IOException {
+        JsonNode root = body(request, response, callback);
+        if (root == null) {
+            return;
+        }
+        try {
+            json(response, callback, 200, Map.of("prompt", chatPrompt(root)));
+        } catch (CompletionService.InvalidRequestException e) {
+            error(response, callback, 400, "invalid_request_error", e.getMessage());
+        }
+    }
+
+    /** The prompt a chat request's {@code messages} render to, with the generation prompt. */
+    private String chatPrompt(JsonNode root) {
+        if (chatTemplate == null) {
+            throw new CompletionService.InvalidRequestException("this model has no chat template (tokenizer.chat_template); "
+                    + "start serve with --chat-template FILE, or use /v1/completions");
+        }
+        JsonNode messages = root.get("messages");
+        if (messages == null || !messages.isArray() || messages.isEmpty()) {
+            throw new CompletionService.InvalidRequestException("'messages' must be a non-empty list of {role, content}");
+        }
+        List<ChatMessage> conversation = new ArrayList<>(messages.size());
+        for (int i = 0; i < messages.size(); i++) {
+            JsonNode m = messages.get(i);
+            JsonNode role = m.get("role");
+            if (!m.isObject() || role == null || !role.isTextual()) {
+                throw new CompletionService.InvalidRequestException("'messages'[" + i + "] needs a string 'role'");
+            }
+            conversation.add(new ChatMessage(role.asText(), content(m.get("content"), i)));
+        }
+        try {
+            return chatTemplate.render(conversation, true);
+        } catch (ChatTemplateException e) {
+            throw new CompletionService.InvalidRequestException("the chat template refused the conversation: " + e.getMessage());
+        }
+    }
+
+    /** A message's content: a string, or OpenAI's list of parts of which only {@code text} parts are taken. */
+    private static String content(JsonNode c, int index) {
+        if (c == null || c.isNull()) {
+            return "";
+        }
+        if (c.isTextual()) {
+            return c.asText();
+        }
+        if (c.isArray()) {
+            StringBuilder text = new StringBuilder();
+            for (JsonNode part : c) {
+                if (!part.isObject() || !"text".equals(part.path("type").asText()) || !part.path("text").isTextual()) {
+                    throw new CompletionService.InvalidRequestException("'messages'[" + index + "].content: only text parts "
+                            + "({\"type\": \"text\", \"text\": ...}) are served");
+                }
+                text.append(part.get("text").asText());
+            }
+            return text.toString();
+        }
+        throw new CompletionService.InvalidRequestException("'messages'[" + index + "].content must be a string or a list of text parts");
+    }
+
+    private void completions(Request request, Response response, Callback callback, boolean chat) throws Exception {
         JsonNode root = body(request, response, callback);
         if (root == null) {
             service.metrics().rejected(response.getStatus());
@@ -245,7 +328,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         }
         Parsed p;
         try {
-            p = parse(root);
+            p = chat ? parse(root, chatPrompt(root), true) : parse(root, completionPrompt(root), false);
         } catch (CompletionService.InvalidRequestException e) {
             service.metrics().rejected(400);
             error(response, callback, 400, "invalid_request_error", e.getMessage());
@@ -272,10 +355,9 @@ public final class OpenAiHttpServer implements AutoCloseable {
             error(response, callback, 429, "rate_limit_exceeded", e.getMessage());
             return;
         }
-        String id = "cmpl-" + ids.incrementAndGet();
-        long created = System.currentTimeMillis() / 1000;
+        Shape shape = new Shape((chat ? "chatcmpl-" : "cmpl-") + ids.incrementAndGet(), System.currentTimeMillis() / 1000, chat);
         if (p.stream) {
-            stream(request, response, callback, c, id, created, p.includeUsage);
+            stream(request, response, callback, c, shape, p.includeUsage);
             return;
         }
         request.addFailureListener(t -> service.cancel(c));
@@ -293,7 +375,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             expired(response, callback);
             return;
         }
-        Map<String, Object> out = chunk(id, created, text, c.finish().json());
+        Map<String, Object> out = shape.whole(text, c.finish().json());
         out.put("usage", usage(c));
         json(response, callback, 200, out);
     }
@@ -308,7 +390,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
      * Server-Sent Events: text as it comes, the finishing chunk, the usage chunk if asked, [DONE]. Nothing is sent
      * before the first text (or the end), so that a request that never got a place is still answered with a 503.
      */
-    private void stream(Request request, Response response, Callback callback, Completion c, String id, long created,
+    private void stream(Request request, Response response, Callback callback, Completion c, Shape shape,
                         boolean includeUsage) {
         request.addFailureListener(t -> service.cancel(c));
         try {
@@ -326,17 +408,17 @@ public final class OpenAiHttpServer implements AutoCloseable {
             OutputStream out = Content.Sink.asOutputStream(response);
             for (; delta != null; delta = c.nextDelta(1000)) {
                 if (!delta.isEmpty()) {
-                    event(out, Jackson.write(chunk(id, created, delta, null)));
+                    event(out, Jackson.write(shape.chunk(delta, null)));
                 }
             }
             if (c.finish() == Completion.Finish.ERROR) {
                 event(out, Jackson.write(Map.of("error", Map.of("message", "the pipeline could not run the request: "
                         + c.error(), "type", "server_error", "code", "server_error"))));
             } else {
-                event(out, Jackson.write(chunk(id, created, "", c.finish().json())));
+                event(out, Jackson.write(shape.chunk(null, c.finish().json())));
             }
             if (includeUsage) {
-                Map<String, Object> u = base(id, created);
+                Map<String, Object> u = shape.base();
                 u.put("choices", List.of());
                 u.put("usage", usage(c));
                 event(out, Jackson.write(u));
@@ -359,24 +441,71 @@ public final class OpenAiHttpServer implements AutoCloseable {
         out.flush();
     }
 
-    private Map<String, Object> base(String id, long created) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("id", id);
-        m.put("object", "text_completion");
-        m.put("created", created);
-        m.put("model", modelName);
-        return m;
-    }
+    /**
+     * The response objects of one request: {@code text_completion} for completions; {@code chat.completion} and
+     * {@code chat.completion.chunk} (the first chunk's delta carries the role) for chat.
+     */
+    private final class Shape {
+        private final String id;
+        private final long created;
+        private final boolean chat;
+        private boolean roleSent;
 
-    private Map<String, Object> chunk(String id, long created, String text, String finish) {
-        Map<String, Object> choice = new LinkedHashMap<>();
-        choice.put("text", text);
-        choice.put("index", 0);
-        choice.put("logprobs", null);
-        choice.put("finish_reason", finish);
-        Map<String, Object> m = base(id, created);
-        m.put("choices", List.of(choice));
-        return m;
+        Shape(String id, long created, boolean chat) {
+            this.id = id;
+            this.created = created;
+            this.chat = chat;
+        }
+
+        Map<String, Object> base() {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("id", id);
+            m.put("object", chat ? "chat.completion.chunk" : "text_completion");
+            m.put("created", created);
+            m.put("model", modelName);
+            return m;
+        }
+
+        /** A streamed chunk: a piece of text (null for none) or the finish. */
+        Map<String, Object> chunk(String text, String finish) {
+            Map<String, Object> choice = new LinkedHashMap<>();
+            if (chat) {
+                Map<String, Object> delta = new LinkedHashMap<>();
+                if (!roleSent) {
+                    delta.put("role", "assistant");
+                    roleSent = true;
+                }
+                if (text != null) {
+                    delta.put("content", text);
+                }
+                choice.put("index", 0);
+                choice.put("delta", delta);
+            } else {
+                choice.put("text", text == null ? "" : text);
+                choice.put("index", 0);
+            }
+            choice.put("logprobs", null);
+            choice.put("finish_reason", finish);
+            Map<String, Object> m = base();
+            m.put("choices", List.of(choice));
+            return m;
+        }
+
+        /** The whole answer of a request that did not stream. */
+        Map<String, Object> whole(String text, String finish) {
+            if (!chat) {
+                return chunk(text, finish);
+            }
+            Map<String, Object> choice = new LinkedHashMap<>();
+            choice.put("index", 0);
+            choice.put("message", Map.of("role", "assistant", "content", text));
+            choice.put("logprobs", null);
+            choice.put("finish_reason", finish);
+            Map<String, Object> m = base();
+            m.put("object", "chat.completion");
+            m.put("choices", List.of(choice));
+            return m;
+        }
     }
 
     private static Map<String, Object> usage(Completion c) {
@@ -420,19 +549,21 @@ public final class OpenAiHttpServer implements AutoCloseable {
         return root;
     }
 
-    static Parsed parse(JsonNode root) {
-        String model = text(root, "model", false);
+    private static String completionPrompt(JsonNode root) {
         JsonNode promptNode = root.get("prompt");
-        String prompt;
         if (promptNode == null || promptNode.isNull()) {
             throw new CompletionService.InvalidRequestException("'prompt' is required");
         } else if (promptNode.isTextual()) {
-            prompt = promptNode.asText();
+            return promptNode.asText();
         } else if (promptNode.isArray() && promptNode.size() == 1 && promptNode.get(0).isTextual()) {
-            prompt = promptNode.get(0).asText();
-        } else {
-            throw new CompletionService.InvalidRequestException("'prompt' must be a string (or a list of one string)");
+            return promptNode.get(0).asText();
         }
+        throw new CompletionService.InvalidRequestException("'prompt' must be a string (or a list of one string)");
+    }
+
+    /** The request's parameters around its prompt ({@code special}: a rendered chat prompt, with special tokens). */
+    static Parsed parse(JsonNode root, String prompt, boolean special) {
+        String model = text(root, "model", false);
         int n = integer(root, "n", 1);
         if (n != 1) {
             throw new CompletionService.InvalidRequestException("'n' must be 1, got " + n);
@@ -468,7 +599,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             throw new CompletionService.InvalidRequestException(e.getMessage());
         }
         boolean ignoreEos = bool(root, "ignore_eos");
-        return new Parsed(model, new CompletionService.Request(prompt, maxTokens, sampling, stops, false, ignoreEos), stream,
+        return new Parsed(model, new CompletionService.Request(prompt, maxTokens, sampling, stops, special, ignoreEos), stream,
                 includeUsage);
     }
 

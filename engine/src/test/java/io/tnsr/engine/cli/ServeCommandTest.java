@@ -53,7 +53,7 @@ class ServeCommandTest {
                 .filter(a -> !a.startsWith("-javaagent") && !a.startsWith("-agentlib")).toList());
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ServeCommand.class.getName(),
                 "--stages", "2", "--model", model.toString(), "--port", "0", "--max-sequences", "4", "--max-queued", "2",
-                "--api-key-file", keyFile.toString()));
+                "--api-key-file", keyFile.toString(), "--chat-template", "chatml"));
         Process serve = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         BlockingQueue<String> lines = new LinkedBlockingQueue<>();
         Thread reader = new Thread(() -> {
@@ -104,11 +104,17 @@ class ServeCommandTest {
             List<ProcessHandle> stages = serve.descendants().toList();
             assertEquals(2, stages.size(), "two stage processes");
 
+            HttpResponse<String> chat = http.send(HttpRequest.newBuilder(base.resolve("/v1/chat/completions"))
+                    .timeout(Duration.ofSeconds(60)).header("Authorization", "Bearer k-123")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+                            + "\"max_tokens\": 5}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, chat.statusCode(), chat.body());
+            assertEquals("assistant", Jackson.MAPPER.readTree(chat.body()).at("/choices/0/message/role").asText());
             HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(base.resolve("/metrics"))
                     .header("Authorization", "Bearer k-123").build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, metrics.statusCode());
-            assertTrue(metrics.body().contains("tnsr_generation_tokens_total " + body.at("/usage/completion_tokens").asInt()),
-                    metrics.body());
+            assertTrue(metrics.body().contains("tnsr_generation_tokens_total " + (body.at("/usage/completion_tokens").asInt()
+                    + Jackson.MAPPER.readTree(chat.body()).at("/usage/completion_tokens").asInt())), metrics.body());
             assertTrue(metrics.body().contains("tnsr_hop_latency_seconds_count{hop=\"stage0-stage1\"}"), metrics.body());
             assertTrue(metrics.body().contains("tnsr_kv_cache_pages_used{stage=\"1\"} 0"), metrics.body());
 

@@ -262,7 +262,7 @@ class OpenAiHttpServerTest {
     @Test
     void withAnApiKeyEveryEndpointButHealthNeedsIt() throws Exception {
         server.close();
-        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0, "s3cret");
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0, "s3cret", null);
         base = URI.create("http://127.0.0.1:" + server.start());
         assertEquals(200, get("/health").statusCode());
         HttpResponse<String> none = get("/v1/models");
@@ -284,5 +284,80 @@ class OpenAiHttpServerTest {
             assertEquals(40, json(r).at("/usage/completion_tokens").asInt(), r.body());
             assertEquals("length", json(r).at("/choices/0/finish_reason").asText());
         }
+    }
+
+    /** A server whose chat template is ChatML, refusing a conversation that has a "tool" turn. */
+    private io.tnsr.engine.chat.ChatTemplate chatServer() throws Exception {
+        server.close();
+        io.tnsr.engine.chat.ChatTemplate t = io.tnsr.engine.chat.ChatTemplate.compile(
+                "{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('no tools here') }}{% endif %}{% endfor %}"
+                        + io.tnsr.engine.chat.ChatTemplate.BUILT_IN.get("chatml"), pipeline.tok, java.time.Clock.systemUTC());
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0, null, t);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        return t;
+    }
+
+    @Test
+    void aChatCompletionRunsTheRenderedConversation() throws Exception {
+        io.tnsr.engine.chat.ChatTemplate t = chatServer();
+        String messages = "[{\"role\": \"system\", \"content\": \"be brief\"}, {\"role\": \"user\", \"content\": "
+                + "[{\"type\": \"text\", \"text\": \"" + PROMPT + "\"}]}]";
+        String rendered = t.render(List.of(new io.tnsr.engine.chat.ChatMessage("system", "be brief"),
+                new io.tnsr.engine.chat.ChatMessage("user", PROMPT)), true);
+        HttpResponse<String> applied = post("/apply-template", "{\"messages\": " + messages + "}");
+        assertEquals(200, applied.statusCode(), applied.body());
+        assertEquals(rendered, json(applied).get("prompt").asText());
+
+        HttpResponse<String> r = post("/v1/chat/completions", "{\"messages\": " + messages + ", \"max_tokens\": 12, \"temperature\": 0}");
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode body = json(r);
+        assertEquals("chat.completion", body.get("object").asText());
+        assertTrue(body.get("id").asText().startsWith("chatcmpl-"));
+        assertEquals("assistant", body.at("/choices/0/message/role").asText());
+        String alone = pipeline.alone(rendered, 12, SamplingConfig.GREEDY);
+        assertEquals(alone, body.at("/choices/0/message/content").asText());
+        assertEquals(pipeline.tok.encode(rendered, true).length, body.at("/usage/prompt_tokens").asInt());
+
+        HttpResponse<InputStream> s = http.send(HttpRequest.newBuilder(base.resolve("/v1/chat/completions"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"messages\": " + messages + ", \"max_tokens\": 12, "
+                        + "\"temperature\": 0, \"stream\": true}")).build(), HttpResponse.BodyHandlers.ofInputStream());
+        assertEquals(200, s.statusCode());
+        List<JsonNode> chunks = new ArrayList<>();
+        boolean done = false;
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(s.body(), StandardCharsets.UTF_8))) {
+            for (String line; (line = in.readLine()) != null; ) {
+                if (line.equals("data: [DONE]")) {
+                    done = true;
+                } else if (line.startsWith("data: ")) {
+                    chunks.add(Jackson.MAPPER.readTree(line.substring(6)));
+                }
+            }
+        }
+        assertTrue(done);
+        assertEquals("assistant", chunks.get(0).at("/choices/0/delta/role").asText(), "the first delta names the role");
+        StringBuilder text = new StringBuilder();
+        for (JsonNode c : chunks) {
+            assertEquals("chat.completion.chunk", c.get("object").asText());
+            text.append(c.at("/choices/0/delta/content").asText(""));
+        }
+        assertTrue(chunks.get(chunks.size() - 1).at("/choices/0/finish_reason").isTextual());
+        assertEquals(alone, text.toString());
+    }
+
+    @Test
+    void aConversationTheTemplateRefusesOrNoTemplateAtAllIs400() throws Exception {
+        HttpResponse<String> none = post("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}");
+        assertEquals(400, none.statusCode(), none.body());
+        assertTrue(json(none).at("/error/message").asText().contains("no chat template"), none.body());
+        chatServer();
+        HttpResponse<String> refused = post("/v1/chat/completions", "{\"messages\": [{\"role\": \"tool\", \"content\": \"x\"}]}");
+        assertEquals(400, refused.statusCode(), refused.body());
+        assertTrue(json(refused).at("/error/message").asText().endsWith("no tools here"), refused.body());
+        for (String bad : List.of("{}", "{\"messages\": []}", "{\"messages\": [{\"content\": \"x\"}]}",
+                "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}")) {
+            HttpResponse<String> r = post("/v1/chat/completions", bad);
+            assertEquals(400, r.statusCode(), bad + " -> " + r.body());
+        }
+        assertEquals(0, pipeline.service.active());
     }
 }
