@@ -118,6 +118,35 @@ class ServeCommandTest {
             assertTrue(metrics.body().contains("tnsr_hop_latency_seconds_count{hop=\"stage0-stage1\"}"), metrics.body());
             assertTrue(metrics.body().contains("tnsr_kv_cache_pages_used{stage=\"1\"} 0"), metrics.body());
 
+            // llama-server's tokenizer endpoints, and the chat prompt as rendered
+            JsonNode ids = Jackson.MAPPER.readTree(post(http, base, "/tokenize", "{\"content\": \"once upon a time\"}")).get("tokens");
+            assertTrue(ids.size() > 1, ids::toString);
+            assertEquals("once upon a time", Jackson.MAPPER.readTree(post(http, base, "/detokenize", "{\"tokens\": " + ids + "}"))
+                    .get("content").asText());
+            assertEquals("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", Jackson.MAPPER.readTree(post(http, base,
+                    "/apply-template", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}")).get("prompt").asText());
+
+            // A client that leaves mid-stream: its place and every stage's KV cache pages are given back.
+            HttpResponse<java.io.InputStream> left = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                    .header("Authorization", "Bearer k-123").POST(HttpRequest.BodyPublishers.ofString(
+                            "{\"prompt\": \"once upon a time\", \"max_tokens\": 240, \"stream\": true}")).build(),
+                    HttpResponse.BodyHandlers.ofInputStream());
+            assertTrue(left.body().read() >= 0, "the stream started");
+            left.body().close();
+            String freed = "";
+            for (long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30); System.nanoTime() < until; Thread.sleep(20)) {
+                String m = http.send(HttpRequest.newBuilder(base.resolve("/metrics")).header("Authorization", "Bearer k-123").build(),
+                        HttpResponse.BodyHandlers.ofString()).body();
+                freed = m;
+                if (m.contains("tnsr_requests_running 0") && m.contains("tnsr_kv_cache_pages_used{stage=\"0\"} 0")
+                        && m.contains("tnsr_kv_cache_pages_used{stage=\"1\"} 0") && m.contains("finish_reason=\"cancelled\"")) {
+                    break;
+                }
+            }
+            assertTrue(freed.contains("tnsr_requests_total{finish_reason=\"cancelled\"} 1"), freed);
+            assertTrue(freed.contains("tnsr_kv_cache_pages_used{stage=\"0\"} 0") && freed.contains("tnsr_kv_cache_pages_used{stage=\"1\"} 0"),
+                    freed);
+
             // A stream in flight when SIGTERM comes is let finish: its events, its finish chunk, [DONE].
             HttpResponse<java.io.InputStream> stream = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
                     .header("Authorization", "Bearer k-123").POST(HttpRequest.BodyPublishers.ofString(
@@ -146,5 +175,13 @@ class ServeCommandTest {
         } finally {
             serve.destroyForcibly();
         }
+    }
+
+    private static String post(HttpClient http, URI base, String path, String body) throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(base.resolve(path)).timeout(Duration.ofSeconds(30))
+                .header("Authorization", "Bearer k-123").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), path + ": " + r.body());
+        return r.body();
     }
 }
