@@ -179,6 +179,9 @@ public final class ServeCommand implements Callable<Integer> {
                                     n == 1 ? "" : "s", (System.nanoTime() - t0) / 1e9, running, maxQueued);
                         }, pipelineStop::get);
             } catch (PipelineException e) {
+                // Requests in flight end with the error (an error event then [DONE] on a stream, 503 otherwise) and
+                // /health says why, until the server has closed.
+                service.pipelineFailed(e.getMessage());
                 System.err.println("serve: the pipeline failed: " + e.getMessage());
                 return 3;
             }

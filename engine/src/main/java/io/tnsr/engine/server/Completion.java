@@ -106,6 +106,16 @@ public final class Completion {
         notifyAll();
     }
 
+    /** Ends it with an error (the pipeline broke under it); a no-op once it has ended. */
+    synchronized void fail(String message) {
+        if (finish == null) {
+            decoder.finish(text);
+            finish = Finish.ERROR;
+            error = message;
+            notifyAll();
+        }
+    }
+
     /** Where the first stop string starts in the text, or -1; searches only what it has not searched before. */
     private int firstStop() {
         int from = Math.max(0, searched - holdBack);

@@ -97,6 +97,7 @@ public final class CompletionService implements Generator.Listener {
     private final AtomicInteger active = new AtomicInteger();
     private final ConcurrentHashMap<Integer, Completion> byId = new ConcurrentHashMap<>();
     private volatile Scheduler scheduler;
+    private volatile String down;   // why the pipeline stopped serving, once it has
 
     /**
      * @param runDir where the pipeline's processes keep their counters files (read by {@link #metrics()})
@@ -117,7 +118,27 @@ public final class CompletionService implements Generator.Listener {
 
     /** Whether the pipeline is up and taking requests. */
     public boolean ready() {
-        return scheduler != null;
+        return scheduler != null && down == null;
+    }
+
+    /** Why the pipeline stopped serving (a stage or link that failed), or null while it serves or starts. */
+    public String down() {
+        return down;
+    }
+
+    /**
+     * The pipeline broke: every request in flight ends now with {@code why} ({@link Completion.Finish#ERROR}), and
+     * {@link #submit} refuses from now on.
+     */
+    public void pipelineFailed(String why) {
+        down = why;
+        for (Completion c : byId.values()) {
+            if (byId.remove(c.sequence().index()) != null) {
+                active.decrementAndGet();
+                c.fail("the pipeline failed: " + why);
+                metrics.finished(c.sequence(), Completion.Finish.ERROR);
+            }
+        }
     }
 
     /** Sequences running or waiting now. */
@@ -158,8 +179,8 @@ public final class CompletionService implements Generator.Listener {
      */
     public Completion submit(Request r) {
         Scheduler s = scheduler;
-        if (s == null) {
-            throw new IllegalStateException("the pipeline is not ready");
+        if (s == null || down != null) {
+            throw new IllegalStateException(down != null ? "the pipeline failed: " + down : "the pipeline is not ready");
         }
         int[] prompt = tokenize(r.prompt(), r.special());
         if (prompt.length == 0) {

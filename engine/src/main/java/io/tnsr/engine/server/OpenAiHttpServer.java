@@ -136,6 +136,8 @@ public final class OpenAiHttpServer implements AutoCloseable {
             case "/health" -> {
                 if (service.ready()) {
                     json(response, callback, 200, Map.of("status", "ok"));
+                } else if (service.down() != null) {
+                    error(response, callback, 503, "unavailable", "the pipeline failed: " + service.down());
                 } else {
                     error(response, callback, 503, "unavailable", "the pipeline is starting");
                 }
@@ -339,7 +341,8 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return;
         }
         if (!service.ready()) {
-            error(response, callback, 503, "unavailable", "the pipeline is starting");
+            error(response, callback, 503, "unavailable", service.down() != null ? "the pipeline failed: " + service.down()
+                    : "the pipeline is starting");
             return;
         }
         Completion c;
@@ -368,7 +371,11 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return;
         }
         if (c.finish() == Completion.Finish.ERROR) {
-            error(response, callback, 500, "server_error", "the pipeline could not run the request: " + c.error());
+            if (service.down() != null) {
+                error(response, callback, 503, "unavailable", c.error());
+            } else {
+                error(response, callback, 500, "server_error", "the pipeline could not run the request: " + c.error());
+            }
             return;
         }
         if (c.finish() == Completion.Finish.EXPIRED) {

@@ -360,4 +360,30 @@ class OpenAiHttpServerTest {
         }
         assertEquals(0, pipeline.service.active());
     }
+
+    @Test
+    void whenAStageIsLostStreamsEndWithAnErrorAndHealthSaysWhy() throws Exception {
+        HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250, \"stream\": true}"))
+                .build(), HttpResponse.BodyHandlers.ofInputStream());
+        List<String> events = new ArrayList<>();
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
+            events.add(in.readLine());
+            pipeline.stages.stage(1).close();                 // the last stage goes away mid-stream
+            for (String line; (line = in.readLine()) != null; ) {
+                if (line.startsWith("data: ")) {
+                    events.add(line.substring(6));
+                }
+            }
+        }
+        pipeline.awaitFailure();
+        assertEquals("[DONE]", events.get(events.size() - 1), events::toString);
+        JsonNode error = Jackson.MAPPER.readTree(events.get(events.size() - 2));
+        assertTrue(error.at("/error/message").asText().contains("the pipeline failed"), error::toString);
+        HttpResponse<String> health = get("/health");
+        assertEquals(503, health.statusCode());
+        assertTrue(json(health).at("/error/message").asText().startsWith("the pipeline failed"), health.body());
+        assertEquals(503, post("/v1/completions", "{\"prompt\": \"x\"}").statusCode());
+        assertEquals(0, pipeline.service.active());
+    }
 }

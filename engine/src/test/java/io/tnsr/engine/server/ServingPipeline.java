@@ -77,6 +77,7 @@ final class ServingPipeline implements AutoCloseable {
                         }, stop::get);
             } catch (Throwable t) {
                 failure.set(t);
+                service.pipelineFailed(t.getMessage());   // as tools/serve does
                 ready.countDown();
             }
         }, "serving");
@@ -107,6 +108,14 @@ final class ServingPipeline implements AutoCloseable {
     /** KV-cache pages held in each stage now. */
     int[] usedPages() {
         return new int[] {stages.stage(0).range().cache().usedPages(), stages.stage(1).range().cache().usedPages()};
+    }
+
+    /** Waits for the pipeline to have failed (a test broke it); its error. */
+    Throwable awaitFailure() throws InterruptedException {
+        driver.join(60_000);
+        Throwable t = failure.getAndSet(null);
+        assertTrue(t != null, "the pipeline failed");
+        return t;
     }
 
     @Override
