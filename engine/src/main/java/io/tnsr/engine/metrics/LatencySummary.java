@@ -383,9 +383,16 @@ public final class LatencySummary {
     public String notes() {
         StringBuilder sb = new StringBuilder();
         Map<String, String> corrected = new LinkedHashMap<>();
+        Map<String, String> uncorrected = new LinkedHashMap<>();   // note -> metrics with a note of their own
         for (String m : histograms.keySet()) {
-            if (info(m).correction().corrected() && histograms.get(m).getTotalCount() > 0) {
-                corrected.merge(info(m).correction().note(), m, (a, b) -> a + ", " + b);
+            Correction c = info(m).correction();
+            if (histograms.get(m).getTotalCount() == 0) {
+                continue;
+            }
+            if (c.corrected()) {
+                corrected.merge(c.note(), m, (a, b) -> a + ", " + b);
+            } else if (!c.note().equals(Correction.PER_FRAME.note())) {
+                uncorrected.merge(c.note(), m, (a, b) -> a + ", " + b);
             }
         }
         sb.append("co (coordinated omission): ");
@@ -396,6 +403,7 @@ public final class LatencySummary {
             corrected.forEach((note, names) -> parts.add(names + " measured from " + note));
             sb.append(String.join("; ", parts));
         }
+        uncorrected.forEach((note, names) -> sb.append(String.format(Locale.ROOT, "%n    %s (\"no\"): %s", names, note)));
         sb.append(String.format(Locale.ROOT, "%n    the rest (\"no\") are %s%n", Correction.PER_FRAME.note()));
         sb.append(crossHostHops().isEmpty() ? "clock: " + SAME_HOST_CLOCK : "clock: " + CROSS_HOST_CLOCK).append('\n');
         return sb.toString();
