@@ -85,6 +85,11 @@ public final class GgufFile implements AutoCloseable {
         }
 
         record Pending(String name, long[] dims, GgmlType type, long offset) { }
+        if (tensorCount > in.remaining() / HeaderReader.MIN_TENSOR_INFO_BYTES) {
+            throw new GgufException(path, "the header claims " + tensorCount + " tensors (at least "
+                    + HeaderReader.MIN_TENSOR_INFO_BYTES + " bytes each in the tensor table) but only " + in.remaining()
+                    + " bytes are left in the file: it is truncated or corrupt");
+        }
         Pending[] pending = new Pending[(int) tensorCount];
         for (int i = 0; i < tensorCount; i++) {
             String name = in.string("name of tensor #" + i);
@@ -96,7 +101,8 @@ public final class GgufFile implements AutoCloseable {
             for (int d = 0; d < nDims; d++) {
                 dims[d] = in.u64("dimension " + d + " of tensor '" + name + "'");
                 if (dims[d] <= 0) {
-                    throw new GgufException(path, "tensor '" + name + "' has dimension " + d + " = " + dims[d]);
+                    throw new GgufException(path, "tensor '" + name + "' has dimension " + d + " = "
+                            + Long.toUnsignedString(dims[d]));
                 }
             }
             int typeId = in.i32("type of tensor '" + name + "'");
@@ -112,29 +118,61 @@ public final class GgufFile implements AutoCloseable {
 
         Map<String, GgufTensorInfo> table = new LinkedHashMap<>();
         for (Pending p : pending) {
-            long elements = 1;
-            for (long d : p.dims) {
-                elements = Math.multiplyExact(elements, d);
-            }
-            if (p.dims[0] % p.type.blockSize() != 0) {
-                throw new GgufException(path, "tensor '" + p.name + "' of type " + p.type + " has a row of "
-                        + p.dims[0] + " elements, not a multiple of the block size " + p.type.blockSize());
-            }
-            long bytes = p.type.bytesFor(elements);
-            long start = dataStart + p.offset;
-            if (p.offset % alignment != 0) {
-                throw new GgufException(path, "tensor '" + p.name + "' data offset " + p.offset
-                        + " is not aligned to " + alignment);
-            }
-            if (start + bytes > fileSize) {
-                throw new GgufException(path, "file is truncated: tensor '" + p.name + "' needs bytes "
-                        + start + ".." + (start + bytes) + " but the file has " + fileSize);
-            }
-            if (table.put(p.name, new GgufTensorInfo(p.name, p.dims, p.type, start, bytes)) != null) {
+            GgufTensorInfo t = locate(p.name, p.dims, p.type, p.offset);
+            if (table.put(p.name, t) != null) {
                 throw new GgufException(path, "tensor '" + p.name + "' appears twice in the tensor table");
             }
         }
         tensors = Collections.unmodifiableMap(table);
+    }
+
+    /**
+     * Where a tensor's bytes lie, checked against the file: its element count and byte size computed without
+     * overflow, its offset neither negative (a u64 of 2^63 or more) nor misaligned, and its end within the file.
+     * A crafted offset or shape must be refused here, by the tensor's name, rather than wrap around and pass.
+     */
+    private GgufTensorInfo locate(String name, long[] dims, GgmlType type, long offset) {
+        String shape = java.util.Arrays.toString(dims);
+        long elements = 1;
+        try {
+            for (long d : dims) {
+                elements = Math.multiplyExact(elements, d);
+            }
+        } catch (ArithmeticException e) {
+            throw new GgufException(path, "tensor '" + name + "' of shape " + shape + " has more than 2^63 elements");
+        }
+        if (dims[0] % type.blockSize() != 0) {
+            throw new GgufException(path, "tensor '" + name + "' of type " + type + " has a row of "
+                    + dims[0] + " elements, not a multiple of the block size " + type.blockSize());
+        }
+        long bytes;
+        try {
+            bytes = Math.multiplyExact(elements / type.blockSize(), (long) type.blockBytes());
+        } catch (ArithmeticException e) {
+            throw new GgufException(path, "tensor '" + name + "' of type " + type + " and shape " + shape
+                    + " takes more than 2^63 bytes");
+        }
+        if (offset < 0) {
+            throw new GgufException(path, "tensor '" + name + "' has data offset " + Long.toUnsignedString(offset)
+                    + ", beyond any file (2^63 or more)");
+        }
+        if (offset % alignment != 0) {
+            throw new GgufException(path, "tensor '" + name + "' data offset " + offset + " is not aligned to " + alignment);
+        }
+        long start;
+        long end;
+        try {
+            start = Math.addExact(dataStart, offset);
+            end = Math.addExact(start, bytes);
+        } catch (ArithmeticException e) {
+            throw new GgufException(path, "tensor '" + name + "' at data offset " + offset + " with " + bytes
+                    + " bytes ends beyond 2^63 (the file has " + fileSize + " bytes)");
+        }
+        if (end > fileSize) {
+            throw new GgufException(path, "file is truncated: tensor '" + name + "' needs bytes "
+                    + start + ".." + end + " but the file has " + fileSize);
+        }
+        return new GgufTensorInfo(name, dims, type, start, bytes);
     }
 
     /** Opens and parses {@code path}; throws {@link GgufException} for anything that is not a usable GGUF file. */
@@ -258,24 +296,40 @@ public final class GgufFile implements AutoCloseable {
         }
     }
 
-    /** Sequential little-endian reader of the header area, buffered, with truncation errors that say what was being read. */
+    /**
+     * Sequential little-endian reader of the header area, buffered, with truncation errors that say what was being
+     * read. Every length the file claims (of a string, an array, the tensor table) is checked against the bytes left
+     * in the file before anything is allocated for it, so a small crafted file cannot make the reader allocate more
+     * than a small multiple of the file's size; arrays of arrays nest at most {@link #MAX_ARRAY_DEPTH} deep.
+     */
     private static final class HeaderReader {
         private static final int MAX_STRING = 64 << 20;
         private static final long MAX_ARRAY = 1L << 28;
+        /** Arrays of arrays nested deeper than this are refused; real files nest at most two levels. */
+        static final int MAX_ARRAY_DEPTH = 8;
+        /** The smallest tensor-table entry: an empty name's length, rank, one dimension, type and offset. */
+        static final long MIN_TENSOR_INFO_BYTES = 8 + 4 + 8 + 4 + 8;
 
         private final Path path;
         private final FileChannel ch;
+        private final long fileSize;
         private final ByteBuffer buf = ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
         private long bufStart;
 
         HeaderReader(Path path, FileChannel ch) throws IOException {
             this.path = path;
             this.ch = ch;
+            this.fileSize = ch.size();
             buf.limit(0);
         }
 
         long position() {
             return bufStart + buf.position();
+        }
+
+        /** Bytes of the file after the current position. */
+        long remaining() {
+            return Math.max(0, fileSize - position());
         }
 
         private void need(int n, String what) throws IOException {
@@ -307,8 +361,14 @@ public final class GgufFile implements AutoCloseable {
 
         String string(String what) throws IOException {
             long len = u64(what);
-            if (len < 0 || len > MAX_STRING) {
-                throw new GgufException(path, "implausible string length " + len + " for " + what + " at byte " + (position() - 8));
+            if (len < 0 || len > remaining()) {
+                throw new GgufException(path, "the " + what + " at byte " + (position() - 8) + " claims a string of "
+                        + Long.toUnsignedString(len) + " bytes but only " + remaining()
+                        + " bytes are left in the file: it is truncated or corrupt");
+            }
+            if (len > MAX_STRING) {
+                throw new GgufException(path, "implausible string length " + len + " for " + what + " at byte "
+                        + (position() - 8) + " (at most " + MAX_STRING + ")");
             }
             byte[] bytes = new byte[(int) len];
             int done = 0;
@@ -330,7 +390,13 @@ public final class GgufFile implements AutoCloseable {
         }
 
         Object value(int type, String key) throws IOException {
-            String what = "value of '" + key + "'";
+            if (type == 9) {
+                return array(key, 1);
+            }
+            return scalar(type, key, "value of '" + key + "'");
+        }
+
+        private Object scalar(int type, String key, String what) throws IOException {
             switch (type) {
                 case 0: need(1, what); return (long) (buf.get() & 0xFF);
                 case 1: need(1, what); return (long) buf.get();
@@ -341,7 +407,6 @@ public final class GgufFile implements AutoCloseable {
                 case 6: need(4, what); return (double) buf.getFloat();
                 case 7: need(1, what); return buf.get() != 0;
                 case 8: return string(what);
-                case 9: return array(key);
                 case 10: case 11: need(8, what); return buf.getLong();
                 case 12: need(8, what); return buf.getDouble();
                 default:
@@ -349,19 +414,47 @@ public final class GgufFile implements AutoCloseable {
             }
         }
 
-        private Object array(String key) throws IOException {
+        /**
+         * Bytes one element of GGUF value type {@code type} takes in the file at least: its size, or for a string its
+         * length field, for an array its type and length fields; -1 for an unknown type.
+         */
+        private static int minElementBytes(int type) {
+            return switch (type) {
+                case 0, 1, 7 -> 1;
+                case 2, 3 -> 2;
+                case 4, 5, 6 -> 4;
+                case 8, 10, 11, 12 -> 8;
+                case 9 -> 4 + 8;
+                default -> -1;
+            };
+        }
+
+        /** An array value of {@code key}, {@code depth} levels deep (1 for a key's own array). */
+        private Object array(String key, int depth) throws IOException {
+            if (depth > MAX_ARRAY_DEPTH) {
+                throw new GgufException(path, "array '" + key + "' nests arrays more than " + MAX_ARRAY_DEPTH + " deep");
+            }
             String what = "array '" + key + "'";
             int elemType = i32(what);
             long n = u64(what);
-            if (n < 0 || n > MAX_ARRAY) {
-                throw new GgufException(path, "implausible length " + n + " of " + what);
+            int elemBytes = minElementBytes(elemType);
+            if (elemBytes < 0) {
+                throw new GgufException(path, "array '" + key + "' has unknown element type " + elemType);
+            }
+            long left = remaining();
+            if (n < 0 || n > left / elemBytes) {
+                throw new GgufException(path, "array '" + key + "' claims " + Long.toUnsignedString(n) + " elements of at least "
+                        + elemBytes + " bytes each but only " + left + " bytes are left in the file: it is truncated or corrupt");
+            }
+            if (n > MAX_ARRAY) {
+                throw new GgufException(path, "implausible length " + n + " of " + what + " (at most " + MAX_ARRAY + ")");
             }
             int len = (int) n;
             switch (elemType) {
                 case 0: case 1: case 2: case 3: case 4: case 5: case 10: case 11: {
                     long[] a = new long[len];
                     for (int i = 0; i < len; i++) {
-                        a[i] = (Long) value(elemType, key);
+                        a[i] = (Long) scalar(elemType, key, what);
                     }
                     return a;
                 }
@@ -396,15 +489,13 @@ public final class GgufFile implements AutoCloseable {
                     }
                     return a;
                 }
-                case 9: {
+                default: {
                     Object[] a = new Object[len];
                     for (int i = 0; i < len; i++) {
-                        a[i] = array(key);
+                        a[i] = array(key, depth + 1);
                     }
                     return a;
                 }
-                default:
-                    throw new GgufException(path, "array '" + key + "' has unknown element type " + elemType);
             }
         }
     }

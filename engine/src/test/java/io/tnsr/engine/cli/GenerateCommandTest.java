@@ -5,11 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.testing.Golden;
+import io.tnsr.engine.testing.RawGguf;
 import io.tnsr.engine.testing.SharedData;
 import io.tnsr.engine.testing.TestJson;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** {@code tools/generate --temperature 0 --json} reproduces every golden case, JSON shape included. */
 class GenerateCommandTest {
@@ -51,6 +54,22 @@ class GenerateCommandTest {
         r = run("--model", SharedData.path("models/stories260K.gguf").toString(), "--prompt", "x", "--top-p", "0");
         assertEquals(2, r[0]);
         assertTrue(((String) r[2]).contains("top-p"), (String) r[2]);
+    }
+
+    /** A crafted GGUF file (lengths beyond the file, arrays nested 100000 deep) is one line naming the key, status 2. */
+    @Test
+    void aCraftedModelFileIsOneLineAndStatus2(@TempDir Path tmp) throws Exception {
+        Path deep = new RawGguf().header(0, 1).nestedArrays("deep", 100_000).write(tmp.resolve("deep.gguf"));
+        Path big = new RawGguf().header(0, 1).string("tokenizer.ggml.scores").i32(9).i32(10).u64(1L << 28)
+                .write(tmp.resolve("big.gguf"));
+        for (Object[] c : new Object[][] {{deep, "array 'deep' nests arrays more than 8 deep"},
+                {big, "array 'tokenizer.ggml.scores' claims 268435456 elements"}}) {
+            Object[] r = run("--model", c[0].toString(), "--prompt", "x");
+            String err = (String) r[2];
+            assertEquals(2, r[0], err);
+            assertEquals(1, err.strip().lines().count(), err);
+            assertTrue(err.startsWith("generate: " + c[0] + ": ") && err.contains((String) c[1]), err);
+        }
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.tnsr.engine.gguf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,6 +11,7 @@ import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.model.WeightMatrix;
 import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.RawGguf;
 import io.tnsr.engine.testing.SharedData;
 import io.tnsr.engine.testing.TestModels;
 import java.io.IOException;
@@ -136,5 +138,88 @@ class GgufFileTest {
             GgufException e = assertThrows(GgufException.class, () -> LlamaConfig.fromGguf(f));
             assertTrue(e.getMessage().contains("'gpt2'"), e.getMessage());
         }
+    }
+
+    /**
+     * An array is checked against the bytes left in the file before it is allocated. The first file (109 bytes)
+     * claims 2^28 u64 values: allocated first, they would take 2 GiB, more than the tests' whole heap (-Xmx2g),
+     * so reaching the error rather than an OutOfMemoryError shows the check came first.
+     */
+    @Test
+    void anArrayLongerThanTheFileIsRefusedBeforeItIsAllocated() throws IOException {
+        RawGguf big = new RawGguf().header(0, 1).string("tokenizer.ggml.scores").i32(9).i32(10).u64(1L << 28);
+        for (int i = 0; i < 5; i++) {
+            big.u64(i);
+        }
+        Path p = big.write(tmp.resolve("big-array.gguf"));
+        assertEquals(109, Files.size(p));
+        GgufException e = assertThrows(GgufException.class, () -> GgufFile.open(p));
+        assertTrue(e.getMessage().contains("big-array.gguf")
+                && e.getMessage().contains("array 'tokenizer.ggml.scores' claims 268435456 elements")
+                && e.getMessage().contains("only 40 bytes are left"), e.getMessage());
+
+        Path strings = new RawGguf().header(0, 1).string("tokenizer.ggml.tokens").i32(9).i32(8).u64(1L << 27)
+                .write(tmp.resolve("strings.gguf"));
+        e = assertThrows(GgufException.class, () -> GgufFile.open(strings));
+        assertTrue(e.getMessage().contains("array 'tokenizer.ggml.tokens' claims 134217728 elements of at least 8 bytes"), e.getMessage());
+
+        Path huge = new RawGguf().header(0, 1).string("x").i32(9).i32(0).u64(-1).write(tmp.resolve("huge.gguf"));
+        e = assertThrows(GgufException.class, () -> GgufFile.open(huge));
+        assertTrue(e.getMessage().contains("array 'x' claims 18446744073709551615 elements"), e.getMessage());
+
+        Path string = new RawGguf().header(0, 1).string("general.name").i32(8).u64(1L << 40).string("abc")
+                .write(tmp.resolve("string.gguf"));
+        e = assertThrows(GgufException.class, () -> GgufFile.open(string));
+        assertTrue(e.getMessage().contains("'general.name'") && e.getMessage().contains("claims a string of 1099511627776 bytes")
+                && e.getMessage().contains("only 11 bytes are left"), e.getMessage());
+
+        Path tensors = new RawGguf().header(1 << 19, 0).write(tmp.resolve("tensors.gguf"));
+        e = assertThrows(GgufException.class, () -> GgufFile.open(tensors));
+        assertTrue(e.getMessage().contains("claims 524288 tensors") && e.getMessage().contains("only 0 bytes are left"), e.getMessage());
+    }
+
+    /** Arrays of arrays nest at most 8 deep: a file of nested array headers is refused by the key, without a deep recursion. */
+    @Test
+    void arraysNestedTooDeepAreRefusedByKey() throws IOException {
+        Path p = new RawGguf().header(0, 1).nestedArrays("deep", 100_000).write(tmp.resolve("deep.gguf"));
+        GgufException e = assertThrows(GgufException.class, () -> GgufFile.open(p));
+        assertTrue(e.getMessage().contains("array 'deep' nests arrays more than 8 deep"), e.getMessage());
+
+        Path eight = new RawGguf().header(0, 1).nestedArrays("eight", 8).write(tmp.resolve("eight.gguf"));
+        try (GgufFile f = GgufFile.open(eight)) {
+            assertTrue(f.metadata().get("eight") instanceof Object[]);
+        }
+        Path two = new RawGguf().header(0, 1).string("pairs").i32(9).i32(9).u64(2)
+                .i32(5).u64(2).i32(1).i32(2).i32(5).u64(1).i32(3).write(tmp.resolve("two.gguf"));
+        try (GgufFile f = GgufFile.open(two)) {
+            Object[] pairs = (Object[]) f.metadata().get("pairs");
+            assertArrayEquals(new long[] {1, 2}, (long[]) pairs[0]);
+            assertArrayEquals(new long[] {3}, (long[]) pairs[1]);
+        }
+    }
+
+    /** A tensor's offset and size are computed without overflow: a negative or huge offset, or a shape too large, is named. */
+    @Test
+    void tensorOffsetsAndSizesThatOverflowAreRefusedByName() throws IOException {
+        assertTensorRefused(new long[] {8}, -32, "tensor 'w' has data offset 18446744073709551584");
+        assertTensorRefused(new long[] {1024}, Long.MAX_VALUE & ~31L,
+                "tensor 'w' at data offset 9223372036854775776 with 4096 bytes ends beyond 2^63");
+        assertTensorRefused(new long[] {1L << 32, 1L << 32}, 0,
+                "tensor 'w' of shape [4294967296, 4294967296] has more than 2^63 elements");
+        assertTensorRefused(new long[] {1L << 31, 1L << 31}, 0,
+                "tensor 'w' of type F32 and shape [2147483648, 2147483648] takes more than 2^63 bytes");
+        assertTensorRefused(new long[] {8, -1}, 0, "tensor 'w' has dimension 1 = 18446744073709551615");
+    }
+
+    private void assertTensorRefused(long[] dims, long offset, String expected) throws IOException {
+        RawGguf r = new RawGguf().header(1, 0).string("w").i32(dims.length);
+        for (long d : dims) {
+            r.u64(d);
+        }
+        r.i32(GgmlType.F32.id()).u64(offset);
+        r.pad(32).zeros(64);
+        Path p = r.write(tmp.resolve("tensor.gguf"));
+        GgufException e = assertThrows(GgufException.class, () -> GgufFile.open(p));
+        assertTrue(e.getMessage().contains(expected), e.getMessage());
     }
 }
