@@ -115,6 +115,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
             }
             default -> throw new IllegalArgumentException("--split must be even or balanced, not '" + split + "'");
         }
+        pc.checkFrames(mc);
         int n = pc.stages().size();
         SpinPolicy policy = SpinPolicy.decide(pc, spin, Runtime.getRuntime().availableProcessors());
         if (policy.warning() != null) {

@@ -124,6 +124,7 @@ public final class ServeCommand implements Callable<Integer> {
             chat = chatTemplate(file, tok);
         }
         PipelineConfig pc = PipelineConfig.resolve(config, stages, mc.layers());
+        pc.checkFrames(mc);
         int n = pc.stages().size();
         SpinPolicy policy = SpinPolicy.decide(pc, spin, Runtime.getRuntime().availableProcessors());
         if (policy.warning() != null) {

@@ -5,6 +5,7 @@ import io.tnsr.engine.generate.Generator;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.generate.TokenChooser;
 import io.tnsr.engine.metrics.LatencyMetric;
+import io.tnsr.engine.pipeline.FrameSizes;
 import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.ErrorPayload;
@@ -126,8 +127,7 @@ public final class Coordinator {
                 + FrameHeader.MAX_SEQUENCE_COUNT * FrameHeader.SEQUENCE_ENTRY_LENGTH + FrameHeader.TRACE_LENGTH;
         sendBytes = ByteBuffer.allocateDirect(sendCap).order(ByteOrder.LITTLE_ENDIAN);
         send = new UnsafeBuffer(sendBytes);
-        int recvCap = Math.min(o.maxFrameBytes(), FrameHeader.HEADER_LENGTH + o.maxSequencesPerFrame() * vocab * 4
-                + FrameHeader.MAX_SEQUENCE_COUNT * FrameHeader.SEQUENCE_ENTRY_LENGTH + FrameHeader.TRACE_LENGTH + 65536);
+        int recvCap = (int) Math.min(o.maxFrameBytes(), FrameSizes.logitsFrameBytes(o.maxSequencesPerFrame(), vocab) + 65536);
         recvBytes = ByteBuffer.allocateDirect(recvCap).order(ByteOrder.LITTLE_ENDIAN);
         recv = new UnsafeBuffer(recvBytes);
         recvFloats = recvBytes.duplicate().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();

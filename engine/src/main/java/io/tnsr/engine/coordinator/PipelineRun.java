@@ -115,7 +115,8 @@ public final class PipelineRun {
 
     /**
      * Starts the stages, connects, lets {@code driver} use the coordinator (with the admission-delay metric to record
-     * into), shuts the pipeline down and collects the metrics.
+     * into), shuts the pipeline down and collects the metrics. A configuration whose frames for this model exceed
+     * {@code max_frame_bytes} is refused ({@link PipelineConfig#checkFrames}) before any stage starts.
      */
     private static Outcome drive(Stages stages, Settings s, LlamaConfig model, int sequences, Generator.Listener listener,
                                  BiFunction<Coordinator, LatencyMetric, Coordinator.Result> driver) {
@@ -141,6 +142,7 @@ public final class PipelineRun {
         Coordinator.Result result;
         try (ServerSocketChannel returns = ServerSocketChannel.open();
              Stages procs = stages) {
+            cfg.checkFrames(model);
             returns.bind(new InetSocketAddress(cfg.host(), 0));
             int returnPort = ((InetSocketAddress) returns.getLocalAddress()).getPort();
             CompletableFuture<FrameChannel> fromLastF = CompletableFuture.supplyAsync(

@@ -2,9 +2,15 @@ package io.tnsr.engine.pipeline;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.util.Jackson;
+import io.tnsr.wire.FrameHeader;
 import java.io.IOException;
+import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -36,20 +42,29 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
     public static final int DEFAULT_MAX_SEQUENCES_PER_FRAME = 32;
     public static final long DEFAULT_STALL_THRESHOLD_MICROS = 1000;
 
+    /** The values each numeric key may take; every error about one names the key, the allowed range and the value. */
+    static final Bound RING_SIZE = new Bound("ring_size", 2, 1 << 16, true, null);
+    static final Bound MAX_FRAME_BYTES = new Bound("max_frame_bytes", FrameHeader.MIN_FRAME_SIZE,
+            FrameHeader.MAX_FRAME_SIZE_LIMIT, false, null);
+    static final Bound MAX_TOKENS_PER_FRAME = new Bound("max_tokens_per_frame", 1, 1 << 20, false, null);
+    static final Bound MAX_SEQUENCES_PER_FRAME = new Bound("max_sequences_per_frame", 1, FrameHeader.MAX_SEQUENCE_COUNT,
+            false, null);
+    static final Bound KV_CACHE_TOKENS = new Bound("kv_cache_tokens", 0, 1L << 40, false, "auto");
+    static final Bound SOCKET_BUFFER_BYTES = new Bound("socket_buffer_bytes", 0, Integer.MAX_VALUE, false, "the OS default");
+    static final Bound STALL_THRESHOLD_US = new Bound("stall_threshold_us", 1, 3_600_000_000L, false, null);
+
     public PipelineConfig {
         stages = List.copyOf(stages);
         if (stages.isEmpty()) {
             throw new IllegalArgumentException("a pipeline needs at least one stage");
         }
-        if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {
-            throw new IllegalArgumentException("ring_size must be a power of two >= 2, got " + ringSize);
-        }
-        if (maxTokensPerFrame < 1 || maxSequencesPerFrame < 1 || maxSequencesPerFrame > 255) {
-            throw new IllegalArgumentException("max_tokens_per_frame must be >= 1 and max_sequences_per_frame in 1..255");
-        }
-        if (stallThresholdMicros < 1) {
-            throw new IllegalArgumentException("stall_threshold_us must be >= 1, got " + stallThresholdMicros);
-        }
+        RING_SIZE.check(ringSize);
+        MAX_FRAME_BYTES.check(maxFrameBytes);
+        MAX_TOKENS_PER_FRAME.check(maxTokensPerFrame);
+        MAX_SEQUENCES_PER_FRAME.check(maxSequencesPerFrame);
+        KV_CACHE_TOKENS.check(kvCacheTokens);
+        SOCKET_BUFFER_BYTES.check(socketBufferBytes);
+        STALL_THRESHOLD_US.check(stallThresholdMicros);
         for (int i = 1; i < stages.size(); i++) {
             if (stages.get(i).layerFrom() != stages.get(i - 1).layerTo()) {
                 throw new IllegalArgumentException("stage " + i + " starts at layer " + stages.get(i).layerFrom()
@@ -75,6 +90,40 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         if (end != modelLayers) {
             throw new IllegalArgumentException("the stages cover layers [0, " + end + ") but the model has "
                     + modelLayers + " layers");
+        }
+    }
+
+    /**
+     * Checks that every frame this pipeline will pass for {@code model} fits {@code max_frame_bytes}, which each stage
+     * and the coordinator enforce on what they read: the last stage's LOGITS frame (a row of the vocabulary's size
+     * for each of {@code max_sequences_per_frame} sequences), and the ACTIVATIONS frames between stages (or, with one
+     * stage, the TOKENS frame into it) of {@code max_tokens_per_frame} rows; and that a stage's ring slot fits a buffer.
+     * Called once the model is known and before any stage starts, so that a limit too small is one clear error rather
+     * than a stage failing on its first frame.
+     */
+    public void checkFrames(LlamaConfig model) {
+        checkFrame("the last stage's logits frame", FrameSizes.logitsFrameBytes(maxSequencesPerFrame, model.vocabSize()),
+                "max_sequences_per_frame " + maxSequencesPerFrame + " x vocabulary " + model.vocabSize(), "max_sequences_per_frame");
+        if (stages.size() > 1) {
+            checkFrame("an activation frame between stages",
+                    FrameSizes.activationFrameBytes(maxTokensPerFrame, model.dim(), maxSequencesPerFrame),
+                    "max_tokens_per_frame " + maxTokensPerFrame + " x hidden size " + model.dim(), "max_tokens_per_frame");
+        }
+        checkFrame("a tokens frame into the first stage", FrameSizes.tokensFrameBytes(maxTokensPerFrame, maxSequencesPerFrame),
+                "max_tokens_per_frame " + maxTokensPerFrame, "max_tokens_per_frame");
+        long slot = FrameSizes.ringSlotBytes(maxTokensPerFrame, model.dim());
+        if (slot > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("a stage's ring slot would take " + slot + " bytes (max_tokens_per_frame "
+                    + maxTokensPerFrame + " x hidden size " + model.dim() + " x 4 bytes and more), over the 2 GiB a buffer"
+                    + " holds: lower max_tokens_per_frame");
+        }
+    }
+
+    private void checkFrame(String frame, long bytes, String payload, String lower) {
+        if (bytes > maxFrameBytes) {
+            throw new IllegalArgumentException("max_frame_bytes is " + maxFrameBytes + " but " + frame + " needs " + bytes
+                    + " bytes (" + payload + " x 4 bytes, plus header, sequence table and trace): raise max_frame_bytes or lower "
+                    + lower);
         }
     }
 
@@ -177,33 +226,105 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 socketBufferBytes, stallThresholdMicros);
     }
 
-    /** A configuration file as written; absent keys take the defaults. */
-    record ConfigFile(String host, JsonNode stages, @JsonProperty("ring_size") Integer ringSize,
-                      @JsonProperty("max_frame_bytes") Integer maxFrameBytes,
-                      @JsonProperty("max_tokens_per_frame") Integer maxTokensPerFrame,
-                      @JsonProperty("max_sequences_per_frame") Integer maxSequencesPerFrame,
-                      @JsonProperty("wait_strategy") String waitStrategy, @JsonProperty("kv_cache_tokens") Long kvCacheTokens,
-                      @JsonProperty("socket_buffer_bytes") Integer socketBufferBytes,
-                      @JsonProperty("stall_threshold_us") Long stallThresholdMicros, String comment) {
+    /**
+     * A numeric key's allowed values: {@code min} to {@code max}, and a power of two if {@code powerOfTwo}; when
+     * {@code zeroMeans} is not null, 0 is allowed and means that (e.g. "auto").
+     */
+    record Bound(String key, long min, long max, boolean powerOfTwo, String zeroMeans) {
+        /** What the key must be, e.g. "ring_size must be a power of two from 2 to 65536". */
+        String rule() {
+            return key + " must be " + (powerOfTwo ? "a power of two " : "") + "from " + min
+                    + (zeroMeans != null ? " (" + zeroMeans + ")" : "") + " to " + max;
+        }
+
+        long check(long v) {
+            if (v < min || v > max || (powerOfTwo && Long.bitCount(v) != 1)) {
+                throw new IllegalArgumentException(rule() + ", got " + v);
+            }
+            return v;
+        }
+
+        /**
+         * The whole number a JSON value holds, checked: a fraction is an error, as is a value beyond this range,
+         * however large (nothing is wrapped or rounded into range). Null (key absent) gives {@code absent}.
+         */
+        long read(Number v, long absent) {
+            if (v == null) {
+                return absent;
+            }
+            if (v instanceof Integer || v instanceof Long || v instanceof Short || v instanceof Byte) {
+                return check(v.longValue());
+            }
+            BigDecimal d;
+            try {
+                d = new BigDecimal(v.toString());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(key + " must be a whole number, got " + v);
+            }
+            if (d.signum() != 0 && d.stripTrailingZeros().scale() > 0) {
+                throw new IllegalArgumentException(key + " must be a whole number, got " + v);
+            }
+            BigInteger i = d.toBigIntegerExact();
+            if (i.bitLength() > 63) {
+                throw new IllegalArgumentException(rule() + ", got " + i);
+            }
+            return check(i.longValue());
+        }
+
+        int readInt(Number v, long absent) {
+            return Math.toIntExact(read(v, absent)); // within an int: every int key's bound is
+        }
+    }
+
+    /**
+     * A configuration file as written; absent keys take the defaults. Numbers are bound as {@link Number} and
+     * checked by {@link Bound#read}, so that a value too large for its field is an error rather than wrapped, and a
+     * fraction is an error rather than truncated.
+     */
+    record ConfigFile(String host, JsonNode stages, @JsonProperty("ring_size") Number ringSize,
+                      @JsonProperty("max_frame_bytes") Number maxFrameBytes,
+                      @JsonProperty("max_tokens_per_frame") Number maxTokensPerFrame,
+                      @JsonProperty("max_sequences_per_frame") Number maxSequencesPerFrame,
+                      @JsonProperty("wait_strategy") String waitStrategy, @JsonProperty("kv_cache_tokens") Number kvCacheTokens,
+                      @JsonProperty("socket_buffer_bytes") Number socketBufferBytes,
+                      @JsonProperty("stall_threshold_us") Number stallThresholdMicros, String comment) {
     }
 
     /** One entry of a configuration file's {@code stages} list. */
-    record StageFile(List<Integer> layers, Integer port, List<Integer> cpus, String external, String comment) {
+    record StageFile(List<Number> layers, Number port, List<Number> cpus, String external, String comment) {
     }
 
     /**
      * Reads a JSON configuration. {@code stages} may be a list of stage objects, or a number (an even split
-     * of {@code modelLayers}). Unknown keys are errors (a typo must not be silently ignored); every error names the
-     * file.
+     * of {@code modelLayers}). Unknown keys are errors (a typo must not be silently ignored), as are numbers out of
+     * their key's range; every error names the file and the key.
      */
     public static PipelineConfig load(Path file, int modelLayers) throws IOException {
         try {
             return fromFile(Jackson.MAPPER.readValue(file.toFile(), ConfigFile.class), modelLayers);
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException(file + ": " + Jackson.describe(e), e);
+            throw new IllegalArgumentException(file + ": " + describe(e), e);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
         }
+    }
+
+    /** A JSON problem in one line, led by the key it is in when Jackson knows it ("ring_size: ..."). */
+    private static String describe(JsonProcessingException e) {
+        if (e instanceof JsonMappingException m && !(e instanceof UnrecognizedPropertyException) && !m.getPath().isEmpty()) {
+            StringBuilder key = new StringBuilder();
+            for (JsonMappingException.Reference r : m.getPath()) {
+                if (r.getFieldName() != null) {
+                    key.append(key.length() == 0 ? "" : ".").append(r.getFieldName());
+                } else if (r.getIndex() >= 0) {
+                    key.append('[').append(r.getIndex()).append(']');
+                }
+            }
+            String where = e.getLocation() == null || e.getLocation().getLineNr() < 0 ? ""
+                    : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
+            return key + ": " + e.getOriginalMessage() + where;
+        }
+        return Jackson.describe(e);
     }
 
     private static PipelineConfig fromFile(ConfigFile f, int modelLayers) throws JsonProcessingException {
@@ -211,7 +332,8 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         if (f.stages() == null || f.stages().isNull()) {
             stages = evenSplit(modelLayers, 1);
         } else if (f.stages().isNumber()) {
-            stages = evenSplit(modelLayers, f.stages().intValue());
+            Bound count = new Bound("stages", 1, modelLayers, false, null);
+            stages = evenSplit(modelLayers, count.readInt(f.stages().numberValue(), 1));
         } else if (f.stages().isArray()) {
             stages = new ArrayList<>();
             for (int i = 0; i < f.stages().size(); i++) {
@@ -219,13 +341,25 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 try {
                     s = Jackson.MAPPER.treeToValue(f.stages().get(i), StageFile.class);
                 } catch (JsonProcessingException e) {
-                    throw new IllegalArgumentException("stage " + i + ": " + Jackson.describe(e), e);
+                    throw new IllegalArgumentException("stage " + i + ": " + describe(e), e);
                 }
-                if (s.layers() == null || s.layers().size() != 2) {
+                if (s.layers() == null || s.layers().size() != 2 || s.layers().contains(null)) {
                     throw new IllegalArgumentException("stage " + i + ": \"layers\" must be [from, to]");
                 }
-                stages.add(new StageSpec(s.layers().get(0), s.layers().get(1), s.port() == null ? 0 : s.port(),
-                        s.cpus() == null ? List.of() : s.cpus(), s.external()));
+                Bound layer = new Bound("stage " + i + ": layers", 0, modelLayers, false, null);
+                Bound port = new Bound("stage " + i + ": port", 0, 65535, false, "any free port");
+                Bound cpu = new Bound("stage " + i + ": cpus", 0, 65535, false, null);
+                List<Integer> cpus = new ArrayList<>();
+                if (s.cpus() != null) {
+                    for (Number c : s.cpus()) {
+                        if (c == null) {
+                            throw new IllegalArgumentException("stage " + i + ": cpus must be a list of CPU numbers");
+                        }
+                        cpus.add(cpu.readInt(c, 0));
+                    }
+                }
+                stages.add(new StageSpec(layer.readInt(s.layers().get(0), 0), layer.readInt(s.layers().get(1), 0),
+                        port.readInt(s.port(), 0), cpus, s.external()));
             }
         } else {
             throw new IllegalArgumentException("\"stages\" must be a number of stages or a list of stage objects");
@@ -233,14 +367,14 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         PipelineConfig c = new PipelineConfig(
                 f.host() == null ? "127.0.0.1" : f.host(),
                 stages,
-                f.ringSize() == null ? DEFAULT_RING_SIZE : f.ringSize(),
-                f.maxFrameBytes() == null ? DEFAULT_MAX_FRAME_BYTES : f.maxFrameBytes(),
-                f.maxTokensPerFrame() == null ? DEFAULT_MAX_TOKENS_PER_FRAME : f.maxTokensPerFrame(),
-                f.maxSequencesPerFrame() == null ? DEFAULT_MAX_SEQUENCES_PER_FRAME : f.maxSequencesPerFrame(),
+                RING_SIZE.readInt(f.ringSize(), DEFAULT_RING_SIZE),
+                MAX_FRAME_BYTES.readInt(f.maxFrameBytes(), DEFAULT_MAX_FRAME_BYTES),
+                MAX_TOKENS_PER_FRAME.readInt(f.maxTokensPerFrame(), DEFAULT_MAX_TOKENS_PER_FRAME),
+                MAX_SEQUENCES_PER_FRAME.readInt(f.maxSequencesPerFrame(), DEFAULT_MAX_SEQUENCES_PER_FRAME),
                 f.waitStrategy() == null ? WaitMode.BLOCK : WaitMode.parse(f.waitStrategy()),
-                f.kvCacheTokens() == null ? 0 : f.kvCacheTokens(),
-                f.socketBufferBytes() == null ? 0 : f.socketBufferBytes(),
-                f.stallThresholdMicros() == null ? DEFAULT_STALL_THRESHOLD_MICROS : f.stallThresholdMicros());
+                KV_CACHE_TOKENS.read(f.kvCacheTokens(), 0),
+                SOCKET_BUFFER_BYTES.readInt(f.socketBufferBytes(), 0),
+                STALL_THRESHOLD_US.read(f.stallThresholdMicros(), DEFAULT_STALL_THRESHOLD_MICROS));
         c.checkCovers(modelLayers);
         return c;
     }

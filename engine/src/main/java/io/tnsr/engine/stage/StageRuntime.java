@@ -14,6 +14,7 @@ import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.metrics.MetricsLog;
 import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.pipeline.FrameSizes;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameHeader;
@@ -165,10 +166,14 @@ public final class StageRuntime implements AutoCloseable {
                     + state.get() + ")");
         }
         LlamaConfig c = range.config();
-        int slotBytes = FrameHeader.HEADER_LENGTH + o.maxTokensPerFrame() * c.dim() * Float.BYTES
-                + FrameHeader.MAX_SEQUENCE_COUNT * FrameHeader.SEQUENCE_ENTRY_LENGTH + FrameHeader.TRACE_LENGTH;
-        int resultBytes = range.isLast() ? FrameHeader.HEADER_LENGTH + o.maxSequencesPerFrame() * c.vocabSize() * Float.BYTES : slotBytes;
-        OutboundBuffer out = new OutboundBuffer(Math.max(slotBytes, resultBytes), o.maxSequencesPerFrame() * 1024 + 4096);
+        long slotSize = FrameSizes.ringSlotBytes(o.maxTokensPerFrame(), c.dim());
+        long resultSize = range.isLast() ? FrameSizes.logitsFrameBytes(o.maxSequencesPerFrame(), c.vocabSize()) : slotSize;
+        if (Math.max(slotSize, resultSize) > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(name + ": frames of " + Math.max(slotSize, resultSize) + " bytes do not fit a buffer"
+                    + " (2 GiB at most): lower max_tokens_per_frame or max_sequences_per_frame");
+        }
+        int slotBytes = (int) slotSize;
+        OutboundBuffer out = new OutboundBuffer((int) Math.max(slotSize, resultSize), o.maxSequencesPerFrame() * 1024 + 4096);
 
         String upstreamName = o.stageIndex() == 0 ? "coordinator" : "stage" + (o.stageIndex() - 1);
         metricsLog = new MetricsLog(o.metricsDir() != null ? o.metricsDir() : tempDir(), 1000, name + "-metrics");

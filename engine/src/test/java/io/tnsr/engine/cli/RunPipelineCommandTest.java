@@ -107,4 +107,18 @@ class RunPipelineCommandTest {
             assertTrue(err.contains("stage 1 failed: cannot listen on 127.0.0.1:" + port), err);
         }
     }
+
+    /** A max_frame_bytes too small for the model's logits is refused before any stage process starts: one line, status 2. */
+    @Test
+    void aMaxFrameBytesTooSmallForTheModelIsRefusedBeforeAnyStageStarts() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        Path config = Files.createTempFile("pipeline", ".json");
+        Files.writeString(config, "{\"stages\": 2, \"max_frame_bytes\": 4096}");
+        Object[] r = runCli("--config", config.toString(), "--model", model.toString(), "--prompt", "x", "--max-tokens", "3");
+        String err = (String) r[2];
+        assertEquals(2, r[0], err);
+        assertEquals(1, err.strip().lines().count(), err);
+        assertTrue(err.contains("max_frame_bytes is 4096 but the last stage's logits frame needs 66112 bytes"), err);
+        assertFalse(err.contains("stage0"), "no stage started: " + err);
+    }
 }
