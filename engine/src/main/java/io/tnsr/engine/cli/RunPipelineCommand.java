@@ -141,6 +141,18 @@ public final class RunPipelineCommand implements Callable<Integer> {
             outcome = PipelineRun.run(settings, mc, seqs, text);
         } catch (PipelineException e) {
             System.err.println("run-pipeline: " + e.getMessage());
+            if (gen.json()) {
+                // What finished stays as it is; what was running or waiting ends with the pipeline's error.
+                for (SequenceState s : seqs) {
+                    if (!s.finished()) {
+                        s.fail("the pipeline failed: " + e.getMessage());
+                    }
+                }
+                out.println(new GenerationReport(modelPath.toString(), pc.stages().size(), seqs, text::text, 0)
+                        .put("seed", gen.seed())
+                        .put("error", e.getMessage())
+                        .toJson());
+            }
             return 3;
         } finally {
             if (histograms == null) {

@@ -210,6 +210,7 @@ public final class StageRuntime implements AutoCloseable {
         @SuppressWarnings("unchecked")
         AggregateEventHandler<FrameSlot> handlers = new AggregateEventHandler<>(compute, sender);
         processor = new BatchEventProcessorBuilder().build(ring, ring.newBarrier(), handlers);
+        processor.setExceptionHandler(new ComputeFailureHandler(name, this::fail));
         ring.addGatingSequences(processor.getSequence());
         inbound = new InboundReceiver(server, ring, o.maxFrameBytes(), ownHello(), this::checkUpstream, hop, name, helloTimeoutMillis);
 

@@ -105,6 +105,19 @@ class RunPipelineCommandTest {
             assertEquals(3, r[0]);
             String err = (String) r[2];
             assertTrue(err.contains("stage 1 failed: cannot listen on 127.0.0.1:" + port), err);
+
+            // with --json, stdout still holds one JSON object: the error, and every sequence with how it ended
+            Object[] j = runCli("--config", config.toString(), "--model", model.toString(), "--prompt", "x", "--prompt", "y",
+                    "--max-tokens", "3", "--json");
+            assertEquals(3, j[0]);
+            Map<?, ?> json = (Map<?, ?>) TestJson.parse(((String) j[1]).strip());
+            assertTrue(((String) json.get("error")).contains("cannot listen on 127.0.0.1:" + port), json::toString);
+            List<?> seqs = (List<?>) json.get("sequences");
+            assertEquals(2, seqs.size());
+            for (Object o : seqs) {
+                assertEquals("error", ((Map<?, ?>) o).get("stopped_by"), json::toString);
+                assertTrue(((String) ((Map<?, ?>) o).get("error")).startsWith("the pipeline failed"), json::toString);
+            }
         }
     }
 
