@@ -12,8 +12,6 @@ import io.tnsr.engine.pipeline.SpinPolicy;
 import io.tnsr.engine.pipeline.StageSpec;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.sampling.Sampler;
-import io.tnsr.engine.synth.ModelCache;
-import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.Tokenizers;
 import java.io.IOException;
@@ -39,15 +37,8 @@ import picocli.CommandLine.Option;
                 "the model's layers, and a coordinator that keeps several micro-batches in flight. Streams the text",
                 "and ends with a summary: tokens/s, time to first token, per-stage compute share, per-hop latency."})
 public final class RunPipelineCommand implements Callable<Integer> {
-    @Option(names = "--stages", paramLabel = "N", description = "Stage processes (default: 1, or the --config file's).")
-    Integer stages;
-
-    @Option(names = "--spin", description = {"Busy-spin the compute threads, each pinned to its own CPU. When the machine",
-            "cannot give every stage a core (plus one for the rest), stages back off (spin, yield, park) instead."})
-    boolean spin;
-
-    @Option(names = "--model", paramLabel = "FILE.gguf", description = "The model (default: a synthetic stories15M-shape model, generated once).")
-    Path model;
+    @Mixin
+    PipelineOptions pipeline;
 
     @Mixin
     GenerationOptions gen;
@@ -63,9 +54,6 @@ public final class RunPipelineCommand implements Callable<Integer> {
     @Option(names = "--batch-size", paramLabel = "B", defaultValue = "0", description = "Sequences per micro-batch (default: spread the sequences evenly).")
     int batchSize;
 
-    @Option(names = "--config", paramLabel = "FILE", description = "Pipeline configuration (JSON; see config/README.md).")
-    Path config;
-
     @Option(names = "--histograms", paramLabel = "DIR", description = "Keep the latency of the run in DIR: per metric an HdrHistogram interval log (.hlog) and "
             + "percentile distribution (.hgrm, microseconds), and summary.json. See tools/latency-report.")
     Path histograms;
@@ -77,25 +65,10 @@ public final class RunPipelineCommand implements Callable<Integer> {
     @Option(names = "--requests", paramLabel = "N", description = "Run N sequences, cycling through the prompts (default: one per prompt).")
     Integer requests;
 
-    @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
-    int startupTimeout;
-
-    @Option(names = "--stall-timeout", paramLabel = "SECONDS", defaultValue = "120", description = "Bound on waiting for any answer from the pipeline (default: ${DEFAULT-VALUE}).")
-    int stallTimeout;
-
-    @Option(names = "--connect-timeout", paramLabel = "SECONDS", defaultValue = "20", description = "Bound on reaching a stage (default: ${DEFAULT-VALUE}).")
-    int connectTimeout;
-
     @Override
     public Integer call() throws Exception {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-        Path modelPath = model;
-        if (modelPath == null) {
-            ModelSpec spec = ModelSpec.stories15M();
-            modelPath = ModelCache.get(spec);
-            System.err.println("run-pipeline: no --model given; using a synthetic model with random weights ("
-                    + spec.describe() + "): its text is gibberish. Try --model ../shared/models/stories260K.gguf");
-        }
+        Path modelPath = pipeline.modelPath("run-pipeline");
         LlamaConfig mc;
         Tokenizer tok;
         double classifierLayers;
@@ -104,11 +77,11 @@ public final class RunPipelineCommand implements Callable<Integer> {
             tok = Tokenizers.fromGguf(file);
             classifierLayers = PipelineConfig.classifierWeightInLayers(file);
         }
-        PipelineConfig pc = PipelineConfig.resolve(config, stages, mc.layers());
+        PipelineConfig pc = pipeline.pipeline(mc);
         switch (split) {
             case "even" -> { }
             case "balanced" -> {
-                if (config != null) {
+                if (pipeline.config != null) {
                     throw new IllegalArgumentException("--split balanced applies to --stages N, not to a --config file's stages");
                 }
                 pc = pc.withStages(PipelineConfig.balancedSplit(mc.layers(), pc.stages().size(), classifierLayers));
@@ -117,10 +90,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
         }
         pc.checkFrames(mc);
         int n = pc.stages().size();
-        SpinPolicy policy = SpinPolicy.decide(pc, spin, Runtime.getRuntime().availableProcessors());
-        if (policy.warning() != null) {
-            System.err.println("run-pipeline: --" + policy.warning());
-        }
+        SpinPolicy policy = pipeline.spinPolicy(pc, "run-pipeline");
         if (policy.pinning() != null) {
             System.err.println("run-pipeline: spinning compute threads pinned: " + policy.pinning());
         }
@@ -135,7 +105,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, waits, cpus,
                 new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes(),
                         rate == null ? 0 : rate),
-                runDir, startupTimeout * 1000L, stallTimeout * 1000L, connectTimeout * 1000L, 0);
+                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0);
         PipelineRun.Outcome outcome;
         try {
             outcome = PipelineRun.run(settings, mc, seqs, text);

@@ -13,8 +13,6 @@ import io.tnsr.engine.pipeline.SpinPolicy;
 import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.engine.server.CompletionService;
 import io.tnsr.engine.server.OpenAiHttpServer;
-import io.tnsr.engine.synth.ModelCache;
-import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.Tokenizers;
 import io.tnsr.wire.FrameHeader;
@@ -26,6 +24,7 @@ import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicBoolean;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -42,14 +41,8 @@ public final class ServeCommand implements Callable<Integer> {
     /** How long in-flight requests get to finish after SIGTERM before they are cancelled. */
     static final int DRAIN_SECONDS = (int) (OpenAiHttpServer.STOP_TIMEOUT_MILLIS / 1000);
 
-    @Option(names = "--stages", paramLabel = "N", description = "Stage processes (default: 1, or the --config file's).")
-    Integer stages;
-
-    @Option(names = "--config", paramLabel = "FILE", description = "Pipeline configuration (JSON; see config/README.md).")
-    Path config;
-
-    @Option(names = "--model", paramLabel = "FILE.gguf", description = "The model (default: a synthetic stories15M-shape model, generated once).")
-    Path model;
+    @Mixin
+    PipelineOptions pipeline;
 
     @Option(names = "--host", defaultValue = "127.0.0.1", description = {"Address to listen on (default: ${DEFAULT-VALUE}).",
             "Any other address needs --api-key-file, or --insecure."})
@@ -57,9 +50,6 @@ public final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--port", defaultValue = "8080", description = "Port to listen on; 0 = any free port (default: ${DEFAULT-VALUE}).")
     int port;
-
-    @Option(names = "--spin", description = "Busy-spin the stages' compute threads, each pinned to its own CPU (as run-pipeline --spin).")
-    boolean spin;
 
     @Option(names = "--max-sequences", paramLabel = "S", defaultValue = "16", description = "Requests running at once (default: ${DEFAULT-VALUE}).")
     int maxSequences;
@@ -88,12 +78,6 @@ public final class ServeCommand implements Callable<Integer> {
             "without one, chat requests are refused)."})
     String chatTemplate;
 
-    @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
-    int startupTimeout;
-
-    @Option(names = "--stall-timeout", paramLabel = "SECONDS", defaultValue = "120", description = "Bound on waiting for any answer from the pipeline (default: ${DEFAULT-VALUE}).")
-    int stallTimeout;
-
     @Override
     public Integer call() throws Exception {
         if (maxSequences < 1 || maxQueued < 0 || !(maxWait >= 0) || prefillChunk < 1) {
@@ -108,13 +92,7 @@ public final class ServeCommand implements Callable<Integer> {
             System.err.println("serve: WARNING: --insecure: listening on " + host + " with no API key; anyone who can reach "
                     + "this address can use the model");
         }
-        Path modelPath = model;
-        if (modelPath == null) {
-            ModelSpec spec = ModelSpec.stories15M();
-            modelPath = ModelCache.get(spec);
-            System.err.println("serve: no --model given; using a synthetic model with random weights (" + spec.describe()
-                    + "): its text is gibberish. Try --model ../shared/models/stories260K.gguf");
-        }
+        Path modelPath = pipeline.modelPath("serve");
         LlamaConfig mc;
         Tokenizer tok;
         ChatTemplate chat;
@@ -123,13 +101,10 @@ public final class ServeCommand implements Callable<Integer> {
             tok = Tokenizers.fromGguf(file);
             chat = chatTemplate(file, tok);
         }
-        PipelineConfig pc = PipelineConfig.resolve(config, stages, mc.layers());
+        PipelineConfig pc = pipeline.pipeline(mc);
         pc.checkFrames(mc);
         int n = pc.stages().size();
-        SpinPolicy policy = SpinPolicy.decide(pc, spin, Runtime.getRuntime().availableProcessors());
-        if (policy.warning() != null) {
-            System.err.println("serve: --" + policy.warning());
-        }
+        SpinPolicy policy = pipeline.spinPolicy(pc, "serve");
         int perStep = Math.min(pc.maxSequencesPerFrame(), FrameHeader.MAX_SEQUENCE_COUNT);
         int perBatch = Math.min(perStep, (maxSequences + n - 1) / n);
         // A step carries each member's decode token first, then prompt chunks up to --prefill-chunk tokens: so a long
@@ -143,7 +118,7 @@ public final class ServeCommand implements Callable<Integer> {
                 new CompletionService.Limits(running, maxQueued, Math.round(maxWait * 1000)), runDir, n);
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
                 new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
-                runDir, startupTimeout * 1000L, stallTimeout * 1000L, 20_000L, 0);
+                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0);
 
         AtomicBoolean stopRequested = new AtomicBoolean();
         AtomicBoolean pipelineStop = new AtomicBoolean();
@@ -173,7 +148,7 @@ public final class ServeCommand implements Callable<Integer> {
             System.err.println("serve: listening on http://" + host + ":" + bound + " (starting " + n + " stage"
                     + (n == 1 ? "" : "s") + " of " + name + "; /health says when ready)");
             try {
-                PipelineRun.serve(new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), 20_000L), settings,
+                PipelineRun.serve(new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), pipeline.connectMillis()), settings,
                         mc, limits, service, s -> {
                             service.attach(s);
                             System.err.printf("serve: %d stage%s ready in %.1f s; up to %d requests at once, %d waiting%n", n,

@@ -1,0 +1,76 @@
+package io.tnsr.engine.cli;
+
+import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.SpinPolicy;
+import io.tnsr.engine.synth.ModelCache;
+import io.tnsr.engine.synth.ModelSpec;
+import java.io.IOException;
+import java.nio.file.Path;
+import picocli.CommandLine.Option;
+
+/**
+ * The options of a command that starts its own pipeline of stage processes ({@code run-pipeline}, {@code serve}):
+ * the model, the stage layout, spinning, and the bounds on starting and waiting.
+ */
+final class PipelineOptions {
+    @Option(names = "--stages", paramLabel = "N", description = "Stage processes (default: 1, or the --config file's).")
+    Integer stages;
+
+    @Option(names = "--config", paramLabel = "FILE", description = "Pipeline configuration (JSON; see config/README.md).")
+    Path config;
+
+    @Option(names = "--model", paramLabel = "FILE.gguf", description = "The model (default: a synthetic stories15M-shape model, generated once).")
+    Path model;
+
+    @Option(names = "--spin", description = {"Busy-spin the compute threads, each pinned to its own CPU. When the machine",
+            "cannot give every stage a core (plus one for the rest), stages back off (spin, yield, park) instead."})
+    boolean spin;
+
+    @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
+    int startupTimeout;
+
+    @Option(names = "--stall-timeout", paramLabel = "SECONDS", defaultValue = "120", description = "Bound on waiting for any answer from the pipeline (default: ${DEFAULT-VALUE}).")
+    int stallTimeout;
+
+    @Option(names = "--connect-timeout", paramLabel = "SECONDS", defaultValue = "20", description = "Bound on reaching a stage (default: ${DEFAULT-VALUE}).")
+    int connectTimeout;
+
+    /** --model, or the synthetic stories15M-shape model (generated once), which {@code tool} then names on stderr. */
+    Path modelPath(String tool) throws IOException {
+        if (model != null) {
+            return model;
+        }
+        ModelSpec spec = ModelSpec.stories15M();
+        Path p = ModelCache.get(spec);
+        System.err.println(tool + ": no --model given; using a synthetic model with random weights (" + spec.describe()
+                + "): its text is gibberish. Try --model ../shared/models/stories260K.gguf");
+        return p;
+    }
+
+    /** The stages: the --config file's, or --stages N splitting the model's layers evenly. */
+    PipelineConfig pipeline(LlamaConfig model) throws IOException {
+        return PipelineConfig.resolve(config, stages, model.layers());
+    }
+
+    /** How the stages wait (--spin on this machine's CPUs); a warning goes to stderr under {@code tool}'s name. */
+    SpinPolicy spinPolicy(PipelineConfig pc, String tool) {
+        SpinPolicy policy = SpinPolicy.decide(pc, spin, Runtime.getRuntime().availableProcessors());
+        if (policy.warning() != null) {
+            System.err.println(tool + ": --" + policy.warning());
+        }
+        return policy;
+    }
+
+    long startupMillis() {
+        return startupTimeout * 1000L;
+    }
+
+    long stallMillis() {
+        return stallTimeout * 1000L;
+    }
+
+    long connectMillis() {
+        return connectTimeout * 1000L;
+    }
+}
