@@ -48,7 +48,12 @@ public final class CounterFile implements AutoCloseable {
 
     /** Creates (or replaces) {@code dir/<name>.counters}, every counter free. */
     public static CounterFile create(Path dir, String name) {
-        Path file = dir.resolve(name + SUFFIX);
+        return create(dir, name, SUFFIX);
+    }
+
+    /** Creates (or replaces) {@code dir/<name><suffix>}, every counter free: counters kept apart from the event counters. */
+    public static CounterFile create(Path dir, String name, String suffix) {
+        Path file = dir.resolve(name + suffix);
         try {
             Files.deleteIfExists(file);   // a run directory used again: this run's counters start from 0
             return new CounterFile(file, IoUtil.mapNewFile(file.toFile(), VALUES_LENGTH + METADATA_LENGTH));

@@ -99,9 +99,6 @@ public final class LatencySummary {
                     info.put(metric, readHeader(f));
                 } else if (name.endsWith(CounterFile.SUFFIX)) {
                     for (CounterFile.Reading r : CounterFile.read(f).values()) {
-                        if (LatencyBuckets.isBucketCounter(r.name())) {
-                            continue;   // the same latency as its .hlog, bucketed for live readers
-                        }
                         c.put(r.name(), r.value());
                         cd.put(r.name(), r.description());
                     }

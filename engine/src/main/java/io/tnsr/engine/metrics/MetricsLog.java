@@ -41,6 +41,7 @@ public final class MetricsLog implements AutoCloseable {
     private final List<HistogramLogWriter> writers = new ArrayList<>();
     private final List<PrintStream> streams = new ArrayList<>();
     private CounterFile counters;
+    private CounterFile buckets;        // latency distributions for live readers (LatencyBuckets), apart from the events
     private final String processName;   // names the counters file and the flushing thread
     private final ScheduledExecutorService flusher;
     private final long periodMillis;
@@ -64,25 +65,31 @@ public final class MetricsLog implements AutoCloseable {
     }
 
     /**
-     * Registers a metric that is also counted into {@link LatencyBuckets} in this process's counters file, for readers
-     * in other processes.
+     * Registers a metric that is also counted into {@link LatencyBuckets} in this process's buckets file
+     * ({@code <process>}{@value LatencyBuckets#SUFFIX}), for readers in other processes.
      */
     public synchronized LatencyMetric addBucketed(LatencyMetric m) {
-        m.countInto(new LatencyBuckets(this, m.name()));
+        if (buckets == null) {
+            buckets = CounterFile.create(createdDir(), processName, LatencyBuckets.SUFFIX);
+        }
+        m.countInto(new LatencyBuckets(buckets, m.name()));
         return add(m);
     }
 
     /** A new event counter in this process's counters file (with its one-line description). */
     public synchronized AtomicCounter counter(String name, String description) {
         if (counters == null) {
-            try {
-                Files.createDirectories(dir);
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot write metrics to " + dir, e);
-            }
-            counters = CounterFile.create(dir, processName);
+            counters = CounterFile.create(createdDir(), processName);
         }
         return counters.counter(name, description);
+    }
+
+    private Path createdDir() {
+        try {
+            return Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write metrics to " + dir, e);
+        }
     }
 
     public void start() {
@@ -132,6 +139,9 @@ public final class MetricsLog implements AutoCloseable {
         synchronized (this) {
             for (PrintStream s : streams) {
                 s.close();
+            }
+            if (buckets != null) {
+                buckets.close();
             }
             if (counters != null) {
                 counters.close();

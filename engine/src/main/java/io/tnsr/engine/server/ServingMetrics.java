@@ -33,8 +33,8 @@ import java.util.function.IntSupplier;
  * <li>{@code tnsr_time_to_first_token_seconds}, {@code tnsr_time_per_output_token_seconds},
  * {@code tnsr_request_duration_seconds} (histograms, from a request's arrival);</li>
  * <li>{@code tnsr_kv_cache_pages_used{stage}}, {@code tnsr_kv_cache_pages_capacity{stage}} and
- * {@code tnsr_hop_latency_seconds{hop}} (histogram), read at each scrape from the counters files that every stage
- * process and the coordinator keep in the run directory.</li>
+ * {@code tnsr_hop_latency_seconds{hop}} (histogram), read at each scrape from the counters and buckets files that
+ * every stage process and the coordinator keep in the run directory.</li>
  * </ul>
  */
 public final class ServingMetrics {
@@ -52,7 +52,7 @@ public final class ServingMetrics {
     private final Histogram duration;
 
     /**
-     * @param runDir  where the stages and the coordinator keep their counters files ({@code stage<i>-metrics.counters})
+     * @param runDir  where the stages and the coordinator keep their counters and buckets files ({@code stage<i>-metrics.counters}, {@code .buckets})
      * @param stages  stage count
      * @param running sequences running now
      * @param waiting sequences waiting now
@@ -112,7 +112,7 @@ public final class ServingMetrics {
         writer.write(out, registry.scrape(), io.prometheus.metrics.config.EscapingScheme.DEFAULT);
     }
 
-    /** The stages' KV cache use and the hops' latency, read from the run directory's counters files at each scrape. */
+    /** The stages' KV cache use and the hops' latency, read from the run directory's counters and buckets files at each scrape. */
     private static final class PipelineCollector implements MultiCollector {
         private final Path runDir;
         private final int stages;
@@ -133,17 +133,15 @@ public final class ServingMetrics {
             for (int i = 0; i <= stages; i++) {
                 String process = i < stages ? "stage" + i : "coordinator";
                 Map<String, CounterFile.Reading> counters = read(runDir.resolve(process + "-metrics" + CounterFile.SUFFIX));
-                if (counters == null) {
-                    continue;
-                }
-                if (i < stages) {
+                if (i < stages && counters != null) {
                     Labels stage = Labels.of("stage", Integer.toString(i));
                     gauge(used, counters.get(process + "-kv-pages-used"), stage);
                     gauge(capacity, counters.get(process + "-kv-pages-capacity"), stage);
                 }
+                Map<String, CounterFile.Reading> buckets = read(runDir.resolve(process + "-metrics" + LatencyBuckets.SUFFIX));
                 String upstream = i == 0 ? "coordinator" : "stage" + (i - 1);
                 String hop = i < stages ? "hop-" + upstream + "-" + process : "hop-stage" + (stages - 1) + "-coordinator";
-                LatencyBuckets.Snapshot b = LatencyBuckets.read(counters, hop);
+                LatencyBuckets.Snapshot b = buckets == null ? null : LatencyBuckets.read(buckets, hop);
                 if (b != null) {
                     hops.dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder()
                             .labels(Labels.of("hop", hop.substring("hop-".length())))

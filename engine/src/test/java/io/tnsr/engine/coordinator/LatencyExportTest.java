@@ -102,14 +102,14 @@ class LatencyExportTest {
             assertEquals(e.getValue(), logs.get(e.getKey()).getTotalCount(), e.getKey());
         }
 
-        // each hop is also counted in fixed buckets in its receiver's counters file, for a server's /metrics
+        // each hop is also counted in fixed buckets in its receiver's buckets file, for a server's /metrics
         int stageCount = h.pipeline.stages().size();
         for (int i = 0; i <= stageCount; i++) {
             String receiver = i < stageCount ? "stage" + i : "coordinator";
             String hop = i < stageCount ? "hop-" + (i == 0 ? "coordinator" : "stage" + (i - 1)) + "-" + receiver
                     : "hop-stage" + (stageCount - 1) + "-coordinator";
             io.tnsr.engine.metrics.LatencyBuckets.Snapshot b = io.tnsr.engine.metrics.LatencyBuckets.read(
-                    io.tnsr.engine.metrics.CounterFile.read(h.runDir.resolve(receiver + "-metrics.counters")), hop);
+                    io.tnsr.engine.metrics.CounterFile.read(h.runDir.resolve(receiver + "-metrics.buckets")), hop);
             assertEquals(logs.get(hop).getTotalCount(), java.util.Arrays.stream(b.counts()).sum(), hop + " buckets");
         }
 
