@@ -1,6 +1,7 @@
 package io.tnsr.engine.gguf;
 
-import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.tnsr.engine.util.Jackson;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -51,12 +52,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <h2>Cache</h2>
  * Hashing a multi-gigabyte file takes seconds, so the result is kept in
- * {@code <cache dir>/fingerprints/<SHA-256 hex of the file's real path>.json} (see {@link #defaultCacheDir()}) with the
- * real path, size, last-modified time and file key (inode) it was computed for. A later call uses it only when all four
- * still match the file (and the chunk size matches); otherwise it computes again and overwrites the entry. A file
- * rewritten in place with the same size and the same last-modified time would not be noticed: tools that write
- * models (and {@code cp}, {@code rsync}, downloads) change the one or the other. A missing, unreadable or corrupt
- * cache entry is computed again silently; a cache that cannot be written costs one line on stderr, never the call.
+ * {@code <cache dir>/fingerprints/<SHA-256 hex of the file's real path>.json} (see {@link #defaultCacheDir()}), one JSON
+ * object: {@code scheme} ({@code "TNSR-FP1"}), {@code path} (the real path), {@code size} (bytes), {@code modified}
+ * (the last-modified time, an ISO-8601 instant to the nanosecond where the file system keeps it), {@code file_key}
+ * ({@code (dev=...,ino=...)} on Linux, or null), {@code chunk_bytes}, {@code fingerprint} (64 hex digits),
+ * {@code computed_at} (an ISO-8601 instant) and {@code compute_nanos}. A later call uses it only when path, size,
+ * modified time and file key all still match the file (and scheme and chunk size match); otherwise it computes again
+ * and overwrites the entry. A file rewritten in place with the same size and the same last-modified time would not
+ * be noticed: tools that write models (and {@code cp}, {@code rsync}, downloads) change the one or the other. A
+ * missing, unreadable or corrupt cache entry is computed again silently; a cache that cannot be written costs one line
+ * on stderr, never the call.
  * Entries are written to a temporary file in the same directory and moved into place atomically, so concurrent
  * stages starting on the same model never read a half-written entry.
  */
@@ -132,8 +137,17 @@ public final class ModelFingerprint {
         byte[] digest = compute(model, real, stat, chunkBytes);
         long nanos = System.nanoTime() - t0;
         if (entryFile != null) {
-            store(entryFile, new CacheEntry(SCHEME, real.toString(), stat.size, stat.modified, stat.fileKey, chunkBytes,
-                    HEX.formatHex(digest), Instant.now().toString(), nanos), warnings);
+            ObjectNode entry = Jackson.MAPPER.createObjectNode()
+                    .put("scheme", SCHEME)
+                    .put("path", real.toString())
+                    .put("size", stat.size)
+                    .put("modified", stat.modified)
+                    .put("file_key", stat.fileKey)
+                    .put("chunk_bytes", chunkBytes)
+                    .put("fingerprint", HEX.formatHex(digest))
+                    .put("computed_at", Instant.now().toString())
+                    .put("compute_nanos", nanos);
+            store(entryFile, entry, warnings);
         }
         return new ModelFingerprint(digest, false, nanos);
     }
@@ -338,20 +352,26 @@ public final class ModelFingerprint {
             if (!Files.isRegularFile(entryFile)) {
                 return null;
             }
-            CacheEntry e = Jackson.MAPPER.readValue(entryFile.toFile(), CacheEntry.class);
-            if (!SCHEME.equals(e.scheme()) || !real.toString().equals(e.path()) || e.size() != stat.size
-                    || !stat.modified.equals(e.modified()) || !Objects.equals(stat.fileKey, e.fileKey())
-                    || e.chunkBytes() != chunkBytes || e.fingerprint() == null || e.fingerprint().length() != 2 * BYTES) {
+            // a tree rather than a bound class: binding costs ~100 ms of introspection on a JVM's first call
+            JsonNode e = Jackson.MAPPER.readTree(entryFile.toFile());
+            JsonNode fileKey = e.path("file_key");
+            String fingerprint = e.path("fingerprint").asText("");
+            if (!SCHEME.equals(e.path("scheme").asText(null)) || !real.toString().equals(e.path("path").asText(null))
+                    || !e.path("size").isIntegralNumber() || e.path("size").asLong() != stat.size
+                    || !stat.modified.equals(e.path("modified").asText(null))
+                    || !(stat.fileKey == null ? fileKey.isNull() : stat.fileKey.equals(fileKey.asText(null)))
+                    || !e.path("chunk_bytes").isIntegralNumber() || e.path("chunk_bytes").asLong() != chunkBytes
+                    || fingerprint.length() != 2 * BYTES) {
                 return null;
             }
-            return HEX.parseHex(e.fingerprint());
+            return HEX.parseHex(fingerprint);
         } catch (IOException | RuntimeException e) {
             return null; // unreadable or corrupt: computed again and overwritten
         }
     }
 
     /** Writes {@code entry} to a temporary file beside {@code entryFile} and moves it into place atomically. */
-    private static void store(Path entryFile, CacheEntry entry, PrintStream warnings) {
+    private static void store(Path entryFile, JsonNode entry, PrintStream warnings) {
         Path tmp = null;
         try {
             Path dir = entryFile.getParent();
@@ -393,23 +413,5 @@ public final class ModelFingerprint {
         static Stat of(Path p) throws IOException {
             return new Stat(Files.readAttributes(p, BasicFileAttributes.class));
         }
-    }
-
-    /**
-     * One cache file.
-     *
-     * @param scheme       {@link #SCHEME}: the definition the fingerprint follows
-     * @param path         the model's real path
-     * @param size         its size in bytes
-     * @param modified     its last-modified time, an ISO-8601 instant
-     * @param fileKey      its file key ({@code (dev=...,ino=...)} on Linux), or null
-     * @param chunkBytes   the chunk size the fingerprint was computed with
-     * @param fingerprint  the 64 hex digits
-     * @param computedAt   when it was computed, an ISO-8601 instant
-     * @param computeNanos how long computing it took
-     */
-    record CacheEntry(String scheme, String path, long size, String modified, @JsonProperty("file_key") String fileKey,
-                      @JsonProperty("chunk_bytes") long chunkBytes, String fingerprint,
-                      @JsonProperty("computed_at") String computedAt, @JsonProperty("compute_nanos") long computeNanos) {
     }
 }

@@ -261,7 +261,9 @@ class ModelFingerprintTest {
         for (String bad : List.of("", "{", "not json", "{\"unknown\": 1}", "[]",
                 good.replace(first.hex(), "zz" + first.hex().substring(2)),
                 good.replace(first.hex(), first.hex().substring(2)),
-                good.replaceAll("\"size\": \\d+", "\"size\": null"))) {
+                good.replaceAll("\"size\": \\d+", "\"size\": null"),
+                good.replaceAll("\"size\": (\\d+)", "\"size\": \"$1\""),
+                good.replaceAll("\"file_key\": \"[^\"]*\"", "\"file_key\": null"))) {
             Files.writeString(entry, bad);
             ModelFingerprint again = withCache(p, cache);
             assertFalse(again.cached(), "entry: " + bad);
