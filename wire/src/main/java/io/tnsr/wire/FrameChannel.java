@@ -102,6 +102,40 @@ public final class FrameChannel implements AutoCloseable
         }
     }
 
+    /**
+     * Ends a connection that is being refused: no more writes (the peer reads what was sent, then the end), whatever
+     * the peer still sends is read and dropped for at most {@code millis}, then the channel is closed. Closing with
+     * unread bytes would reset the connection and could destroy the ERROR just sent before the peer reads it.
+     */
+    public void drainAndClose(final long millis)
+    {
+        try
+        {
+            if (out instanceof SocketChannel socket && socket.isOpen())
+            {
+                socket.shutdownOutput();
+                final ScheduledFuture<?> timer = closeAfter(millis);
+                final ByteBuffer scratch = ByteBuffer.allocate(4096);
+                try
+                {
+                    while (in.read(scratch.clear()) >= 0)
+                    {
+                        // dropped
+                    }
+                }
+                finally
+                {
+                    timer.cancel(false);
+                }
+            }
+        }
+        catch (final IOException ignored)
+        {
+            // closed by the timer, or the peer is gone: either way it ends here
+        }
+        closeQuietly();
+    }
+
     /** Whether the channel is still open here (not {@link #close}d, nor closed when a time limit ran out). */
     public boolean isOpen()
     {
@@ -298,9 +332,22 @@ public final class FrameChannel implements AutoCloseable
     public void sendHello(final Hello hello) throws IOException
     {
         final ByteBuffer bb = ByteBuffer.allocateDirect(HEADER_LENGTH + 4 * HelloPayload.FIELD_COUNT).order(ByteOrder.LITTLE_ENDIAN);
-        final int length = FrameEncoder.encodeHello(new UnsafeBuffer(bb), 0, 0, hello.role(), hello.stageIndex(), hello.stageCount(),
-            hello.layerFrom(), hello.layerTo(), hello.hiddenDim(), hello.maxTokensPerFrame());
-        write(bb, length);
+        write(bb, FrameEncoder.encodeHello(new UnsafeBuffer(bb), 0, 0, hello));
+    }
+
+    /** Sends an AUTH frame with a 32-byte MAC (handshake: allocates). */
+    public void sendAuth(final byte[] mac) throws IOException
+    {
+        final ByteBuffer bb = ByteBuffer.allocateDirect(HEADER_LENGTH + 4 * FrameValidator.AUTH_WORDS).order(ByteOrder.LITTLE_ENDIAN);
+        write(bb, FrameEncoder.encodeAuth(new UnsafeBuffer(bb), 0, mac));
+    }
+
+    /** Sends a ROUTE or READY frame (session set-up: allocates). */
+    public void sendText(final MessageType type, final String text) throws IOException
+    {
+        final byte[] t = text.getBytes(StandardCharsets.UTF_8);
+        final ByteBuffer bb = ByteBuffer.allocateDirect(HEADER_LENGTH + t.length + 16).order(ByteOrder.LITTLE_ENDIAN);
+        write(bb, FrameEncoder.encodeText(new UnsafeBuffer(bb), 0, type, text));
     }
 
     /**
@@ -310,32 +357,64 @@ public final class FrameChannel implements AutoCloseable
      */
     public Hello readHello(final long timeoutMillis) throws HandshakeException
     {
+        return Hello.from(readControl(MessageType.HELLO, timeoutMillis), 0);
+    }
+
+    /** Reads an AUTH frame's MAC, as {@link #readHello} reads a HELLO. */
+    public byte[] readAuth(final long timeoutMillis) throws HandshakeException
+    {
+        final byte[] mac = new byte[4 * FrameValidator.AUTH_WORDS];
+        readControl(MessageType.AUTH, timeoutMillis).getBytes(HEADER_LENGTH, mac);
+        return mac;
+    }
+
+    /** Reads a ROUTE or READY frame's text, as {@link #readHello} reads a HELLO. */
+    public String readText(final MessageType type, final long timeoutMillis) throws HandshakeException
+    {
+        final UnsafeBuffer b = readControl(type, timeoutMillis);
+        return b.getStringWithoutLengthUtf8(HEADER_LENGTH, (int)FrameHeader.payloadLength(b, 0));
+    }
+
+    /**
+     * Reads the next frame, which must be of type {@code expected} (HEARTBEAT frames before it are skipped), within
+     * {@code timeoutMillis}; returns a view of it, valid until the next read.
+     */
+    private UnsafeBuffer readControl(final MessageType expected, final long timeoutMillis) throws HandshakeException
+    {
         final ByteBuffer bb = handshakeBuffer();
         final AtomicBoolean timedOut = new AtomicBoolean();
         final ScheduledFuture<?> timer = closeAfter(timeoutMillis, timedOut);
         try
         {
-            final int length = read(bb);
-            if (length == END_OF_STREAM)
+            while (true)
             {
-                throw new HandshakeException(peer + " closed the connection before its HELLO");
+                final int length = readHeader(bb);
+                if (length == END_OF_STREAM)
+                {
+                    throw new HandshakeException(peer + " closed the connection before its " + expected);
+                }
+                if (length > bb.capacity())
+                {
+                    throw new HandshakeException(peer + " sent a " + length + "-byte frame where its " + expected + " belongs");
+                }
+                readRest(bb);
+                final UnsafeBuffer b = view(bb);
+                final MessageType type = MessageType.fromCode(FrameHeader.messageTypeCode(b, 0));
+                if (type == MessageType.HEARTBEAT && expected != MessageType.HEARTBEAT)
+                {
+                    continue;
+                }
+                if (type == MessageType.ERROR)
+                {
+                    throw new HandshakeException(peer + " refused the connection: " +
+                        ErrorCode.fromCode(ErrorPayload.errorCodeValue(b, 0)) + ": " + ErrorPayload.message(b, 0));
+                }
+                if (type != expected)
+                {
+                    throw new HandshakeException("expected " + expected + " from " + peer + ", got " + type);
+                }
+                return b;
             }
-            if (length > bb.capacity())
-            {
-                throw new HandshakeException(peer + " sent a " + length + "-byte frame where its HELLO belongs");
-            }
-            final UnsafeBuffer b = view(bb);
-            final MessageType type = MessageType.fromCode(FrameHeader.messageTypeCode(b, 0));
-            if (type == MessageType.ERROR)
-            {
-                throw new HandshakeException(peer + " refused the connection: " +
-                    ErrorCode.fromCode(ErrorPayload.errorCodeValue(b, 0)) + ": " + ErrorPayload.message(b, 0));
-            }
-            if (type != MessageType.HELLO)
-            {
-                throw new HandshakeException("expected HELLO from " + peer + ", got " + type);
-            }
-            return Hello.from(b, 0);
         }
         catch (final FrameFormatException ex)
         {
@@ -345,7 +424,7 @@ public final class FrameChannel implements AutoCloseable
         {
             if (timedOut.get() || ex instanceof AsynchronousCloseException)
             {
-                throw new HandshakeException("no HELLO from " + peer + " within " + timeoutMillis + " ms", ex);
+                throw new HandshakeException("no " + expected + " from " + peer + " within " + timeoutMillis + " ms", ex);
             }
             throw ex instanceof HandshakeException h ? h :
                 new HandshakeException("handshake with " + peer + " failed: " + ex.getMessage(), ex);
@@ -422,7 +501,7 @@ public final class FrameChannel implements AutoCloseable
 
     /**
      * Connects to host:port, retrying refused connections (the peer may still be starting) until the timeout; sets
-     * SO_SNDBUF first when {@code sendBufferBytes} > 0, then {@link #tune}s the socket.
+     * SO_SNDBUF and SO_RCVBUF first when {@code sendBufferBytes} > 0, then {@link #tune}s the socket.
      */
     public static SocketChannel connect(final String host, final int port, final long timeoutMillis, final int sendBufferBytes)
         throws IOException
@@ -437,6 +516,7 @@ public final class FrameChannel implements AutoCloseable
                 if (sendBufferBytes > 0)
                 {
                     ch.setOption(StandardSocketOptions.SO_SNDBUF, sendBufferBytes);
+                    ch.setOption(StandardSocketOptions.SO_RCVBUF, sendBufferBytes);
                 }
                 ch.socket().connect(new InetSocketAddress(host, port), (int)Math.max(1, timeoutMillis));
                 tune(ch);

@@ -177,34 +177,59 @@ public final class FrameEncoder
     }
 
     /**
-     * HELLO frame {@code [8]} with {@link HelloPayload#PROTOCOL_VERSION}.
+     * HELLO frame {@code [34]} carrying {@code hello}'s fields (handshake: not on a hot path).
      *
-     * @return the total frame length (120).
+     * @return the total frame length (192).
      */
-    public static int encodeHello(
-        final MutableDirectBuffer buffer,
-        final int offset,
-        final long stepId,
-        final int role,
-        final int stageIndex,
-        final int stageCount,
-        final int layerFrom,
-        final int layerTo,
-        final int hiddenDim,
-        final int maxTokensPerFrame)
+    public static int encodeHello(final MutableDirectBuffer buffer, final int offset, final long stepId, final Hello hello)
     {
         final int payloadLength = 4 * HelloPayload.FIELD_COUNT;
         encodeHeader(buffer, offset, MessageType.HELLO, stepId, 0, 0, 0, 1, HelloPayload.FIELD_COUNT, 0, 0, 0, payloadLength);
-        final int p = offset + HEADER_LENGTH;
-        buffer.putInt(p + 4 * HelloPayload.PROTOCOL_VERSION_INDEX, HelloPayload.PROTOCOL_VERSION, ORDER);
-        buffer.putInt(p + 4 * HelloPayload.ROLE_INDEX, role, ORDER);
-        buffer.putInt(p + 4 * HelloPayload.STAGE_INDEX_INDEX, stageIndex, ORDER);
-        buffer.putInt(p + 4 * HelloPayload.STAGE_COUNT_INDEX, stageCount, ORDER);
-        buffer.putInt(p + 4 * HelloPayload.LAYER_FROM_INDEX, layerFrom, ORDER);
-        buffer.putInt(p + 4 * HelloPayload.LAYER_TO_INDEX, layerTo, ORDER);
-        buffer.putInt(p + 4 * HelloPayload.HIDDEN_DIM_INDEX, hiddenDim, ORDER);
-        buffer.putInt(p + 4 * HelloPayload.MAX_TOKENS_PER_FRAME_INDEX, maxTokensPerFrame, ORDER);
+        hello.writePayload(buffer, offset + HEADER_LENGTH);
         return HEADER_LENGTH + payloadLength;
+    }
+
+    /**
+     * AUTH frame {@code [8]}: the 32-byte MAC.
+     *
+     * @return the total frame length (88).
+     */
+    public static int encodeAuth(final MutableDirectBuffer buffer, final int offset, final byte[] mac)
+    {
+        final int payloadLength = 4 * FrameValidator.AUTH_WORDS;
+        encodeHeader(buffer, offset, MessageType.AUTH, 0, 0, 0, 0, 1, FrameValidator.AUTH_WORDS, 0, 0, 0, payloadLength);
+        buffer.putBytes(offset + HEADER_LENGTH, mac, 0, payloadLength);
+        return HEADER_LENGTH + payloadLength;
+    }
+
+    /**
+     * HEARTBEAT frame {@code [4]}: {@code frames_done, busy_ms, 0, 0}. No allocation.
+     *
+     * @param framesDone frames the sender has processed (wraps at 2^32)
+     * @param busyMillis how long the sender has been working on its current frame (0 when idle)
+     * @return the total frame length (72).
+     */
+    public static int encodeHeartbeat(final MutableDirectBuffer buffer, final int offset, final int framesDone, final int busyMillis)
+    {
+        final int payloadLength = 4 * FrameValidator.HEARTBEAT_WORDS;
+        encodeHeader(buffer, offset, MessageType.HEARTBEAT, 0, 0, 0, 0, 1, FrameValidator.HEARTBEAT_WORDS, 0, 0, 0, payloadLength);
+        final int p = offset + HEADER_LENGTH;
+        buffer.putInt(p, framesDone, ORDER);
+        buffer.putInt(p + 4, busyMillis, ORDER);
+        buffer.putLong(p + 8, 0L, ORDER);
+        return HEADER_LENGTH + payloadLength;
+    }
+
+    /**
+     * A text frame ({@link MessageType#ROUTE} or {@link MessageType#READY}): UTF-8 {@code text} as a u8 vector.
+     *
+     * @return the total frame length.
+     */
+    public static int encodeText(final MutableDirectBuffer buffer, final int offset, final MessageType type, final String text)
+    {
+        final int length = buffer.putStringWithoutLengthUtf8(offset + HEADER_LENGTH, text);
+        encodeHeader(buffer, offset, type, 0, 0, 0, 0, 1, length, 0, 0, 0, length);
+        return HEADER_LENGTH + length;
     }
 
     /**

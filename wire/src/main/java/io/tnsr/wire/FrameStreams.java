@@ -78,7 +78,8 @@ public final class FrameStreams
         public Builder hello(final int stageIndex)
         {
             final int off = start();
-            return end(FrameEncoder.encodeHello(buf, off, 0, HelloPayload.ROLE_STAGE, stageIndex, 2, 0, 3, 64, 512));
+            return end(FrameEncoder.encodeHello(buf, off, 0, new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_STAGE,
+                stageIndex, 2, 0, 3, 64, 512, 512, 3, 32, 1 << 20, 0, 500, null, null, null)));
         }
 
         public Builder error(final long step, final ErrorCode code, final int seqId, final String message)
@@ -139,7 +140,7 @@ public final class FrameStreams
     }
 
     /**
-     * A stream of 12 frames with every message type, with and without sequence table and trace stamp (what
+     * A stream of 12 frames with HELLO and every message type of the data stream, with and without sequence table and trace stamp (what
      * {@code tnsr-dump --write-example} writes).
      */
     public static byte[] example()

@@ -34,6 +34,10 @@ import static io.tnsr.wire.FrameHeader.*;
 public final class FrameValidator
 {
     private static final long U32_LIMIT = 1L << 32;
+    /** AUTH's shape is exactly {@code [AUTH_WORDS]}: a 32-byte MAC. */
+    public static final int AUTH_WORDS = 8;
+    /** HEARTBEAT's shape is exactly {@code [HEARTBEAT_WORDS]}. */
+    public static final int HEARTBEAT_WORDS = 4;
 
     private FrameValidator()
     {
@@ -124,7 +128,17 @@ public final class FrameValidator
         if (type == MessageType.HELLO && dim(buffer, offset, 0) != HelloPayload.FIELD_COUNT)
         {
             throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
-                "HELLO needs shape [8], got " + shape(buffer, offset, rank));
+                "HELLO needs shape [" + HelloPayload.FIELD_COUNT + "], got " + shape(buffer, offset, rank));
+        }
+        if (type == MessageType.AUTH && dim(buffer, offset, 0) != AUTH_WORDS)
+        {
+            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
+                "AUTH needs shape [" + AUTH_WORDS + "], got " + shape(buffer, offset, rank));
+        }
+        if (type == MessageType.HEARTBEAT && dim(buffer, offset, 0) != HEARTBEAT_WORDS)
+        {
+            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
+                "HEARTBEAT needs shape [" + HEARTBEAT_WORDS + "], got " + shape(buffer, offset, rank));
         }
         if (type == MessageType.ERROR && dim(buffer, offset, 0) < ErrorPayload.MESSAGE_OFFSET)
         {

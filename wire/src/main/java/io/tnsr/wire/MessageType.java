@@ -21,12 +21,20 @@ public enum MessageType
     LOGITS(3, 4, 2, 2, true),
     /** u8 payload {@code u32 error_code, u32 seq_id, UTF-8 message}, rank 1 {@code [payload_len]} with payload_len &gt;= 8. */
     ERROR(4, 1, 1, 1, false),
-    /** u32[8] handshake, shape exactly {@code [8]}; see {@link HelloPayload}. */
+    /** u32 handshake, shape exactly {@code [34]}; see {@link HelloPayload}. */
     HELLO(5, 4, 1, 1, false),
     /** u32 sequence ids whose KV cache must be freed, rank 1 {@code [n]}. */
     END_SEQUENCE(6, 4, 1, 1, false),
     /** No payload: rank 0, payload_len 0. */
-    SHUTDOWN(7, 1, 0, 0, false);
+    SHUTDOWN(7, 1, 0, 0, false),
+    /** u32[8] handshake confirmation: the connecting side's 32-byte HMAC over both HELLOs, shape exactly {@code [8]}. */
+    AUTH(8, 4, 1, 1, false),
+    /** u32[4] liveness on an idle link: {@code frames_done, busy_ms, 0, 0}, shape exactly {@code [4]}; never forwarded. */
+    HEARTBEAT(9, 4, 1, 1, false),
+    /** u8 UTF-8 text, rank 1: the session's route, one {@code host:port} per line for the stages after the receiver. */
+    ROUTE(10, 1, 1, 1, false),
+    /** u8 UTF-8 text, rank 1: the answer to ROUTE once every stage after the sender is connected; one line per stage. */
+    READY(11, 1, 1, 1, false);
 
     private static final MessageType[] BY_CODE = new MessageType[256];
 

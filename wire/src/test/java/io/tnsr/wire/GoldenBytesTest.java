@@ -128,7 +128,8 @@ class GoldenBytesTest
             assertSame(t, MessageType.fromCode(t.code()));
         }
         assertNull(MessageType.fromCode(0));
-        assertNull(MessageType.fromCode(8));
+        assertNull(MessageType.fromCode(12));
+        assertEquals(11, MessageType.READY.code());
         assertNull(MessageType.fromCode(-1));
         assertNull(MessageType.fromCode(256 + 1));
         assertEquals(1, MessageType.TOKENS.code());

@@ -162,19 +162,48 @@ class RoundTripTest
     @Test
     void hello() throws Exception
     {
-        final int len = FrameEncoder.encodeHello(out, 0, 0, HelloPayload.ROLE_STAGE, 1, 3, 5, 10, 4096, 512);
+        final byte[] fp = new byte[32];
+        final byte[] nonce = new byte[16];
+        final byte[] mac = new byte[32];
+        for (int i = 0; i < 32; i++)
+        {
+            fp[i] = (byte)i;
+            mac[i] = (byte)(255 - i);
+        }
+        nonce[15] = 7;
+        final Hello sent = new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_STAGE, 1, 3, 5, 10, 4096, 512, 32000, 32,
+            16, 1 << 20, HelloPayload.FLAG_AUTH, 500, fp, nonce, mac);
+        final int len = FrameEncoder.encodeHello(out, 0, 0, sent);
         final FrameHeader h = decodeOne(len);
-        assertEquals(56 + 32, len);
+        assertEquals(56 + 4 * 34, len);
         assertEquals(MessageType.HELLO, h.messageType());
-        assertEquals(8, h.dim(0));
+        assertEquals(34, h.dim(0));
         assertEquals(HelloPayload.PROTOCOL_VERSION, HelloPayload.protocolVersion(out, 0));
         assertEquals(HelloPayload.ROLE_STAGE, HelloPayload.role(out, 0));
-        assertEquals(1, HelloPayload.stageIndex(out, 0));
-        assertEquals(3, HelloPayload.stageCount(out, 0));
-        assertEquals(5, HelloPayload.layerFrom(out, 0));
-        assertEquals(10, HelloPayload.layerTo(out, 0));
-        assertEquals(4096, HelloPayload.hiddenDim(out, 0));
-        assertEquals(512, HelloPayload.maxTokensPerFrame(out, 0));
+        final Hello got = Hello.from(out, 0);
+        assertEquals(sent, got);
+        assertEquals(4096, got.hiddenDim());
+        assertEquals(32000, got.vocabSize());
+        assertEquals(500, got.heartbeatMillis());
+        assertTrue(got.has(HelloPayload.FLAG_AUTH));
+        org.junit.jupiter.api.Assertions.assertArrayEquals(fp, got.fingerprint());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(nonce, got.nonce());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(mac, got.mac());
+    }
+
+    @Test
+    void authHeartbeatAndText() throws Exception
+    {
+        final byte[] mac = new byte[32];
+        mac[0] = 1;
+        mac[31] = 9;
+        int len = FrameEncoder.encodeAuth(out, 0, mac);
+        assertEquals(MessageType.AUTH, decodeOne(len).messageType());
+        len = FrameEncoder.encodeHeartbeat(out, 0, 17, 250);
+        assertEquals(MessageType.HEARTBEAT, decodeOne(len).messageType());
+        assertEquals(17, out.getInt(56, java.nio.ByteOrder.LITTLE_ENDIAN));
+        len = FrameEncoder.encodeText(out, 0, MessageType.ROUTE, "10.0.0.2:7001\n10.0.0.3:7001");
+        assertEquals(MessageType.ROUTE, decodeOne(len).messageType());
     }
 
     @Test

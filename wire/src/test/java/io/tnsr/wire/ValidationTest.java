@@ -22,6 +22,8 @@ class ValidationTest
     private static final int LOGITS = 3;
     private static final int ERROR = 4;
     private static final int HELLO = 5;
+    private static final int AUTH = 8;
+    private static final int HEARTBEAT = 9;
     private static final int END_SEQUENCE = 6;
     private static final int SHUTDOWN = 7;
 
@@ -83,7 +85,7 @@ class ValidationTest
     @Test
     void unknownMessageType()
     {
-        for (final int type : new int[] {0, 8, 0x7F, 0xFF})
+        for (final int type : new int[] {0, 12, 0x7F, 0xFF})
         {
             final FrameFormatException e = expect(frame(type, 0, 0, 0, 0, 0, 0, 0, 0, 0), Reason.UNKNOWN_MESSAGE_TYPE, 4);
             assertTrue(e.getMessage().contains("unknown msg_type " + type), e::getMessage);
@@ -110,7 +112,7 @@ class ValidationTest
     @Test
     void sequenceTableOnATypeThatCannotCarryIt()
     {
-        expect(frame(HELLO, 1, 0, 1, 32, 8, 0, 0, 0, 48), Reason.SEQUENCE_TABLE_NOT_ALLOWED, 7);
+        expect(frame(HELLO, 1, 0, 1, 136, 34, 0, 0, 0, 152), Reason.SEQUENCE_TABLE_NOT_ALLOWED, 7);
         expect(frame(ERROR, 1, 0, 2, 8, 8, 0, 0, 0, 40), Reason.SEQUENCE_TABLE_NOT_ALLOWED, 7);
         expect(frame(END_SEQUENCE, 1, 0, 1, 4, 1, 0, 0, 0, 20), Reason.SEQUENCE_TABLE_NOT_ALLOWED, 7);
         expect(frame(SHUTDOWN, 0, 0, 255, 0, 0, 0, 0, 0, 0), Reason.SEQUENCE_TABLE_NOT_ALLOWED, 7);
@@ -135,8 +137,10 @@ class ValidationTest
     @Test
     void wrongShapeForType()
     {
-        expect(frame(HELLO, 1, 0, 0, 28, 7, 0, 0, 0, 28), Reason.WRONG_SHAPE_FOR_TYPE, 24);
-        expect(frame(HELLO, 2, 0, 0, 32, 8, 1, 0, 0, 32), Reason.WRONG_SHAPE_FOR_TYPE, 5);
+        expect(frame(HELLO, 1, 0, 0, 32, 8, 0, 0, 0, 32), Reason.WRONG_SHAPE_FOR_TYPE, 24);
+        expect(frame(HELLO, 2, 0, 0, 136, 34, 1, 0, 0, 136), Reason.WRONG_SHAPE_FOR_TYPE, 5);
+        expect(frame(AUTH, 1, 0, 0, 28, 7, 0, 0, 0, 28), Reason.WRONG_SHAPE_FOR_TYPE, 24);
+        expect(frame(HEARTBEAT, 1, 0, 0, 12, 3, 0, 0, 0, 12), Reason.WRONG_SHAPE_FOR_TYPE, 24);
         expect(frame(SHUTDOWN, 1, 0, 0, 1, 1, 0, 0, 0, 1), Reason.WRONG_SHAPE_FOR_TYPE, 5);
         expect(frame(TOKENS, 0, 0, 0, 0, 0, 0, 0, 0, 0), Reason.WRONG_SHAPE_FOR_TYPE, 5);
         expect(frame(TOKENS, 2, 0, 0, 8, 1, 2, 0, 0, 8), Reason.WRONG_SHAPE_FOR_TYPE, 5);
@@ -180,7 +184,7 @@ class ValidationTest
         final FrameFormatException e = expect(frame(TOKENS, 1, 0, 0, 8, 3, 0, 0, 0, 8), Reason.SHAPE_PAYLOAD_MISMATCH, 20);
         assertTrue(e.getMessage().contains("TOKENS shape [3] x 4 bytes = 12 bytes, but payload_len is 8"), e::getMessage);
         expect(frame(ACTIVATIONS, 2, 0, 0, 4096, 4, 1023, 0, 0, 4096), Reason.SHAPE_PAYLOAD_MISMATCH, 20);
-        expect(frame(HELLO, 1, 0, 0, 8, 8, 0, 0, 0, 8), Reason.SHAPE_PAYLOAD_MISMATCH, 20);
+        expect(frame(HELLO, 1, 0, 0, 8, 34, 0, 0, 0, 8), Reason.SHAPE_PAYLOAD_MISMATCH, 20);
         expect(frame(ERROR, 1, 0, 0, 9, 10, 0, 0, 0, 9), Reason.SHAPE_PAYLOAD_MISMATCH, 20);
         expect(frame(TOKENS, 1, 0, 0, 4, 0, 0, 0, 0, 4), Reason.SHAPE_PAYLOAD_MISMATCH, 20);
         // Product 4 * (2^31-1)^4 would overflow a long; the check must still say "mismatch", not wrap around to 16.

@@ -1,5 +1,7 @@
 package io.tnsr.engine.cli;
 
+import io.tnsr.engine.link.LinkKey;
+import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.SpinPolicy;
@@ -35,6 +37,31 @@ final class PipelineOptions {
 
     @Option(names = "--connect-timeout", paramLabel = "SECONDS", defaultValue = "20", description = "Bound on reaching a stage (default: ${DEFAULT-VALUE}).")
     int connectTimeout;
+
+    @Option(names = "--key-file", paramLabel = "FILE", description = {"The pipeline's shared key: every link's handshake proves",
+            "it (HMAC). Needed when stages use a non-loopback address; external stages need the same file."})
+    Path keyFile;
+
+    @Option(names = "--liveness", paramLabel = "SECONDS", defaultValue = "3", description = {"Report a stage or link that sent nothing,",
+            "not even a heartbeat, for this long (default: ${DEFAULT-VALUE})."})
+    double liveness;
+
+    @Option(names = "--insecure", description = {"Run without a key where one is needed: stages on a non-loopback address without",
+            "--key-file (and, for serve, a non-loopback --host without --api-key-file). Said loudly."})
+    boolean insecure;
+
+    /** The coordinator's link options; refuses stages on a non-loopback address without a key unless --insecure. */
+    LinkOptions link(PipelineConfig pc, String tool) {
+        if (!(liveness >= 0.2 && liveness <= 3600)) {
+            throw new IllegalArgumentException("--liveness must be 0.2..3600 seconds, got " + liveness);
+        }
+        LinkKey key = LinkKey.load(keyFile);
+        boolean spawned = pc.stages().stream().anyMatch(s -> s.external() == null);
+        if (spawned) {
+            key.requireFor(pc.host(), insecure, tool + "'s stages", "--key-file");
+        }
+        return new LinkOptions(key, Math.round(liveness * 1000), LinkOptions.DEFAULT_HANDSHAKE_MILLIS, connectMillis(), null);
+    }
 
     /** --model, or the synthetic stories15M-shape model (generated once), which {@code tool} then names on stderr. */
     Path modelPath(String tool) throws IOException {

@@ -70,9 +70,6 @@ public final class ServeCommand implements Callable<Integer> {
             "must send as 'Authorization: Bearer KEY' (all but GET /health)."})
     Path apiKeyFile;
 
-    @Option(names = "--insecure", description = "Serve a non-loopback --host without an API key (anyone who can reach it can use it).")
-    boolean insecure;
-
     @Option(names = "--chat-template", paramLabel = "NAME|FILE", description = {"How /v1/chat/completions turns messages into a prompt:",
             "a Jinja FILE, or NAME: chatml (default: the model's tokenizer.chat_template;",
             "without one, chat requests are refused)."})
@@ -85,7 +82,7 @@ public final class ServeCommand implements Callable<Integer> {
         }
         String apiKey = apiKey();
         if (apiKey == null && !InetAddress.getByName(host).isLoopbackAddress()) {
-            if (!insecure) {
+            if (!pipeline.insecure) {
                 throw new IllegalArgumentException("--host " + host + " is reachable from other hosts: give --api-key-file FILE "
                         + "(requests then need 'Authorization: Bearer KEY'), or --insecure to serve anyone without a key");
             }
@@ -118,7 +115,7 @@ public final class ServeCommand implements Callable<Integer> {
                 new CompletionService.Limits(running, maxQueued, Math.round(maxWait * 1000)), runDir, n);
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
                 new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
-                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0);
+                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "serve"));
 
         AtomicBoolean stopRequested = new AtomicBoolean();
         AtomicBoolean pipelineStop = new AtomicBoolean();
@@ -148,7 +145,7 @@ public final class ServeCommand implements Callable<Integer> {
             System.err.println("serve: listening on http://" + host + ":" + bound + " (starting " + n + " stage"
                     + (n == 1 ? "" : "s") + " of " + name + "; /health says when ready)");
             try {
-                PipelineRun.serve(new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), pipeline.connectMillis()), settings,
+                PipelineRun.serve(new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), settings.link()), settings,
                         mc, limits, service, s -> {
                             service.attach(s);
                             System.err.printf("serve: %d stage%s ready in %.1f s; up to %d requests at once, %d waiting%n", n,

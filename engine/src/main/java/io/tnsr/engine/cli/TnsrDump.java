@@ -277,14 +277,19 @@ public final class TnsrDump implements Callable<Integer>
                     appendU32s(sb, " end_seqs=[", buf, off, (int)header.dim(0));
                     break;
                 case HELLO:
-                    sb.append(" hello={version=").append(HelloPayload.protocolVersion(buf, off))
-                        .append(" role=").append(roleName(HelloPayload.role(buf, off)))
-                        .append(" stage=").append(HelloPayload.stageIndex(buf, off)).append('/')
-                        .append(HelloPayload.stageCount(buf, off))
-                        .append(" layers=").append(HelloPayload.layerFrom(buf, off)).append("..")
-                        .append(HelloPayload.layerTo(buf, off))
-                        .append(" hidden_dim=").append(HelloPayload.hiddenDim(buf, off))
-                        .append(" max_tokens_per_frame=").append(HelloPayload.maxTokensPerFrame(buf, off)).append('}');
+                    final io.tnsr.wire.Hello h = io.tnsr.wire.Hello.from(buf, off);
+                    sb.append(" hello={version=").append(h.protocolVersion())
+                        .append(" role=").append(roleName(h.role()))
+                        .append(" stage=").append(h.stageIndex()).append('/').append(h.stageCount())
+                        .append(" layers=").append(h.layerFrom()).append("..").append(h.layerTo()).append(" of ").append(h.modelLayers())
+                        .append(" hidden_dim=").append(h.hiddenDim())
+                        .append(" vocab=").append(h.vocabSize())
+                        .append(" max_tokens_per_frame=").append(h.maxTokensPerFrame())
+                        .append(" max_sequences_per_frame=").append(h.maxSequencesPerFrame())
+                        .append(" max_frame_bytes=").append(h.maxFrameBytes())
+                        .append(" flags=").append(h.flags())
+                        .append(" heartbeat_ms=").append(h.heartbeatMillis())
+                        .append(" fingerprint=").append(java.util.HexFormat.of().formatHex(h.fingerprint(), 0, 6)).append('}');
                     break;
                 case ERROR:
                     final int code = ErrorPayload.errorCodeValue(buf, off);

@@ -22,6 +22,7 @@ import java.nio.FloatBuffer;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -32,7 +33,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  * they were sent (every stage is FIFO).
  *
  * <p>One thread; every wait is bounded by the caller's watchdog, which closes the channels (and so fails the
- * blocking read or write here) when a stage dies or stops answering.
+ * blocking read or write here) when a stage dies or stops answering, and which also sends the first stage a
+ * HEARTBEAT whenever the link to it has been idle for a while ({@link #heartbeatIfIdle}; a lock keeps frames whole).
  *
  * <p><b>Closed loop</b> (the default): every sequence is submitted at the start of the run and joins a micro-batch
  * as soon as one has room. <b>Open loop</b> ({@link Options#ratePerSecond()} > 0): sequence k is due at
@@ -110,6 +112,14 @@ public final class Coordinator {
     private final float[] row;            // [vocab] one row of logits
     /** Longest sleep with nothing in flight and nothing due: a submission wakes the thread sooner. */
     static final long IDLE_WAIT_NANOS = 50_000_000L;
+
+    private final ReentrantLock writing = new ReentrantLock();
+    private final ByteBuffer heartbeatBytes = ByteBuffer.allocateDirect(FrameHeader.HEADER_LENGTH + 64).order(ByteOrder.LITTLE_ENDIAN);
+    private final UnsafeBuffer heartbeat = new UnsafeBuffer(heartbeatBytes);
+    private volatile long lastWriteNanos = System.nanoTime();
+    private volatile long writeStartedNanos;
+    private volatile long lastHeardNanos = System.nanoTime();
+    private volatile long readingSinceNanos;
 
     private long nextStep = 1;
     private volatile long lastProgressNanos = System.nanoTime();
@@ -308,7 +318,7 @@ public final class Coordinator {
             return;
         }
         int len = FrameEncoder.encodeEndSequence(send, 0, nextStep++, 0, scheduler.ended(), 0, scheduler.endedCount());
-        toFirst.write(sendBytes, len);
+        writeToFirst(len);
         scheduler.clearEnded();
     }
 
@@ -322,24 +332,75 @@ public final class Coordinator {
                     b.wantLogits(i) ? SequenceTable.WANT_LOGITS : 0);
         }
         FrameEncoder.stampTrace(send, 0, sentNanos);
-        toFirst.write(sendBytes, len);
+        writeToFirst(len);
     }
 
-    /** Reads one whole frame from the last stage into recv. */
+    /** Writes the frame in send to the first stage, under the lock that keeps heartbeats out of it. */
+    private void writeToFirst(int len) throws IOException {
+        writing.lock();
+        try {
+            writeStartedNanos = System.nanoTime();
+            toFirst.write(sendBytes, len);
+            lastWriteNanos = System.nanoTime();
+        } finally {
+            writeStartedNanos = 0;
+            writing.unlock();
+        }
+    }
+
+    /**
+     * Writes a HEARTBEAT to the first stage when nothing went to it for {@code intervalNanos} and no frame is being
+     * written (watchdog thread), so that it can tell an idle coordinator from a dead one.
+     */
+    public void heartbeatIfIdle(long now, long intervalNanos) {
+        if (now - lastWriteNanos < intervalNanos || !writing.tryLock()) {
+            return;
+        }
+        try {
+            toFirst.write(heartbeatBytes, FrameEncoder.encodeHeartbeat(heartbeat, 0, 0, 0));
+            lastWriteNanos = now;
+        } catch (IOException ignored) {
+            // the coordinator thread's next write fails too and reports it
+        } finally {
+            writing.unlock();
+        }
+    }
+
+    /**
+     * How long the coordinator has been waiting for the last stage without hearing from it (no frame, no heartbeat),
+     * or 0 when it is not waiting for a frame (idle, or writing): while idle it does not read, so silence then is
+     * noticed when the next step waits for its answer.
+     */
+    public long silentNanos(long now) {
+        long since = readingSinceNanos;
+        return since == 0 ? 0 : now - Math.max(since, lastHeardNanos);
+    }
+
+    /** When the write in progress to the first stage began, or 0 when none is (a write blocked long: stage 0 stopped reading). */
+    public long writeStartedNanos() {
+        return writeStartedNanos;
+    }
+
+    /** Reads one whole frame from the last stage into recv, skipping heartbeats. */
     private void readFrame() throws IOException {
         int len;
-        try {
-            len = fromLast.read(recvBytes);
-        } catch (FrameFormatException e) {
-            throw new PipelineException("malformed frame from " + fromLast.peer() + ": " + e.getMessage(), e);
-        }
-        if (len == FrameChannel.END_OF_STREAM) {
-            throw new IOException(fromLast.peer() + " closed the connection");
-        }
-        if (len > recvBytes.capacity()) {
-            throw new PipelineException(fromLast.peer() + " sent a frame of " + len + " bytes; the coordinator expects at most "
-                    + recvBytes.capacity());
-        }
+        readingSinceNanos = System.nanoTime();
+        do {
+            try {
+                len = fromLast.read(recvBytes);
+            } catch (FrameFormatException e) {
+                throw new PipelineException("malformed frame from " + fromLast.peer() + ": " + e.getMessage(), e);
+            }
+            if (len == FrameChannel.END_OF_STREAM) {
+                throw new IOException(fromLast.peer() + " closed the connection");
+            }
+            if (len > recvBytes.capacity()) {
+                throw new PipelineException(fromLast.peer() + " sent a frame of " + len + " bytes; the coordinator expects at most "
+                        + recvBytes.capacity());
+            }
+            lastHeardNanos = System.nanoTime();
+        } while (FrameHeader.messageTypeCode(recv, 0) == MessageType.HEARTBEAT.code());
+        readingSinceNanos = 0;
         long now = System.nanoTime();
         lastProgressNanos = now;
         if ((FrameHeader.flags(recv, 0) & FrameHeader.FLAG_TRACE) != 0) {
@@ -354,7 +415,7 @@ public final class Coordinator {
     public void shutdown() {
         try {
             int len = FrameEncoder.encodeShutdown(send, 0, nextStep++, 0);
-            toFirst.write(sendBytes, len);
+            writeToFirst(len);
             while (true) {
                 readFrame();
                 if (FrameHeader.messageTypeCode(recv, 0) == MessageType.SHUTDOWN.code()) {

@@ -29,7 +29,7 @@ public final class LocalStages implements Stages {
     }
 
     @Override
-    public void start(int returnPort, long timeoutMillis) {
+    public void start(long timeoutMillis) {
         int n = stages.length;
         try {
             for (int i = 0; i < n; i++) {
@@ -42,10 +42,8 @@ public final class LocalStages implements Stages {
                         .stallThresholdMicros(config.stallThresholdMicros()).build());
                 ports[i] = stages[i].listen();
             }
-            // The last stage first: each one's HELLO is answered by the next, which must already be running.
-            for (int i = n - 1; i >= 0; i--) {
-                stages[i].connectDownstream(config.host(), i + 1 < n ? ports[i + 1] : returnPort, timeoutMillis);
-                stages[i].start();
+            for (StageRuntime stage : stages) {
+                stage.start();
             }
         } catch (IOException | RuntimeException e) {
             close();
@@ -64,8 +62,12 @@ public final class LocalStages implements Stages {
     }
 
     @Override
-    public String firstAddress() {
-        return config.host() + ":" + ports[0];
+    public java.util.List<String> addresses() {
+        java.util.List<String> a = new java.util.ArrayList<>();
+        for (int i = 0; i < ports.length; i++) {
+            a.add(config.host() + ":" + ports[i]);
+        }
+        return a;
     }
 
     @Override

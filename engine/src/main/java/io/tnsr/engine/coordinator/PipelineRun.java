@@ -1,6 +1,9 @@
 package io.tnsr.engine.coordinator;
 
 import io.tnsr.engine.generate.Generator;
+import io.tnsr.engine.gguf.ModelFingerprint;
+import io.tnsr.engine.link.LinkKey;
+import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.metrics.Correction;
 import io.tnsr.engine.metrics.LatencyMetric;
@@ -12,15 +15,10 @@ import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.engine.util.Jackson;
 import io.tnsr.wire.FrameChannel;
-import io.tnsr.wire.Hello;
-import io.tnsr.wire.HelloPayload;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -29,12 +27,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiFunction;
 import java.util.function.BooleanSupplier;
@@ -59,7 +54,15 @@ public final class PipelineRun {
      */
     public record Settings(Path model, PipelineConfig config, List<WaitMode> waits, List<Integer> cpus,
                            Coordinator.Options coordinator, Path runDir, long startupTimeoutMillis,
-                           long stallTimeoutMillis, long connectTimeoutMillis, int decodeWarmupTokens) {
+                           long stallTimeoutMillis, long connectTimeoutMillis, int decodeWarmupTokens, LinkOptions link) {
+        /** Without a key, with the default liveness and handshake bounds. */
+        public Settings(Path model, PipelineConfig config, List<WaitMode> waits, List<Integer> cpus,
+                        Coordinator.Options coordinator, Path runDir, long startupTimeoutMillis,
+                        long stallTimeoutMillis, long connectTimeoutMillis, int decodeWarmupTokens) {
+            this(model, config, waits, cpus, coordinator, runDir, startupTimeoutMillis, stallTimeoutMillis, connectTimeoutMillis,
+                    decodeWarmupTokens, new LinkOptions(LinkKey.NONE, LinkOptions.DEFAULT_LIVENESS_MILLIS,
+                            LinkOptions.DEFAULT_HANDSHAKE_MILLIS, Math.max(1, connectTimeoutMillis), null));
+        }
     }
 
     /** What happened. */
@@ -75,8 +78,7 @@ public final class PipelineRun {
     /** Runs with one JVM per stage. */
     public static Outcome run(Settings s, LlamaConfig model, List<SequenceState> seqs,
                               Generator.Listener listener) {
-        return run(new StageProcesses(s.config(), s.model(), s.runDir(), s.waits(), s.cpus(), s.connectTimeoutMillis()),
-                s, model, seqs, listener);
+        return run(new StageProcesses(s.config(), s.model(), s.runDir(), s.waits(), s.cpus(), s.link()), s, model, seqs, listener);
     }
 
     /** Runs with the given stages (processes, or threads for tests); closes them. */
@@ -140,22 +142,15 @@ public final class PipelineRun {
                 "per sequence, intended start to joining a micro-batch (how far behind the pipeline was)", fromStart));
         AtomicReference<String> broken = new AtomicReference<>();
         Coordinator.Result result;
-        try (ServerSocketChannel returns = ServerSocketChannel.open();
-             Stages procs = stages) {
+        try (Stages procs = stages) {
             cfg.checkFrames(model);
-            returns.bind(new InetSocketAddress(cfg.host(), 0));
-            int returnPort = ((InetSocketAddress) returns.getLocalAddress()).getPort();
-            CompletableFuture<FrameChannel> fromLastF = CompletableFuture.supplyAsync(
-                    () -> acceptLast(returns, n, model, cfg.maxFrameBytes(), s.startupTimeoutMillis()));
-            procs.start(returnPort, s.startupTimeoutMillis());
-            FrameChannel fromLast = fromLastF.get(s.startupTimeoutMillis(), TimeUnit.MILLISECONDS);
-            String first = procs.firstAddress();
-            int colon = first.lastIndexOf(':');
-            FrameChannel toFirst = new FrameChannel(FrameChannel.connect(first.substring(0, colon),
-                    Integer.parseInt(first.substring(colon + 1)), s.connectTimeoutMillis(), 0), "stage0 at " + first, cfg.maxFrameBytes());
-            toFirst.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, n,
-                    0, 0, model.dim(), cfg.maxTokensPerFrame()));
-            toFirst.readHello(s.connectTimeoutMillis());
+            ModelFingerprint fingerprint = s.link().fingerprintCache() != null
+                    ? ModelFingerprint.of(s.model(), s.link().fingerprintCache()) : ModelFingerprint.of(s.model());
+            procs.start(s.startupTimeoutMillis());
+            PipelineLinks.Links links = PipelineLinks.open(procs.addresses(), cfg, model, fingerprint.bytes(), s.link(),
+                    s.startupTimeoutMillis());
+            FrameChannel toFirst = links.toFirst();
+            FrameChannel fromLast = links.fromLast();
             log.start();
 
             Coordinator c = new Coordinator(toFirst, fromLast, model.vocabSize(), s.coordinator(), listener, metrics);
@@ -164,13 +159,18 @@ public final class PipelineRun {
                 t.setDaemon(true);
                 return t;
             });
-            watchdog.scheduleWithFixedDelay(() -> watch(procs, c, s.stallTimeoutMillis(), broken, toFirst, fromLast),
+            List<String> addresses = procs.addresses();
+            watchdog.scheduleWithFixedDelay(() -> watch(procs, c, s, addresses, broken, toFirst, fromLast),
                     WATCH_PERIOD_MILLIS, WATCH_PERIOD_MILLIS, TimeUnit.MILLISECONDS);
             try {
                 result = driver.apply(c, admission);
                 c.shutdown();
             } catch (PipelineException e) {
                 String why = broken.get();
+                if (why == null) {
+                    why = awaitDeadStage(procs);
+                    why = why == null ? null : why + "; " + e.getMessage();
+                }
                 throw why != null ? new PipelineException(why, e) : e;
             } finally {
                 watchdog.shutdownNow();
@@ -182,13 +182,6 @@ public final class PipelineRun {
             }
         } catch (IOException e) {
             throw new PipelineException(e.getMessage(), e);
-        } catch (TimeoutException e) {
-            throw new PipelineException("the last stage did not connect back within " + s.startupTimeoutMillis() + " ms");
-        } catch (ExecutionException e) {
-            throw new PipelineException(e.getCause().getMessage(), e.getCause());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new PipelineException("interrupted");
         } finally {
             log.close();
         }
@@ -253,44 +246,60 @@ public final class PipelineRun {
         }
     }
 
-    /** Accepts the last stage's connection and answers its HELLO. */
-    private static FrameChannel acceptLast(ServerSocketChannel returns, int n, LlamaConfig model, int maxFrameBytes,
-                                           long helloTimeoutMillis) {
-        try {
-            SocketChannel socket = returns.accept();
-            FrameChannel.tune(socket);
-            FrameChannel ch = new FrameChannel(socket, "the last stage (stage" + (n - 1) + ")", maxFrameBytes);
-            Hello h = ch.readHello(helloTimeoutMillis);
-            if (h.role() != HelloPayload.ROLE_STAGE || h.stageIndex() != n - 1 || h.layerTo() != model.layers()) {
-                ch.close();
-                throw new PipelineException("unexpected peer on the return port: " + h);
-            }
-            ch.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, n, n,
-                    model.layers(), model.layers(), model.dim(), 0));
-            return ch;
-        } catch (IOException e) {
-            throw new PipelineException("the last stage's connection back failed: " + e.getMessage(), e);
-        }
-    }
-
     /**
-     * One look of the watchdog (every {@link #WATCH_PERIOD_MILLIS} ms): closes the connections, which fails the
-     * coordinator's blocking I/O, when a stage died or the pipeline gave no answer for {@code stallMillis}.
+     * One look of the watchdog (every {@link #WATCH_PERIOD_MILLIS} ms): a heartbeat to stage 0 when its link is idle;
+     * closes the connections, which fails the coordinator's blocking I/O, when a stage died, when the return link
+     * stayed silent (no frame, no heartbeat) past the liveness bound, when stage 0 stopped reading for that long, or
+     * when the pipeline gave no answer for the stall timeout. Each reason names the stage and the link.
      */
-    private static void watch(Stages procs, Coordinator c, long stallMillis, AtomicReference<String> broken,
+    private static void watch(Stages procs, Coordinator c, Settings s, List<String> addresses, AtomicReference<String> broken,
                               FrameChannel a, FrameChannel b) {
         if (broken.get() != null) {
             return;
         }
+        long now = System.nanoTime();
+        c.heartbeatIfIdle(now, TimeUnit.MILLISECONDS.toNanos(s.link().heartbeatMillis()));
+        long bound = TimeUnit.MILLISECONDS.toNanos(s.link().livenessMillis());
+        int n = addresses.size();
         String dead = procs.deadStage();
-        long idle = System.nanoTime() - c.lastProgressNanos();
-        String why = dead != null ? dead
-                : idle > TimeUnit.MILLISECONDS.toNanos(stallMillis)
-                ? "no answer from the pipeline for " + stallMillis / 1000 + " s" : null;
+        long silent = c.silentNanos(now);
+        long writing = c.writeStartedNanos();
+        long idle = now - c.lastProgressNanos();
+        String why;
+        if (dead != null) {
+            why = dead;
+        } else if (silent > bound) {
+            why = String.format(Locale.ROOT, "no frame or heartbeat from stage%d (%s) for %.1f s on link stage%d->coordinator:"
+                    + " stage%d is hung or the link is down", n - 1, addresses.get(n - 1), silent / 1e9, n - 1, n - 1);
+        } else if (writing != 0 && now - writing > bound) {
+            why = String.format(Locale.ROOT, "stage0 (%s) has not read from the coordinator for %.1f s on link coordinator->stage0:"
+                    + " stage0 is hung or the link is down", addresses.get(0), (now - writing) / 1e9);
+        } else if (idle > TimeUnit.MILLISECONDS.toNanos(s.stallTimeoutMillis())) {
+            why = "no answer from the pipeline for " + s.stallTimeoutMillis() / 1000 + " s (every link is alive: a stage is"
+                    + " working on one step that long)";
+        } else {
+            why = null;
+        }
         if (why != null && broken.compareAndSet(null, why)) {
             a.closeQuietly();
             b.closeQuietly();
         }
+    }
+
+    /**
+     * A stage whose process ended, looked for during a short grace period: when a stage dies, the broken link is
+     * often seen before the process's exit is, and the exit names the cause better.
+     */
+    private static String awaitDeadStage(Stages procs) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1000);
+        do {
+            String dead = procs.deadStage();
+            if (dead != null) {
+                return dead;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000);
+        } while (System.nanoTime() < deadline);
+        return null;
     }
 
     /** Each stage's nanoseconds running layers (its {@code stage<i>-compute-ns} counter) over the run's wall time. */

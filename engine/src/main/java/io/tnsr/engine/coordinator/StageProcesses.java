@@ -1,5 +1,7 @@
 package io.tnsr.engine.coordinator;
 
+import io.tnsr.engine.link.LinkKey;
+import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.process.ChildJvm;
 import io.tnsr.engine.model.WeightMatrix;
 import io.tnsr.engine.pipeline.PipelineConfig;
@@ -9,8 +11,6 @@ import io.tnsr.engine.stage.StageMain;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,10 +24,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * Starts one JVM per stage ({@link StageMain}), wires them into a chain, and watches them.
  *
- * <p>Start-up, every step bounded by the start-up timeout: all stage processes start at once; each binds its
- * port and says {@code LISTENING <port>}; each is then told its downstream (the next stage, or the
- * coordinator's return port) on stdin; each connects, exchanges HELLOs, and says {@code READY}. A stage
- * that says {@code FAILED <why>} or exits makes the whole start fail with its reason.
+ * <p>Start-up, bounded by the start-up timeout: all stage processes start at once ({@code --once}: one session,
+ * then exit); each loads its layers, binds its port, says {@code LISTENING <port>} and then {@code READY}. The
+ * coordinator then connects them ({@link PipelineLinks}). A stage that says {@code FAILED <why>} or exits makes the
+ * whole start fail with its reason. External stages in the config are not started, only listed.
  *
  * <p>{@link #close()} ends every process still running: politely (SIGTERM) first, then by force. A JVM
  * shutdown hook does the same if the tool itself is interrupted; each stage also exits on its own when its
@@ -43,7 +43,7 @@ public final class StageProcesses implements Stages {
     private final Path metricsDir;
     private final List<WaitMode> waits;
     private final List<Integer> cpus;
-    private final long connectTimeoutMillis;
+    private final LinkOptions link;
     private final Process[] processes;
     private final int[] ports;
     private final long[] exitNanos;   // when each process was seen to end (0 = running)
@@ -55,20 +55,20 @@ public final class StageProcesses implements Stages {
     private volatile boolean stopping;
 
     public StageProcesses(PipelineConfig config, Path model, Path metricsDir, List<WaitMode> waits, List<Integer> cpus,
-                          long connectTimeoutMillis) {
+                          LinkOptions link) {
         this.config = config;
         this.model = model;
         this.metricsDir = metricsDir;
         this.waits = waits;
         this.cpus = cpus;
-        this.connectTimeoutMillis = connectTimeoutMillis;
+        this.link = link;
         this.processes = new Process[config.stages().size()];
         this.ports = new int[config.stages().size()];
         this.exitNanos = new long[config.stages().size()];
     }
 
     @Override
-    public void start(int returnPort, long timeoutMillis) {
+    public void start(long timeoutMillis) {
         Runtime.getRuntime().addShutdownHook(hook);
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
         List<StageSpec> stages = config.stages();
@@ -76,7 +76,6 @@ public final class StageProcesses implements Stages {
         for (int i = 0; i < n; i++) {
             StageSpec s = stages.get(i);
             if (s.external() != null) {
-                ports[i] = Integer.parseInt(s.external().substring(s.external().lastIndexOf(':') + 1));
                 continue;
             }
             List<String> cmd = command(i, s);
@@ -91,20 +90,6 @@ public final class StageProcesses implements Stages {
                 throw new PipelineException("cannot start stage " + i + ": " + e.getMessage(), e);
             }
         }
-        await("LISTENING", deadline, (i, rest) -> ports[i] = Integer.parseInt(rest.trim()));
-        for (int i = 0; i < n; i++) {
-            if (processes[i] == null) {
-                continue;
-            }
-            String target = i + 1 < n ? address(i + 1) : config.host() + ":" + returnPort;
-            try {
-                Writer w = new OutputStreamWriter(processes[i].getOutputStream(), StandardCharsets.UTF_8);
-                w.write("DOWNSTREAM " + target + "\n");
-                w.flush();
-            } catch (IOException e) {
-                throw new PipelineException("cannot talk to stage " + i + ": " + e.getMessage(), e);
-            }
-        }
         await("READY", deadline, (i, rest) -> { });
     }
 
@@ -114,8 +99,12 @@ public final class StageProcesses implements Stages {
     }
 
     @Override
-    public String firstAddress() {
-        return address(0);
+    public List<String> addresses() {
+        List<String> a = new ArrayList<>();
+        for (int i = 0; i < ports.length; i++) {
+            a.add(address(i));
+        }
+        return a;
     }
 
     /**
@@ -143,8 +132,8 @@ public final class StageProcesses implements Stages {
                 "--layers", s.layerFrom() + ":" + s.layerTo(),
                 "--stage-index", String.valueOf(i),
                 "--stage-count", String.valueOf(config.stages().size()),
-                "--host", config.host(),
-                "--port", String.valueOf(s.port()),
+                "--listen", config.host() + ":" + s.port(),
+                "--once",
                 "--ring-size", String.valueOf(config.ringSize()),
                 "--max-frame-bytes", String.valueOf(config.maxFrameBytes()),
                 "--max-tokens-per-frame", String.valueOf(config.maxTokensPerFrame()),
@@ -156,7 +145,17 @@ public final class StageProcesses implements Stages {
                 "--socket-buffer-bytes", String.valueOf(config.socketBufferBytes()),
                 "--stall-threshold-us", String.valueOf(config.stallThresholdMicros()),
                 "--parent-pid", String.valueOf(ProcessHandle.current().pid()),
-                "--connect-timeout-ms", String.valueOf(connectTimeoutMillis)));
+                "--connect-timeout-ms", String.valueOf(link.connectMillis()),
+                "--liveness-ms", String.valueOf(link.livenessMillis()),
+                "--handshake-timeout-ms", String.valueOf(link.handshakeMillis())));
+        if (link.keyFile() != null) {
+            cmd.addAll(List.of("--key-file", link.keyFile().toString()));
+        } else if (!LinkKey.isLoopback(config.host())) {
+            cmd.add("--insecure");   // the coordinator refused to start without a key unless told --insecure
+        }
+        if (link.fingerprintCache() != null) {
+            cmd.addAll(List.of("--fingerprint-cache", link.fingerprintCache().toString()));
+        }
         return cmd;
     }
 
@@ -215,6 +214,9 @@ public final class StageProcesses implements Stages {
             if (e.line.startsWith("EXITED ")) {
                 throw new PipelineException("stage " + e.stage + " exited during start-up with status "
                         + e.line.substring(7) + " (see its log above)");
+            }
+            if (e.line.startsWith("LISTENING ")) {
+                ports[e.stage] = Integer.parseInt(e.line.substring("LISTENING ".length()).trim());
             }
             if (e.line.startsWith(word) && !seen[e.stage]) {
                 seen[e.stage] = true;
@@ -281,12 +283,19 @@ public final class StageProcesses implements Stages {
         }
     }
 
-    /** SIGTERM to every stage still running (each flushes its metrics), then SIGKILL after 3 s. */
+    /**
+     * SIGTERM to every stage still running (each flushes its metrics), then SIGKILL after 3 s; a stopped process
+     * (SIGSTOP: it cannot act on SIGTERM) is killed at once.
+     */
     private void destroyAll() {
         stopping = true;
         for (Process p : processes) {
             if (p != null && p.isAlive()) {
-                p.destroy();
+                if (stopped(p.pid())) {
+                    p.destroyForcibly();
+                } else {
+                    p.destroy();
+                }
             }
         }
         if (!waitAll(3000)) {
@@ -295,6 +304,17 @@ public final class StageProcesses implements Stages {
                     p.destroyForcibly();
                 }
             }
+        }
+    }
+
+    /** Whether the process is stopped (state T in /proc; false where there is no /proc). */
+    private static boolean stopped(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", String.valueOf(pid), "stat"));
+            int end = stat.lastIndexOf(')');
+            return end > 0 && end + 2 < stat.length() && stat.charAt(end + 2) == 'T';
+        } catch (IOException | RuntimeException e) {
+            return false;
         }
     }
 

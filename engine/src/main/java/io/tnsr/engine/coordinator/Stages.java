@@ -1,17 +1,18 @@
 package io.tnsr.engine.coordinator;
 
 /**
- * The stages of a pipeline as the coordinator sees them: started and wired into a chain ending at the
- * coordinator's return port, watched while they run, and ended. {@link StageProcesses} runs each stage in its
+ * The stages of a pipeline as the coordinator sees them: started (or, for external ones, found at their
+ * addresses), watched while they run, and ended. The coordinator connects them into a chain itself
+ * ({@link PipelineLinks}). {@link StageProcesses} runs each stage in its
  * own JVM (what {@code run-pipeline} does); {@link LocalStages} runs them as threads of this JVM, with real
  * sockets (for tests).
  */
 public interface Stages extends AutoCloseable {
-    /** Starts every stage and wires the chain; the last stage connects to host:returnPort. Bounded by the timeout. */
-    void start(int returnPort, long timeoutMillis);
+    /** Starts every stage this side runs and waits until each listens; bounded by the timeout. */
+    void start(long timeoutMillis);
 
-    /** "host:port" of the first stage. */
-    String firstAddress();
+    /** "host:port" of every stage, in pipeline order (valid after {@link #start}). */
+    java.util.List<String> addresses();
 
     /** Null while every stage runs; otherwise which one ended and how. */
     String deadStage();

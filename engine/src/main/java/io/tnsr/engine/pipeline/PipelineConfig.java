@@ -77,6 +77,22 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         }
     }
 
+    /**
+     * Checks one stage's sizes as {@code tools/stage} takes them on its command line, with the same ranges as the
+     * config keys; each error names the option, {@code --} and the key with dashes ({@code --ring-size}).
+     */
+    public static void checkStageSizes(int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
+                                       long kvCacheTokens, int socketBufferBytes, long stallThresholdMicros) {
+        long[] values = {ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, kvCacheTokens, socketBufferBytes,
+                stallThresholdMicros};
+        Bound[] bounds = {RING_SIZE, MAX_FRAME_BYTES, MAX_TOKENS_PER_FRAME, MAX_SEQUENCES_PER_FRAME, KV_CACHE_TOKENS,
+                SOCKET_BUFFER_BYTES, STALL_THRESHOLD_US};
+        for (int i = 0; i < bounds.length; i++) {
+            Bound b = bounds[i];
+            new Bound("--" + b.key().replace('_', '-'), b.min(), b.max(), b.powerOfTwo(), b.zeroMeans()).check(values[i]);
+        }
+    }
+
     /** With the default stall threshold (1000 us). */
     public PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
                           int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens, int socketBufferBytes) {

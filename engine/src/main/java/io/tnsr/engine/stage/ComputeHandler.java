@@ -43,6 +43,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     private final AtomicCounter computeNanos;
     private final AtomicCounter kvPagesUsed;
     private final long stallThresholdNanos;
+    private volatile long busySinceNanos;
     private long idleSince;          // when the previous event was done: the thread was waiting from then on
     private long refusedStep;        // the step and micro-batch of the frame being prepared, for refusals' ERROR frames
     private int refusedMicroBatch;
@@ -84,6 +85,13 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         if (slot.status == FrameSlot.Status.EMPTY) {
             return;
         }
+        if (slot.status == FrameSlot.Status.SESSION) {
+            // a session begins or ends: the sequences of the previous one are gone with it
+            range.cache().releaseAll();
+            kvPagesUsed.setRelease(0);
+            return;
+        }
+        busySinceNanos = pickedUp;
         frames.incrementRelease();
         queueWait.record(pickedUp - slot.receivedNanos);
         // A stall: the frame arrived while this thread was idle, yet it took longer than the threshold to pick it
@@ -102,6 +110,12 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         }
         kvPagesUsed.setRelease(range.cache().usedPages());
         idleSince = System.nanoTime();
+        busySinceNanos = 0;
+    }
+
+    /** When the frame being computed was picked up, or 0 when idle (read by the liveness thread for heartbeats). */
+    long busySinceNanos() {
+        return busySinceNanos;
     }
 
     private void handle(FrameSlot slot) {

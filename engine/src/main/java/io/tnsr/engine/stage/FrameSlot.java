@@ -25,7 +25,12 @@ public final class FrameSlot {
         /** Nothing: the connection ended while this slot was claimed. */
         EMPTY,
         /** A valid frame larger than the slot: only its header was kept; it fails its micro-batch. */
-        TOO_LARGE
+        TOO_LARGE,
+        /**
+         * Not a frame: a session begins ({@link #sessionDownstream} is its downstream link) or ends (null). The
+         * compute thread drops every sequence's KV cache and the outbound handler switches links, in ring order.
+         */
+        SESSION
     }
 
     final ByteBuffer bytes;      // [capacity] direct, little-endian
@@ -36,6 +41,7 @@ public final class FrameSlot {
     int length;                  // bytes of the frame
     long frameLength;            // declared length (differs from length only when TOO_LARGE)
     long receivedNanos;          // when the inbound thread finished decoding it
+    FrameChannel sessionDownstream; // with SESSION: the new session's downstream link, or null when the session ended
     long hopNanos;               // one-way hop latency measured on arrival, or -1 when the frame had no trace stamp
 
     public FrameSlot(int capacity) {

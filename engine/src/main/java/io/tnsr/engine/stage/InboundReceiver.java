@@ -6,144 +6,105 @@ import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameFormatException;
-import io.tnsr.wire.HandshakeException;
-import io.tnsr.wire.Hello;
-import io.tnsr.wire.HelloPayload;
+import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.MessageType;
 import java.io.IOException;
-import java.nio.channels.ClosedChannelException;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.concurrent.TimeUnit;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SleepingIdleStrategy;
 
 /**
- * The stage's inbound network thread: accepts the upstream connection, checks its HELLO, then for each frame
- * claims a ring slot, reads the frame from the socket straight into the slot's buffer
- * ({@link FrameSlot#receive}: header, validate, rest, validate), and publishes it. Nothing is copied or allocated
- * per frame.
+ * The stage's inbound side, run by its session thread: for each frame of the session's upstream link, claims a
+ * ring slot, reads the frame from the socket straight into the slot's buffer ({@link FrameSlot#receive}: header,
+ * validate, rest, validate), and publishes it. Nothing is copied or allocated per frame.
  *
  * <pre>
- * loop: accept -> HELLO -> { claim slot -> read 56 B -> validateHeader -> read rest -> validateTrailer -> publish }*
+ * session: publish SESSION(downstream) -> { claim slot -> read 56 B -> validateHeader -> read rest -> validateTrailer
+ *          -> HEARTBEAT? read again into the same slot : publish }* -> publish SESSION(null)
  * </pre>
  * Backpressure: when the ring is full no slot can be claimed, so the thread stops reading; the socket's
  * buffers fill and TCP flow control stops the upstream. Nothing is dropped.
  *
- * <p>A malformed frame gets an ERROR frame back on the same connection, which is then closed; the thread
- * goes back to accepting, so the stage keeps serving. One upstream connection is served at a time.
+ * <p>HEARTBEAT frames only prove the upstream alive ({@link #lastHeardNanos}); they never reach the ring. A
+ * malformed frame gets an ERROR frame back on the same connection, which is then closed, ending the session.
  */
-final class InboundReceiver implements Runnable {
-    /** Decides whether a HELLO may connect; returns null to accept, or the reason to refuse. */
-    interface HelloCheck {
-        String check(Hello hello);
-    }
-
-    private final ServerSocketChannel server;
+final class InboundReceiver {
     private final RingBuffer<FrameSlot> ring;
-    private final int maxFrameBytes;
-    private final Hello ownHello;
-    private final HelloCheck helloCheck;
     private final LatencyMetric hop;
     private final String stageName;
-    private final long helloTimeoutMillis;
     private final IdleStrategy fullRing = new SleepingIdleStrategy(TimeUnit.MICROSECONDS.toNanos(20));
     private volatile boolean running = true;
-    private volatile SocketChannel current;
+    private volatile long lastHeardNanos = System.nanoTime();
+    private volatile int upstreamFrames;      // frames_done of the upstream's last heartbeat
+    private volatile int upstreamBusyMillis;  // busy_ms of the upstream's last heartbeat
 
-    /**
-     * @param helloTimeoutMillis how long a new connection may take to send its HELLO before it is closed
-     */
-    InboundReceiver(ServerSocketChannel server, RingBuffer<FrameSlot> ring, int maxFrameBytes, Hello ownHello,
-                    HelloCheck helloCheck, LatencyMetric hop, String stageName, long helloTimeoutMillis) {
-        this.server = server;
+    InboundReceiver(RingBuffer<FrameSlot> ring, LatencyMetric hop, String stageName) {
         this.ring = ring;
-        this.maxFrameBytes = maxFrameBytes;
-        this.ownHello = ownHello;
-        this.helloCheck = helloCheck;
         this.hop = hop;
         this.stageName = stageName;
-        this.helloTimeoutMillis = helloTimeoutMillis;
     }
 
     void stop() {
         running = false;
-        try {
-            server.close();
-            SocketChannel c = current;
-            if (c != null) {
-                c.close();
-            }
-        } catch (IOException ignored) {
-            // closing to unblock the thread; nothing to recover
-        }
     }
 
-    @Override
-    public void run() {
-        while (running) {
-            SocketChannel ch;
-            try {
-                ch = server.accept();
-            } catch (ClosedChannelException e) {
-                return;
-            } catch (IOException e) {
-                if (running) {
-                    System.err.println("[" + stageName + "] accept failed: " + e.getMessage());
-                }
-                return;
-            }
-            current = ch;
-            try {
-                FrameChannel.tune(ch);
-                serve(new FrameChannel(ch, "upstream " + ch.getRemoteAddress(), maxFrameBytes));
-            } catch (IOException e) {
-                if (running) {
-                    System.err.println("[" + stageName + "] upstream connection ended: " + e.getMessage());
-                }
-            } finally {
-                current = null;
-                try {
-                    ch.close();
-                } catch (IOException ignored) {
-                    // already broken
-                }
-            }
-        }
+    /** When the last frame or heartbeat arrived from the upstream. */
+    long lastHeardNanos() {
+        return lastHeardNanos;
     }
 
-    private void serve(FrameChannel ch) throws IOException {
-        Hello hello;
-        try {
-            hello = ch.readHello(helloTimeoutMillis);
-        } catch (HandshakeException e) {
-            refuse(ch, ErrorCode.MALFORMED_FRAME, "a connection must start with HELLO: " + e.getMessage());
-            throw e;
+    /** How long the upstream said it has been working on one frame, in its last heartbeat (0: idle). */
+    int upstreamBusyMillis() {
+        return upstreamBusyMillis;
+    }
+
+    /** Frames the upstream said it had processed, in its last heartbeat. */
+    int upstreamFrames() {
+        return upstreamFrames;
+    }
+
+    /** Publishes a session boundary: from here on frames go to {@code downstream} (null: the session ended). */
+    void publishSession(FrameChannel downstream) {
+        long seq = claim();
+        if (seq < 0) {
+            return;
         }
-        if (hello.protocolVersion() != HelloPayload.PROTOCOL_VERSION) {
-            refuse(ch, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, "this stage speaks protocol " + HelloPayload.PROTOCOL_VERSION
-                    + ", not " + hello.protocolVersion());
-            throw new IOException("refused protocol version " + hello.protocolVersion());
-        }
-        String refusal = helloCheck.check(hello);
-        if (refusal != null) {
-            refuse(ch, ErrorCode.UNEXPECTED_MESSAGE, refusal);
-            throw new IOException("refused upstream: " + refusal);
-        }
-        ch.sendHello(ownHello);
+        FrameSlot slot = ring.get(seq);
+        slot.status = FrameSlot.Status.SESSION;
+        slot.sessionDownstream = downstream;
+        ring.publish(seq);
+    }
+
+    /** Reads the upstream's frames into the ring until it ends (normally: returns; malformed: throws). */
+    void serve(FrameChannel ch) throws IOException {
+        lastHeardNanos = System.nanoTime();
         while (running) {
             long seq = claim();
             if (seq < 0) {
                 return;
             }
             FrameSlot slot = ring.get(seq);
+            slot.sessionDownstream = null;
             try {
-                if (!slot.receive(ch, hop)) {
-                    return; // upstream closed between frames
+                while (true) {
+                    if (!slot.receive(ch, hop)) {
+                        return; // upstream closed between frames
+                    }
+                    lastHeardNanos = slot.receivedNanos;
+                    if (slot.status != FrameSlot.Status.FRAME
+                            || FrameHeader.messageTypeCode(slot.buffer, 0) != MessageType.HEARTBEAT.code()) {
+                        break;
+                    }
+                    upstreamFrames = slot.buffer.getInt(FrameHeader.HEADER_LENGTH, FrameHeader.ORDER);
+                    upstreamBusyMillis = slot.buffer.getInt(FrameHeader.HEADER_LENGTH + 4, FrameHeader.ORDER);
                 }
             } catch (FrameFormatException e) {
                 refuse(ch, e.reason().errorCode(), e.getMessage());
                 throw new IOException("malformed frame from " + ch.peer() + ": " + e.getMessage(), e);
             } finally {
+                if (slot.status == FrameSlot.Status.SESSION) {
+                    slot.status = FrameSlot.Status.EMPTY;
+                }
                 ring.publish(seq);
             }
         }
@@ -171,6 +132,7 @@ final class InboundReceiver implements Runnable {
                 if (!running) {
                     return -1;
                 }
+                lastHeardNanos = System.nanoTime();   // holding the upstream back is not the upstream falling silent
                 fullRing.idle();
             }
         }

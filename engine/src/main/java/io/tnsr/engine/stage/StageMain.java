@@ -1,64 +1,77 @@
 package io.tnsr.engine.stage;
 
+import io.tnsr.engine.link.LinkKey;
+import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.WaitMode;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * One stage process, as {@code tools/run-pipeline} starts it (it can also be started by hand).
+ * One stage process: {@code tools/stage} runs it as a long-lived service that serves one pipeline session after
+ * another; {@code run-pipeline} starts one per stage with {@code --once} (serve one session, then exit).
  *
- * <p>It talks to whoever started it with lines on stdout: {@code LISTENING <port>} once bound; then, unless
- * {@code --downstream} was given, it reads {@code DOWNSTREAM <host>:<port>} from stdin; {@code READY} once
- * connected downstream and serving; {@code FAILED <reason>} before exiting on an error. Logs go to stderr.
- * Exit status: 0 after a SHUTDOWN frame passed through, 2 on bad options, 3 on a runtime failure, 4 when the
- * parent process died.
+ * <p>It tells whoever started it how it is doing with lines on stdout: {@code LISTENING <port>} once bound,
+ * {@code READY} once serving, {@code FAILED <reason>} before exiting on an error, {@code STOPPED} at a clean end.
+ * Logs go to stderr. Exit status: 0 after SHUTDOWN passed through a one-session stage, 143 after a clean stop on
+ * SIGTERM (as for any process the signal ends), 2 on bad options, 3 on a runtime failure, 4 when the parent process
+ * died.
  */
 @Command(name = "stage", mixinStandardHelpOptions = true, sortOptions = false,
-        description = "Runs one pipeline stage: a contiguous layer range of a model, between two TCP connections.")
+        description = {"Serves one pipeline stage: a contiguous layer range of a model, between an upstream and a downstream link.",
+                "Coordinators (run-pipeline, serve) reach it through a config file listing it as \"external\"; every session"
+                        + " (pipeline run) starts with a handshake that checks the model fingerprint, the layer ranges, the frame"
+                        + " limits and, with --key-file, the shared key."})
 public final class StageMain implements Callable<Integer> {
-    @Option(names = "--model", required = true, description = "GGUF model file.")
+    @Option(names = "--model", required = true, description = "GGUF model file (the same file on every stage and the coordinator).")
     Path model;
 
-    @Option(names = "--layers", required = true, paramLabel = "FROM:TO", description = "Layer range [FROM, TO).")
+    @Option(names = "--layers", required = true, paramLabel = "FROM:TO", description = "Layer range [FROM, TO) this stage holds.")
     String layers;
 
-    @Option(names = "--stage-index", required = true, description = "0-based position in the pipeline.")
+    @Option(names = "--listen", paramLabel = "HOST:PORT", description = "Address to listen on (default: 127.0.0.1:0, any free port).")
+    String listen;
+
+    @Option(names = "--key-file", paramLabel = "FILE", description = "Shared key of the pipeline; required unless listening on a loopback address.")
+    Path keyFile;
+
+    @Option(names = "--insecure", description = "Listen on a non-loopback address without a key (no authentication: anyone who can reach it can join).")
+    boolean insecure;
+
+    @Option(names = "--stage-index", defaultValue = "-1", description = "0-based position in the pipeline, checked against each session's (default: taken from the session).")
     int stageIndex;
 
-    @Option(names = "--stage-count", required = true, description = "Stages in the pipeline.")
+    @Option(names = "--stage-count", defaultValue = "0", description = "Stages in the pipeline, checked against each session's.")
     int stageCount;
 
-    @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address to listen on (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--host", hidden = true, description = "Address to listen on (--listen's host).")
     String host;
 
-    @Option(names = "--port", defaultValue = "0", description = "Port to listen on; 0 = any free port (default).")
+    @Option(names = "--port", hidden = true, defaultValue = "-1", description = "Port to listen on (--listen's port).")
     int port;
 
-    @Option(names = "--downstream", paramLabel = "HOST:PORT", description = "Next stage, or the coordinator's return port; read from stdin when absent.")
-    String downstream;
+    @Option(names = "--once", hidden = true, description = "Serve one session, then exit (run-pipeline's own stages).")
+    boolean once;
 
     @Option(names = "--ring-size", defaultValue = "" + PipelineConfig.DEFAULT_RING_SIZE, description = "Ring slots (default: ${DEFAULT-VALUE}).")
     int ringSize;
 
-    @Option(names = "--max-frame-bytes", defaultValue = "" + PipelineConfig.DEFAULT_MAX_FRAME_BYTES, description = "Largest frame accepted (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--max-frame-bytes", defaultValue = "" + PipelineConfig.DEFAULT_MAX_FRAME_BYTES, description = "Largest frame accepted; must equal the coordinator's (default: ${DEFAULT-VALUE}).")
     int maxFrameBytes;
 
-    @Option(names = "--max-tokens-per-frame", defaultValue = "" + PipelineConfig.DEFAULT_MAX_TOKENS_PER_FRAME, description = "Rows per frame (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--max-tokens-per-frame", defaultValue = "" + PipelineConfig.DEFAULT_MAX_TOKENS_PER_FRAME, description = "Rows per frame; must equal the coordinator's (default: ${DEFAULT-VALUE}).")
     int maxTokensPerFrame;
 
-    @Option(names = "--max-sequences-per-frame", defaultValue = "" + PipelineConfig.DEFAULT_MAX_SEQUENCES_PER_FRAME, description = "Sequences per frame (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--max-sequences-per-frame", defaultValue = "" + PipelineConfig.DEFAULT_MAX_SEQUENCES_PER_FRAME, description = "Sequences per frame; must equal the coordinator's (default: ${DEFAULT-VALUE}).")
     int maxSequencesPerFrame;
 
-    @Option(names = "--wait", defaultValue = "block", description = "block, spin or backoff (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--wait", defaultValue = "block", description = "How the compute thread waits: block, spin or backoff (default: ${DEFAULT-VALUE}).")
     String wait;
 
     @Option(names = "--cpu", defaultValue = "-1", description = "CPU to pin the compute thread to when spinning.")
@@ -67,7 +80,7 @@ public final class StageMain implements Callable<Integer> {
     @Option(names = "--kv-cache-tokens", defaultValue = "0", description = "KV cache capacity in positions (0 = auto).")
     long kvCacheTokens;
 
-    @Option(names = "--metrics-dir", description = "Directory for latency histogram logs.")
+    @Option(names = "--metrics-dir", description = "Directory for latency histogram logs (default: a temporary directory).")
     Path metricsDir;
 
     @Option(names = "--socket-buffer-bytes", defaultValue = "0", description = "SO_RCVBUF/SO_SNDBUF of the stage's sockets (0 = OS default).")
@@ -77,11 +90,23 @@ public final class StageMain implements Callable<Integer> {
             description = "Count a stall when a frame reaching the idle compute thread waits longer than this (default: ${DEFAULT-VALUE}).")
     long stallThresholdMicros;
 
+    @Option(names = "--liveness-ms", defaultValue = "" + LinkOptions.DEFAULT_LIVENESS_MILLIS, paramLabel = "MS",
+            description = "Report the upstream link as down after this long without a frame or heartbeat (default: ${DEFAULT-VALUE}).")
+    long livenessMillis;
+
+    @Option(names = "--handshake-timeout-ms", defaultValue = "" + LinkOptions.DEFAULT_HANDSHAKE_MILLIS, paramLabel = "MS",
+            description = "Close a new connection that has not completed its handshake within this (default: ${DEFAULT-VALUE}).")
+    long handshakeMillis;
+
+    @Option(names = "--connect-timeout-ms", defaultValue = "" + LinkOptions.DEFAULT_CONNECT_MILLIS, paramLabel = "MS",
+            description = "Bound on connecting to the next stage (default: ${DEFAULT-VALUE}).")
+    long connectTimeoutMillis;
+
+    @Option(names = "--fingerprint-cache", paramLabel = "DIR", description = "Where model fingerprints are cached (default: $TNSR_CACHE_DIR, else ~/.cache/tnsr).")
+    Path fingerprintCache;
+
     @Option(names = "--parent-pid", defaultValue = "-1", description = "Exit when this process ends.")
     long parentPid;
-
-    @Option(names = "--connect-timeout-ms", defaultValue = "20000", description = "Bound on connecting downstream (default: ${DEFAULT-VALUE}).")
-    long connectTimeoutMillis;
 
     @Override
     public Integer call() throws Exception {
@@ -89,11 +114,31 @@ public final class StageMain implements Callable<Integer> {
         if (fromTo.length != 2) {
             throw new IllegalArgumentException("--layers must be FROM:TO, got '" + layers + "'");
         }
-        StageOptions o = StageOptions.builder(model, Integer.parseInt(fromTo[0].trim()), Integer.parseInt(fromTo[1].trim()))
-                .stage(stageIndex, stageCount).listen(host, port).ringSize(ringSize).maxFrameBytes(maxFrameBytes)
+        String listenHost = host != null ? host : "127.0.0.1";
+        int listenPort = port >= 0 ? port : 0;
+        if (listen != null) {
+            int colon = listen.lastIndexOf(':');
+            if (colon <= 0) {
+                throw new IllegalArgumentException("--listen must be HOST:PORT, got '" + listen + "'");
+            }
+            listenHost = listen.substring(0, colon);
+            listenPort = parsePort(listen.substring(colon + 1), "--listen");
+        }
+        PipelineConfig.checkStageSizes(ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, kvCacheTokens,
+                socketBufferBytes, stallThresholdMicros);
+        if (cpu < -1) {
+            throw new IllegalArgumentException("--cpu must be a CPU number, or -1 for none, got " + cpu);
+        }
+        LinkKey key = LinkKey.load(keyFile);
+        key.requireFor(listenHost, insecure, "this stage", "--key-file");
+        StageOptions o = StageOptions.builder(model, parseLayer(fromTo[0], "FROM"), parseLayer(fromTo[1], "TO"))
+                .stage(stageIndex, stageIndex < 0 ? Math.max(1, stageCount) : stageCount).listen(listenHost, listenPort)
+                .ringSize(ringSize).maxFrameBytes(maxFrameBytes)
                 .frameLimits(maxTokensPerFrame, maxSequencesPerFrame).wait(WaitMode.parse(wait), cpu)
                 .kvCacheTokens(kvCacheTokens).metricsDir(metricsDir).socketBufferBytes(socketBufferBytes)
-                .stallThresholdMicros(stallThresholdMicros).build();
+                .stallThresholdMicros(stallThresholdMicros)
+                .link(new LinkOptions(key, livenessMillis, handshakeMillis, connectTimeoutMillis, fingerprintCache))
+                .once(once).build();
         if (parentPid > 0) {
             ProcessHandle.of(parentPid).ifPresentOrElse(
                     p -> p.onExit().thenRun(() -> {
@@ -116,34 +161,56 @@ public final class StageMain implements Callable<Integer> {
                 return failed(e.getMessage(), 3);
             }
             say("LISTENING " + bound);
-            String target = downstream;
-            if (target == null) {
-                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-                String line = in.readLine();
-                if (line == null || !line.startsWith("DOWNSTREAM ")) {
-                    return failed("expected 'DOWNSTREAM host:port' on stdin, got " + line, 3);
-                }
-                target = line.substring("DOWNSTREAM ".length()).trim();
-            }
-            int colon = target.lastIndexOf(':');
-            try {
-                stage.connectDownstream(target.substring(0, colon), Integer.parseInt(target.substring(colon + 1)),
-                        connectTimeoutMillis);
-            } catch (IOException e) {
-                return failed(e.getMessage(), 3);
-            }
             stage.start();
             say("READY");
-            Runtime.getRuntime().addShutdownHook(new Thread(stage::stop));
-            while (!stage.awaitStop(1, TimeUnit.SECONDS)) {
-                // a SHUTDOWN frame, a broken downstream or a signal ends the wait
+            if (!once) {
+                System.err.println("[" + o.name() + "] serving on " + listenHost + ":" + bound + (key.present() ? " (" + key + ")" : "")
+                        + "; a coordinator lists it in its config as \"external\": \"" + listenHost + ":" + bound + "\"");
             }
-            if (stage.state() == StageRuntime.State.FAILED) {
-                return failed(stage.failure(), 3);
+            // On SIGTERM: stop, then let this thread close the stage (metrics flushed) and say so before the JVM ends.
+            CountDownLatch closed = new CountDownLatch(1);
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                stage.stop();
+                try {
+                    closed.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException ignored) {
+                    // ending anyway
+                }
+            }));
+            try {
+                while (!stage.awaitStop(1, TimeUnit.SECONDS)) {
+                    // a SHUTDOWN frame (one session), a failure or a signal ends the wait
+                }
+                if (stage.state() == StageRuntime.State.FAILED) {
+                    return failed(stage.failure(), 3);
+                }
+                stage.close();
+                say("STOPPED");
+                return 0;
+            } finally {
+                closed.countDown();
             }
         }
-        say("STOPPED");
-        return 0;
+    }
+
+    private static int parseLayer(String s, String what) {
+        try {
+            return Integer.parseInt(s.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--layers " + what + " must be a whole number, got '" + s + "'");
+        }
+    }
+
+    private static int parsePort(String s, String option) {
+        try {
+            int p = Integer.parseInt(s.trim());
+            if (p < 0 || p > 65535) {
+                throw new IllegalArgumentException(option + " port must be 0..65535, got " + p);
+            }
+            return p;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " port must be a number, got '" + s + "'");
+        }
     }
 
     private static void say(String line) {

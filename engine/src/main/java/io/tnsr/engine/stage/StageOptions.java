@@ -1,5 +1,6 @@
 package io.tnsr.engine.stage;
 
+import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.WaitMode;
 import java.nio.file.Path;
@@ -26,19 +27,29 @@ import java.nio.file.Path;
  *                             default, which grows on demand); bounds the bytes in flight between stages
  * @param stallThresholdMicros a frame that reaches the idle compute thread but is picked up later than this counts
  *                             as a stall ({@code stage<i>-stalls})
+ * @param link                 the links' key, liveness bound and time limits
+ * @param once                 serve one session, then stop (a stage that {@code run-pipeline} starts); otherwise serve
+ *                             one session after another until stopped ({@code tools/stage})
  */
 public record StageOptions(Path model, int stageIndex, int stageCount, int layerFrom, int layerTo, String host, int port,
                            int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
                            WaitMode waitMode, int cpu, long kvCacheTokens, Path metricsDir,
-                           int socketBufferBytes, long stallThresholdMicros) {
+                           int socketBufferBytes, long stallThresholdMicros, LinkOptions link, boolean once) {
 
     public StageOptions {
         if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {
             throw new IllegalArgumentException("ring size must be a power of two >= 2, got " + ringSize);
         }
-        if (stageIndex < 0 || stageIndex >= stageCount) {
+        if (stageIndex != -1 && (stageIndex < 0 || stageIndex >= stageCount)) {
             throw new IllegalArgumentException("stage index " + stageIndex + " is outside 0.." + (stageCount - 1));
         }
+        if (layerFrom < 0 || layerTo <= layerFrom) {
+            throw new IllegalArgumentException("layers [" + layerFrom + ", " + layerTo + ") are empty or negative");
+        }
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("port " + port + " is outside 0..65535");
+        }
+        java.util.Objects.requireNonNull(link, "link options");
         if (stallThresholdMicros < 1) {
             throw new IllegalArgumentException("the stall threshold must be >= 1 us, got " + stallThresholdMicros);
         }
@@ -49,12 +60,15 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
         return new Builder(model, layerFrom, layerTo);
     }
 
-    /** Named options, defaults as in {@link PipelineConfig}: one stage of one, any free port on 127.0.0.1, blocking waits. */
+    /**
+     * Named options, defaults as in {@link PipelineConfig}: the place each session gives it, any free port on
+     * 127.0.0.1, blocking waits, one session.
+     */
     public static final class Builder {
         private final Path model;
         private final int layerFrom;
         private final int layerTo;
-        private int stageIndex;
+        private int stageIndex = -1;
         private int stageCount = 1;
         private String host = "127.0.0.1";
         private int port;
@@ -68,6 +82,8 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
         private Path metricsDir;
         private int socketBufferBytes;
         private long stallThresholdMicros = PipelineConfig.DEFAULT_STALL_THRESHOLD_MICROS;
+        private LinkOptions link = LinkOptions.defaults();
+        private boolean once = true;
 
         private Builder(Path model, int layerFrom, int layerTo) {
             this.model = model;
@@ -75,7 +91,7 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
             this.layerTo = layerTo;
         }
 
-        /** The stage's place: the {@code index}-th (0-based) of {@code count}. */
+        /** The stage's place: the {@code index}-th (0-based) of {@code count}; index -1: whatever each session says. */
         public Builder stage(int index, int count) {
             this.stageIndex = index;
             this.stageCount = count;
@@ -133,15 +149,26 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
             return this;
         }
 
+        public Builder link(LinkOptions options) {
+            this.link = options;
+            return this;
+        }
+
+        /** Serve one session and stop (true, the default), or one session after another until stopped. */
+        public Builder once(boolean once) {
+            this.once = once;
+            return this;
+        }
+
         public StageOptions build() {
             return new StageOptions(model, stageIndex, stageCount, layerFrom, layerTo, host, port, ringSize, maxFrameBytes,
                     maxTokensPerFrame, maxSequencesPerFrame, waitMode, cpu, kvCacheTokens, metricsDir, socketBufferBytes,
-                    stallThresholdMicros);
+                    stallThresholdMicros, link, once);
         }
     }
 
-    /** This stage's name in logs and metric file names: "stage0". */
+    /** This stage's name in logs and metric file names: "stage0", or "stage-layers-4-8" when its place is not fixed. */
     public String name() {
-        return "stage" + stageIndex;
+        return stageIndex >= 0 ? "stage" + stageIndex : "stage-layers-" + layerFrom + "-" + layerTo;
     }
 }

@@ -16,30 +16,63 @@ import io.tnsr.engine.metrics.MetricsLog;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.FrameSizes;
 import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.gguf.ModelFingerprint;
+import io.tnsr.engine.link.Handshake;
+import io.tnsr.engine.link.LinkOptions;
+import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.FrameChannel;
-import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.HandshakeException;
 import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
+import io.tnsr.wire.MessageType;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
+import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import net.openhft.affinity.AffinityLock;
 
 /**
- * One pipeline stage: its layers, its ring, its three roles, and their lifecycle.
+ * One pipeline stage: its layers, its ring, its threads, its links, and their lifecycle.
  *
  * <pre>
- *   upstream socket -> [inbound thread] -> Disruptor ring of FrameSlots -> [consumer thread:
- *                      claim, read, publish                                 ComputeHandler, then OutboundSender]
- *                                                                        -> downstream socket
+ *   upstream link -> [session thread] -> Disruptor ring of FrameSlots -> [consumer thread:         -> downstream link
+ *                    claim, read, publish                                 ComputeHandler, then OutboundSender]
+ *   listener -> [acceptor thread] -> [handshake threads, at most {@value #MAX_PENDING_HANDSHAKES}]
+ *            -> an authenticated upstream (a new session) or the coordinator's return link (last stage)
+ *   [liveness thread] every {@value #LIVENESS_TICK_MILLIS} ms: heartbeat on an idle downstream; upstream silent too long?
  * </pre>
- * Usage: {@link #listen()} (binds; the port is known), {@link #connectDownstream} (HELLO both ways),
- * {@link #start()}, then {@link #awaitStop} until a SHUTDOWN frame has passed through or {@link #close()}.
+ * Usage: {@link #listen()} (binds; the port is known), {@link #start()}, then {@link #awaitStop} until the stage
+ * stopped (a SHUTDOWN frame passed through a one-session stage, a failure, or {@link #close()}).
+ *
+ * <p><b>Sessions.</b> The weights stay loaded; a pipeline run is a session. It starts when an upstream completes the
+ * handshake ({@link Handshake}: version, model fingerprint, shapes, frame limits, shared key) and sends ROUTE, the
+ * addresses of the stages after this one. The stage connects to the next (handshake, ROUTE with the rest, waits for
+ * READY), or, as the last stage, takes the coordinator's return link, then answers READY upstream and publishes a
+ * SESSION slot: in ring order the compute thread drops every KV cache of the previous session and the outbound
+ * handler switches to the new downstream. A newer authenticated upstream replaces the current one (its connection is
+ * closed). Connections still in their handshake never hold up others: each has its own thread, a time limit, and
+ * there are at most {@value #MAX_PENDING_HANDSHAKES}; more are closed at once.
+ *
+ * <p><b>Liveness.</b> A downstream link that carried nothing for a heartbeat interval gets a HEARTBEAT (with the
+ * frames done and how long the current one has been computing, so a slow stage is told from a hung one); an
+ * upstream that sent nothing, not even a heartbeat, for the liveness bound is reported: an ERROR naming the link
+ * goes downstream (towards the coordinator) and the session ends.
  *
  * <p>The consumer thread runs the compute and outbound handlers one after the other for each frame; with
  * {@link WaitMode#SPIN} it busy-spins pinned to its CPU (OpenHFT affinity), with {@link WaitMode#BACKOFF} it
@@ -48,30 +81,55 @@ import net.openhft.affinity.AffinityLock;
 public final class StageRuntime implements AutoCloseable {
 
     /** Lifecycle, in order; FAILED can follow any state. */
-    public enum State { CREATED, LISTENING, CONNECTED, RUNNING, STOPPED, FAILED }
+    public enum State { CREATED, LISTENING, RUNNING, STOPPED, FAILED }
+
+    /** Most connections in their handshake at once; more are closed on arrival. */
+    static final int MAX_PENDING_HANDSHAKES = 8;
+    /** How often the liveness thread looks. */
+    static final long LIVENESS_TICK_MILLIS = 50;
+
+    /** An authenticated upstream link and the HELLO it sent. */
+    private record Upstream(FrameChannel channel, Hello hello, String name) {
+    }
 
     private final StageOptions o;
+    private final LinkOptions links;
     private final GgufFile file;
     private final LayerRange range;
+    private final ModelFingerprint fingerprint;
     private final String name;
     private final AtomicReference<State> state = new AtomicReference<>(State.CREATED);
     private final CountDownLatch stopped = new CountDownLatch(1);
+    private final BlockingQueue<Upstream> arrivals = new LinkedBlockingQueue<>();
+    private final AtomicReference<FrameChannel> returnLink = new AtomicReference<>();
+    private final AtomicInteger pendingHandshakes = new AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicLong refusedFloods = new AtomicLong();
+    private volatile Upstream current;
+    private volatile int sessionIndex;
+    private volatile int sessionCount;
+    private volatile boolean shutdownSeen;
     private volatile String failure;
     private ServerSocketChannel server;
-    private FrameChannel downstream;
     private InboundReceiver inbound;
+    private OutboundSender sender;
+    private ComputeHandler compute;
     private BatchEventProcessor<FrameSlot> processor;
-    private Thread inboundThread;
+    private Thread acceptorThread;
+    private Thread sessionThread;
     private Thread consumerThread;
+    private ExecutorService handshakes;
+    private ScheduledExecutorService liveness;
     private MetricsLog metricsLog;
     private volatile ComputeHandler.Counters counters;
     private long closedComputeNanos;
     private long startNanos;
-    private long helloTimeoutMillis;
+    private long lastBusyReportNanos;
 
-    /** Loads the stage's layers (mapping only their weights) and sizes its KV cache. */
+    /** Loads the stage's layers (mapping only their weights), sizes its KV cache, and fingerprints the model file. */
     public StageRuntime(StageOptions options) {
         this.o = options;
+        this.links = options.link();
         this.name = options.name();
         this.file = GgufFile.open(options.model());
         try {
@@ -82,9 +140,14 @@ public final class StageRuntime implements AutoCloseable {
             }
             KvCachePool pool = KvCachePool.sized(o.layerTo() - o.layerFrom(), c.kvDim(), c.contextLength(), o.kvCacheTokens());
             this.range = new LayerRange(file, c, o.layerFrom(), o.layerTo(), pool, o.maxTokensPerFrame(), o.maxSequencesPerFrame());
-            log(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights loaded, KV cache up to %d positions (%.0f MB)",
-                    o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(), file.mappedBytes() / 1e6, pool.capacityTokens(),
-                    pool.capacityBytes() / 1e6));
+            this.fingerprint = links.fingerprintCache() != null ? ModelFingerprint.of(o.model(), links.fingerprintCache())
+                    : ModelFingerprint.of(o.model());
+            this.sessionIndex = o.stageIndex();
+            this.sessionCount = o.stageCount();
+            log(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights loaded, KV cache up to %d positions (%.0f MB),"
+                            + " fingerprint %s (%s %.2f s)", o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(),
+                    file.mappedBytes() / 1e6, pool.capacityTokens(), pool.capacityBytes() / 1e6, fingerprint.shortHex(),
+                    fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9));
         } catch (RuntimeException e) {
             file.close();
             throw e;
@@ -99,18 +162,23 @@ public final class StageRuntime implements AutoCloseable {
         return range;
     }
 
+    /** The model file's fingerprint, as this stage's HELLO carries it. */
+    public ModelFingerprint fingerprint() {
+        return fingerprint;
+    }
+
     void log(String msg) {
         System.err.println("[" + name + "] " + msg);
     }
 
-    /** Binds the upstream port; returns the port actually bound. */
+    /** Binds the listening port; returns the port actually bound. */
     public int listen() throws IOException {
         server = ServerSocketChannel.open();
         if (o.socketBufferBytes() > 0) {
             server.setOption(java.net.StandardSocketOptions.SO_RCVBUF, o.socketBufferBytes());
         }
         try {
-            server.bind(new InetSocketAddress(o.host(), o.port()));
+            server.bind(new InetSocketAddress(o.host(), o.port()), 64);
         } catch (IOException e) {
             server.close();
             throw new IOException("cannot listen on " + o.host() + ":" + o.port() + ": " + e.getMessage(), e);
@@ -119,51 +187,68 @@ public final class StageRuntime implements AutoCloseable {
         return ((InetSocketAddress) server.getLocalAddress()).getPort();
     }
 
-    /** Connects to the next stage (or the coordinator's return port) and exchanges HELLOs, within the timeout. */
-    public void connectDownstream(String host, int port, long timeoutMillis) throws IOException {
-        String peer = (o.stageIndex() == o.stageCount() - 1 ? "the coordinator's return port " : "stage" + (o.stageIndex() + 1) + " at ")
-                + host + ":" + port;
-        downstream = new FrameChannel(FrameChannel.connect(host, port, timeoutMillis, o.socketBufferBytes()), peer, o.maxFrameBytes());
-        try {
-            downstream.sendHello(ownHello());
-            Hello reply = downstream.readHello(timeoutMillis);
-            if (reply.protocolVersion() != HelloPayload.PROTOCOL_VERSION) {
-                throw new IOException(peer + " speaks protocol " + reply.protocolVersion() + ", this stage "
-                        + HelloPayload.PROTOCOL_VERSION);
-            }
-        } catch (IOException e) {
-            downstream.closeQuietly();
-            throw new IOException("handshake with downstream " + peer + " failed: " + e.getMessage(), e);
-        }
-        helloTimeoutMillis = timeoutMillis;
-        state.set(State.CONNECTED);
+    /** This stage's HELLO as the {@code index}-th of {@code count} stages. */
+    private Hello ownHello(int index, int count) {
+        LlamaConfig c = range.config();
+        return new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_STAGE, index, count, o.layerFrom(), o.layerTo(),
+                c.dim(), o.maxTokensPerFrame(), c.vocabSize(), c.layers(), o.maxSequencesPerFrame(), o.maxFrameBytes(), 0,
+                links.heartbeatMillis(), fingerprint.bytes(), null, null);
     }
 
-    private Hello ownHello() {
-        return new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_STAGE, o.stageIndex(), o.stageCount(),
-                o.layerFrom(), o.layerTo(), range.config().dim(), o.maxTokensPerFrame());
+    /** The place an upstream's HELLO gives this stage. */
+    private int indexFor(Hello peer) {
+        if (peer.role() == HelloPayload.ROLE_COORDINATOR) {
+            return peer.stageIndex();
+        }
+        return peer.stageIndex() + 1;
     }
 
-    private String checkUpstream(Hello h) {
-        if (h.role() == HelloPayload.ROLE_COORDINATOR) {
-            return range.isFirst() ? null : "the coordinator must connect to the first stage; this stage holds layers ["
-                    + o.layerFrom() + ", " + o.layerTo() + ")";
+    /** Whether an upstream (or the coordinator's return link) may connect; null to accept, or the reason to refuse. */
+    private String checkUpstream(Hello h, String peerName) {
+        boolean returnLink = h.role() == HelloPayload.ROLE_COORDINATOR && h.has(HelloPayload.FLAG_RETURN_LINK);
+        String me = name + " (layers [" + o.layerFrom() + ", " + o.layerTo() + "))";
+        if (returnLink && !range.isLast()) {
+            return peerName + " opened a return link, but " + me + " is not the last stage of the model ("
+                    + range.config().layers() + " layers)";
         }
-        if (h.layerTo() != o.layerFrom()) {
-            return "upstream stage " + h.stageIndex() + " ends at layer " + h.layerTo() + " but this stage starts at "
-                    + o.layerFrom();
+        if (h.role() == HelloPayload.ROLE_COORDINATOR && !returnLink && !range.isFirst()) {
+            return peerName + " must connect to the first stage; " + me + " does not start at layer 0";
         }
-        if (h.hiddenDim() != range.config().dim()) {
-            return "upstream hidden size " + h.hiddenDim() + " != " + range.config().dim();
+        if (h.role() == HelloPayload.ROLE_STAGE && h.layerTo() != o.layerFrom()) {
+            return "layer ranges do not meet: " + peerName + " holds layers [" + h.layerFrom() + ", " + h.layerTo() + "), "
+                    + me + " starts at layer " + o.layerFrom();
+        }
+        int index = indexFor(h);
+        if (o.stageIndex() >= 0 && (index != o.stageIndex() || h.stageCount() != o.stageCount())) {
+            return peerName + " takes " + name + " for stage " + index + " of " + h.stageCount() + ", but it is stage "
+                    + o.stageIndex() + " of " + o.stageCount();
+        }
+        if (index < 0 || index >= h.stageCount()) {
+            return peerName + " places " + me + " at " + index + " of " + h.stageCount() + " stages";
         }
         return null;
     }
 
-    /** Starts the consumer and inbound threads. */
+    /** Whether the next stage fits after this one; null to accept, or the reason to refuse. */
+    private String checkDownstream(Hello h, String peerName, int myIndex, int count) {
+        if (h.role() != HelloPayload.ROLE_STAGE) {
+            return peerName + " is not a stage";
+        }
+        if (h.layerFrom() != o.layerTo()) {
+            return "layer ranges do not meet: " + name + " ends at layer " + o.layerTo() + ", " + peerName + " holds layers ["
+                    + h.layerFrom() + ", " + h.layerTo() + ")";
+        }
+        if (h.stageIndex() != myIndex + 1 || h.stageCount() != count) {
+            return peerName + " is stage " + h.stageIndex() + " of " + h.stageCount() + ", expected stage " + (myIndex + 1)
+                    + " of " + count;
+        }
+        return null;
+    }
+
+    /** Starts the consumer, session, acceptor and liveness threads. */
     public void start() {
-        if (state.get() != State.CONNECTED) {
-            throw new IllegalStateException(name + " must listen and connect downstream before it starts (state "
-                    + state.get() + ")");
+        if (state.get() != State.LISTENING) {
+            throw new IllegalStateException(name + " must listen before it starts (state " + state.get() + ")");
         }
         LlamaConfig c = range.config();
         long slotSize = FrameSizes.ringSlotBytes(o.maxTokensPerFrame(), c.dim());
@@ -175,7 +260,7 @@ public final class StageRuntime implements AutoCloseable {
         int slotBytes = (int) slotSize;
         OutboundBuffer out = new OutboundBuffer((int) Math.max(slotSize, resultSize), o.maxSequencesPerFrame() * 1024 + 4096);
 
-        String upstreamName = o.stageIndex() == 0 ? "coordinator" : "stage" + (o.stageIndex() - 1);
+        String upstreamName = o.stageIndex() < 0 ? "upstream" : o.stageIndex() == 0 ? "coordinator" : "stage" + (o.stageIndex() - 1);
         metricsLog = new MetricsLog(o.metricsDir() != null ? o.metricsDir() : tempDir(), 1000, name + "-metrics");
         LatencyMetric hop = metricsLog.addBucketed(new LatencyMetric("hop-" + upstreamName + "-" + name,
                 "one-way hop: written by " + upstreamName + " to decoded by " + name));
@@ -193,18 +278,23 @@ public final class StageRuntime implements AutoCloseable {
         metricsLog.counter(name + "-kv-pages-capacity", "KV cache pages this stage can hold")
                 .setRelease(range.cache().capacityTokens() / range.cache().pageTokens());
 
-        OutboundSender sender = new OutboundSender(out, downstream, residence, new OutboundSender.Listener() {
+        sender = new OutboundSender(out, residence, new OutboundSender.Listener() {
             @Override
             public void downstreamFailed(IOException e) {
-                fail("downstream connection lost: " + e.getMessage());
+                sessionBroken("downstream " + describe(sender.downstream()) + " lost: " + e.getMessage());
             }
 
             @Override
             public void shutdownForwarded() {
-                stop();
+                shutdownSeen = true;
+                if (o.once()) {
+                    stop();
+                } else {
+                    log("session ended: SHUTDOWN passed through");
+                }
             }
         });
-        ComputeHandler compute = new ComputeHandler(range, name, out, sender, queueWait, computeTime, perToken, counters,
+        compute = new ComputeHandler(range, name, out, sender, queueWait, computeTime, perToken, counters,
                 TimeUnit.MICROSECONDS.toNanos(o.stallThresholdMicros()));
         RingBuffer<FrameSlot> ring = RingBuffer.createSingleProducer(() -> new FrameSlot(slotBytes), o.ringSize(), waitStrategy());
         @SuppressWarnings("unchecked")
@@ -212,17 +302,300 @@ public final class StageRuntime implements AutoCloseable {
         processor = new BatchEventProcessorBuilder().build(ring, ring.newBarrier(), handlers);
         processor.setExceptionHandler(new ComputeFailureHandler(name, this::fail));
         ring.addGatingSequences(processor.getSequence());
-        inbound = new InboundReceiver(server, ring, o.maxFrameBytes(), ownHello(), this::checkUpstream, hop, name, helloTimeoutMillis);
+        inbound = new InboundReceiver(ring, hop, name);
 
         metricsLog.start();
         startNanos = System.nanoTime();
+        handshakes = Executors.newFixedThreadPool(MAX_PENDING_HANDSHAKES, daemon(name + "-handshake"));
+        liveness = Executors.newSingleThreadScheduledExecutor(daemon(name + "-liveness"));
         consumerThread = new Thread(this::runConsumer, name + "-compute");
-        inboundThread = new Thread(inbound, name + "-inbound");
-        consumerThread.start();
-        inboundThread.start();
+        sessionThread = new Thread(this::runSessions, name + "-inbound");
+        acceptorThread = new Thread(this::runAcceptor, name + "-acceptor");
+        acceptorThread.setDaemon(true);
         state.set(State.RUNNING);
+        consumerThread.start();
+        sessionThread.start();
+        acceptorThread.start();
+        liveness.scheduleWithFixedDelay(this::checkLiveness, LIVENESS_TICK_MILLIS, LIVENESS_TICK_MILLIS, TimeUnit.MILLISECONDS);
         log(String.format(Locale.ROOT, "running: ring %d x %d KB slots, wait %s%s", o.ringSize(), slotBytes / 1024,
                 o.waitMode().name().toLowerCase(Locale.ROOT), o.waitMode() == WaitMode.SPIN && o.cpu() >= 0 ? " on CPU " + o.cpu() : ""));
+    }
+
+    /** Acceptor thread: hands each connection to a handshake thread, or closes it when too many are pending. */
+    private void runAcceptor() {
+        while (state.get() == State.RUNNING) {
+            SocketChannel socket;
+            try {
+                socket = server.accept();
+            } catch (IOException e) {
+                if (state.get() == State.RUNNING) {
+                    log("accepting failed: " + e.getMessage());
+                }
+                return;
+            }
+            if (pendingHandshakes.incrementAndGet() > MAX_PENDING_HANDSHAKES) {
+                pendingHandshakes.decrementAndGet();
+                long n = refusedFloods.incrementAndGet();
+                if (Long.bitCount(n) == 1) {   // 1st, 2nd, 4th, 8th...: a flood does not flood the log
+                    log("refused a connection from " + remote(socket) + ": " + MAX_PENDING_HANDSHAKES
+                            + " handshakes already pending (" + n + " refused so far)");
+                }
+                closeQuietly(socket);
+                continue;
+            }
+            try {
+                handshakes.execute(() -> {
+                    try {
+                        handshake(socket);
+                    } finally {
+                        pendingHandshakes.decrementAndGet();
+                    }
+                });
+            } catch (RejectedExecutionException e) {
+                pendingHandshakes.decrementAndGet();
+                closeQuietly(socket);
+            }
+        }
+    }
+
+    /** Handshake thread: checks a new connection; an upstream starts a session, a return link waits for one. */
+    private void handshake(SocketChannel socket) {
+        String address = remote(socket);
+        FrameChannel ch;
+        try {
+            FrameChannel.tune(socket);
+            if (o.socketBufferBytes() > 0) {
+                socket.setOption(java.net.StandardSocketOptions.SO_SNDBUF, o.socketBufferBytes());   // a return link is written here
+            }
+            ch = new FrameChannel(socket, address, o.maxFrameBytes());
+        } catch (IOException e) {
+            closeQuietly(socket);
+            return;
+        }
+        try {
+            Hello peer = Handshake.answer(ch, h -> ownHello(indexFor(h), h.stageCount()), links.key(), name,
+                    links.livenessMillis(), this::checkUpstream, links.handshakeMillis());
+            String peerName = Handshake.name(peer, address);
+            if (peer.role() == HelloPayload.ROLE_COORDINATOR && peer.has(HelloPayload.FLAG_RETURN_LINK)) {
+                FrameChannel old = returnLink.getAndSet(ch);
+                if (old != null) {
+                    old.closeQuietly();
+                }
+                log("return link from " + peerName + " ready");
+                return;
+            }
+            Upstream active = current;   // read before the new one can become current
+            arrivals.add(new Upstream(ch, peer, peerName));
+            if (active != null) {
+                log("a new upstream, " + peerName + ", replaces " + active.name() + ": the previous session is dropped");
+                active.channel().closeQuietly();
+            }
+        } catch (IOException e) {
+            ch.closeQuietly();
+            log("refused " + address + ": " + e.getMessage());
+        }
+    }
+
+    /** Session thread: one session after another (one, then stop, for a one-session stage). */
+    private void runSessions() {
+        while (state.get() == State.RUNNING) {
+            Upstream up;
+            try {
+                up = arrivals.poll(100, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (up == null || arrivals.peek() != null) {   // a newer upstream is already waiting: this one is stale
+                if (up != null) {
+                    up.channel().closeQuietly();
+                }
+                continue;
+            }
+            current = up;
+            String why;
+            try {
+                openSession(up);
+                inbound.serve(up.channel());
+                why = "upstream " + up.name() + " closed the connection";
+            } catch (java.nio.channels.AsynchronousCloseException e) {
+                why = "the upstream link was closed here (a newer session, or the liveness check)";
+            } catch (IOException | RuntimeException e) {
+                why = e.getMessage() != null ? e.getMessage() : e.toString();
+            } finally {
+                current = null;
+                up.channel().closeQuietly();
+            }
+            if (!shutdownSeen && state.get() == State.RUNNING && why != null && !why.startsWith("stage")) {
+                sender.sendError("stage" + sessionIndex + ": " + why);   // tell the coordinator why the session broke here
+            }
+            inbound.publishSession(null);
+            if (state.get() != State.RUNNING) {
+                return;
+            }
+            if (o.once()) {
+                if (shutdownSeen) {
+                    stop();
+                } else {
+                    fail("session ended before SHUTDOWN: " + why);
+                }
+                return;
+            }
+            log("session ended: " + why);
+        }
+    }
+
+    /**
+     * Reads the route, connects the rest of the pipeline (the next stage, or the coordinator's return link), answers
+     * READY upstream and publishes the session start. Any failure goes upstream as ERROR naming who failed.
+     */
+    private void openSession(Upstream up) throws IOException {
+        FrameChannel ch = up.channel();
+        int index = indexFor(up.hello());
+        int count = up.hello().stageCount();
+        String self = "stage" + index;
+        FrameChannel next = null;
+        try {
+            String route = ch.readText(MessageType.ROUTE, links.handshakeMillis());
+            List<String> rest = route.isBlank() ? List.of() : List.of(route.strip().split("\n"));
+            String ready;
+            if (range.isLast()) {
+                if (!rest.isEmpty()) {
+                    throw new HandshakeException(self + " holds the model's last layer, but the route lists " + rest.size()
+                            + " more stage(s): " + rest);
+                }
+                next = awaitReturnLink(self);
+                ready = "";
+            } else {
+                if (rest.isEmpty()) {
+                    throw new HandshakeException(self + " does not hold the model's last layer (it ends at " + o.layerTo()
+                            + "), but the route lists no stage after it");
+                }
+                String target = rest.get(0);
+                int colon = target.lastIndexOf(':');
+                if (colon <= 0) {
+                    throw new HandshakeException("the route's address '" + target + "' for stage" + (index + 1) + " is not host:port");
+                }
+                String peerDesc = "stage" + (index + 1) + " at " + target;
+                try {
+                    next = new FrameChannel(FrameChannel.connect(target.substring(0, colon), Integer.parseInt(target.substring(colon + 1)),
+                            links.connectMillis(), o.socketBufferBytes()), peerDesc, o.maxFrameBytes());
+                } catch (IOException | NumberFormatException e) {
+                    throw new HandshakeException(self + " cannot reach " + peerDesc + ": " + e.getMessage(), e);
+                }
+                final int myIndex = index;
+                Handshake.initiate(next, ownHello(index, count), links.key(), self, links.livenessMillis(),
+                        (h, n) -> checkDownstream(h, n, myIndex, count), links.handshakeMillis());
+                next.sendText(MessageType.ROUTE, String.join("\n", rest.subList(1, rest.size())));
+                ready = next.readText(MessageType.READY, links.handshakeMillis() * (rest.size() + 1));
+            }
+            sessionIndex = index;
+            sessionCount = count;
+            shutdownSeen = false;
+            String line = String.format(Locale.ROOT, "%s layers [%d, %d) at %s fingerprint %s", self, o.layerFrom(), o.layerTo(),
+                    o.host() + ":" + ((InetSocketAddress) server.getLocalAddress()).getPort(), fingerprint.shortHex());
+            ch.sendText(MessageType.READY, ready.isEmpty() ? line : line + "\n" + ready);
+            inbound.publishSession(next);
+            log("session started: upstream " + up.name() + (next != null ? ", downstream " + next.peer() : ""));
+            next = null;
+        } catch (HandshakeException e) {
+            try {
+                ch.sendError(0, 0, ErrorCode.UNEXPECTED_MESSAGE, ErrorCode.SEQ_ID_NONE, e.getMessage());
+            } catch (IOException ignored) {
+                // the upstream is gone; the reason is in this log
+            }
+            throw new IOException("session set-up failed: " + e.getMessage(), e);
+        } finally {
+            if (next != null) {
+                next.closeQuietly();
+            }
+        }
+    }
+
+    /** The coordinator's return link for a new session, waiting for it within the handshake bound. */
+    private FrameChannel awaitReturnLink(String self) throws HandshakeException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(links.handshakeMillis());
+        while (System.nanoTime() < deadline) {
+            FrameChannel r = returnLink.getAndSet(null);
+            if (r != null) {
+                return r;
+            }
+            LockSupport.parkNanos(5_000_000);
+        }
+        throw new HandshakeException("the coordinator opened no return link to " + self + " within " + links.handshakeMillis() + " ms");
+    }
+
+    /**
+     * Liveness thread: a heartbeat on an idle downstream; an upstream silent past the bound is reported downstream
+     * and its session ended; an upstream busy on one frame for long is logged (alive, slow).
+     */
+    private void checkLiveness() {
+        long now = System.nanoTime();
+        ComputeHandler.Counters c = counters;
+        long busySince = compute.busySinceNanos();
+        sender.heartbeatIfIdle(now, TimeUnit.MILLISECONDS.toNanos(links.heartbeatMillis()),
+                c == null ? 0 : (int) c.frames().get(), busySince == 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, (now - busySince) / 1_000_000));
+        Upstream up = current;
+        if (up == null) {
+            return;
+        }
+        long silentNanos = now - inbound.lastHeardNanos();
+        if (silentNanos > TimeUnit.MILLISECONDS.toNanos(links.livenessMillis())) {
+            String upName = up.hello().role() == HelloPayload.ROLE_COORDINATOR ? "coordinator" : "stage" + up.hello().stageIndex();
+            String why = String.format(Locale.ROOT, "stage%d: no frame or heartbeat from %s for %.1f s on link %s->stage%d:"
+                            + " %s is hung or the link is down", sessionIndex, up.name(), silentNanos / 1e9, upName, sessionIndex, upName);
+            log(why);
+            sender.sendError(why);
+            current = null;
+            up.channel().closeQuietly();
+            return;
+        }
+        int busy = inbound.upstreamBusyMillis();
+        if (busy > links.livenessMillis() && now - lastBusyReportNanos > TimeUnit.MILLISECONDS.toNanos(links.livenessMillis())) {
+            lastBusyReportNanos = now;
+            log(String.format(Locale.ROOT, "%s is alive but slow: working on one frame for %.1f s (%d frames done)",
+                    up.name(), busy / 1e3, inbound.upstreamFrames()));
+        }
+    }
+
+    /** The session's pipeline broke downstream: a one-session stage fails, a service ends the session. */
+    private void sessionBroken(String why) {
+        if (o.once()) {
+            fail(why);
+            return;
+        }
+        log("session ended: " + why);
+        Upstream up = current;
+        if (up != null) {
+            up.channel().closeQuietly();
+        }
+    }
+
+    private static String describe(FrameChannel ch) {
+        return ch == null ? "(none)" : ch.peer();
+    }
+
+    private static String remote(SocketChannel s) {
+        try {
+            return String.valueOf(s.getRemoteAddress()).replaceFirst("^/", "");
+        } catch (IOException e) {
+            return "(unknown peer)";
+        }
+    }
+
+    private static void closeQuietly(SocketChannel s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // dropping it
+        }
+    }
+
+    private static ThreadFactory daemon(String threadName) {
+        return r -> {
+            Thread t = new Thread(r, threadName);
+            t.setDaemon(true);
+            return t;
+        };
     }
 
     private static java.nio.file.Path tempDir() {
@@ -254,7 +627,8 @@ public final class StageRuntime implements AutoCloseable {
 
     /** Stops after the current frame; idempotent. */
     public void stop() {
-        if (state.get() == State.STOPPED || state.get() == State.FAILED) {
+        State now = state.get();
+        if (now == State.STOPPED || now == State.FAILED) {
             stopped.countDown();
             return;
         }
@@ -273,8 +647,25 @@ public final class StageRuntime implements AutoCloseable {
         if (inbound != null) {
             inbound.stop();
         }
+        if (server != null) {
+            try {
+                server.close();
+            } catch (IOException ignored) {
+                // closing to unblock the acceptor
+            }
+        }
+        Upstream up = current;
+        if (up != null) {
+            up.channel().closeQuietly();
+        }
         if (processor != null) {
             processor.halt();
+        }
+        if (liveness != null) {
+            liveness.shutdownNow();
+        }
+        if (handshakes != null) {
+            handshakes.shutdownNow();
         }
         stopped.countDown();
     }
@@ -302,12 +693,15 @@ public final class StageRuntime implements AutoCloseable {
     @Override
     public void close() {
         stop();
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
         try {
             if (consumerThread != null) {
                 consumerThread.join(5000);
             }
-            if (inboundThread != null) {
-                inboundThread.join(5000);
+            if (sessionThread != null) {
+                sessionThread.join(5000);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -317,10 +711,14 @@ public final class StageRuntime implements AutoCloseable {
             counters = null;        // their file is unmapped now
             metricsLog.close();
         }
+        if (sender != null) {
+            sender.switchTo(null);
+        }
+        FrameChannel r = returnLink.getAndSet(null);
+        if (r != null) {
+            r.closeQuietly();
+        }
         try {
-            if (downstream != null) {
-                downstream.closeQuietly();
-            }
             if (server != null) {
                 server.close();
             }

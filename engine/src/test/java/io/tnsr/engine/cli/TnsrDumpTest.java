@@ -74,11 +74,12 @@ class TnsrDumpTest
         assertEquals("", r.err);
         final String[] lines = r.lines();
         assertEquals(12, lines.length, r.out);
-        assertEquals("#0 @0 HELLO step=0 mb=0 shape=[8] payload=32 hello={version=1 role=stage stage=1/2 layers=0..3 " +
-            "hidden_dim=64 max_tokens_per_frame=512}", lines[0]);
-        assertEquals("#1 @88 TOKENS step=1 mb=0 shape=[3] payload=12 ids=[1,2,3]", lines[1]);
-        assertEquals("#2 @156 TOKENS step=2 mb=1 shape=[4] payload=16 ids=[5,6,7,8] " +
-            "seqs=[{seq=7 pos=0 n=3 WANT_LOGITS} {seq=9 pos=40 n=1 WANT_LOGITS}] trace=1000000156", lines[2]);
+        assertEquals("#0 @0 HELLO step=0 mb=0 shape=[34] payload=136 hello={version=2 role=stage stage=1/2 layers=0..3 of 3 " +
+            "hidden_dim=64 vocab=512 max_tokens_per_frame=512 max_sequences_per_frame=32 max_frame_bytes=1048576 flags=0 " +
+            "heartbeat_ms=500 fingerprint=000000000000}", lines[0]);
+        assertEquals("#1 @192 TOKENS step=1 mb=0 shape=[3] payload=12 ids=[1,2,3]", lines[1]);
+        assertEquals("#2 @260 TOKENS step=2 mb=1 shape=[4] payload=16 ids=[5,6,7,8] " +
+            "seqs=[{seq=7 pos=0 n=3 WANT_LOGITS} {seq=9 pos=40 n=1 WANT_LOGITS}] trace=1000000260", lines[2]);
         assertTrue(lines[3].matches("#3 @\\d+ ACTIVATIONS step=3 mb=0 shape=\\[3,4] payload=48"), lines[3]);
         assertTrue(lines[5].matches("#5 @\\d+ LOGITS step=5 mb=0 shape=\\[1,6] payload=24 seqs=\\[\\{seq=7 pos=6 n=3 WANT_LOGITS} " +
             "\\{seq=9 pos=42 n=1}] trace=\\d+"), lines[5]);
@@ -220,6 +221,6 @@ class TnsrDumpTest
         assertEquals(0, r.status, r::toString);
         assertEquals(run(FrameStreams.example()), r, "the example stream, as dumped from stdin");
         assertEquals(12, r.lines().length, r.out);
-        assertTrue(r.lines()[2].contains("TOKENS") && r.lines()[2].contains("trace=1000000156"), r.out);
+        assertTrue(r.lines()[2].contains("TOKENS") && r.lines()[2].contains("trace=1000000260"), r.out);
     }
 }

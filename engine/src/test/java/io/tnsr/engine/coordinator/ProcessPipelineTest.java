@@ -21,6 +21,7 @@ import io.tnsr.engine.testing.TestJson;
 import io.tnsr.engine.testing.TestModels;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Collections;
@@ -40,7 +41,7 @@ class ProcessPipelineTest {
         PipelineHarness h = new PipelineHarness(model, 3);
         Path dir = Files.createTempDirectory("killed");
         PipelineRun.Settings s = settings(h.pipeline, model, dir, 10_000);
-        StageProcesses procs = new StageProcesses(h.pipeline, model, dir, s.waits(), s.cpus(), 10_000);
+        StageProcesses procs = new StageProcesses(h.pipeline, model, dir, s.waits(), s.cpus(), s.link());
         Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
         List<SequenceState> seqs = h.sequences(List.of("one", "two", "three"), 200, sampler);
         AtomicInteger tokens = new AtomicInteger();
@@ -57,6 +58,42 @@ class ProcessPipelineTest {
         for (int i = 0; i < 3; i++) {
             Process p = procs.process(i);
             assertFalse(p.isAlive(), "stage " + i + " still running");
+        }
+    }
+
+    @Test
+    void aStoppedStageIsReportedWithinTheLivenessBoundNamingItAndItsLink() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        PipelineHarness h = new PipelineHarness(model, 3);
+        Path dir = Files.createTempDirectory("stopped");
+        PipelineRun.Settings s = settings(h.pipeline, model, dir, 10_000);
+        StageProcesses procs = new StageProcesses(h.pipeline, model, dir, s.waits(), s.cpus(), s.link());
+        Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
+        List<SequenceState> seqs = h.sequences(List.of("one", "two", "three"), 200, sampler);
+        AtomicInteger tokens = new AtomicInteger();
+        long[] stoppedAt = new long[1];
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineRun.run(procs, s, h.cfg, seqs,
+                (seq, t) -> {
+                    if (tokens.incrementAndGet() == 20) {
+                        stoppedAt[0] = System.nanoTime();
+                        signal("STOP", procs.process(1).pid());
+                    }
+                }));
+        double seconds = (System.nanoTime() - stoppedAt[0]) / 1e9;
+        assertTrue(e.getMessage().contains("no frame or heartbeat from stage1") && e.getMessage().contains("link stage1->stage2"),
+                e.getMessage());
+        double bound = s.link().livenessMillis() / 1000.0;
+        assertTrue(seconds < bound + 2, "reported " + seconds + " s after SIGSTOP (bound " + bound + " s)");
+        for (int i = 0; i < 3; i++) {
+            assertFalse(procs.process(i).isAlive(), "stage " + i + " still running");
+        }
+    }
+
+    private static void signal(String sig, long pid) {
+        try {
+            new ProcessBuilder("kill", "-" + sig, String.valueOf(pid)).start().waitFor(5, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (IOException | InterruptedException e) {
+            throw new IllegalStateException(e);
         }
     }
 

@@ -3,6 +3,11 @@ package io.tnsr.engine.stage;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tnsr.engine.coordinator.PipelineLinks;
+import io.tnsr.engine.link.LinkOptions;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.StageSpec;
+import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.testing.TestModels;
 import io.tnsr.wire.ErrorCode;
@@ -10,18 +15,15 @@ import io.tnsr.wire.ErrorPayload;
 import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameHeader;
-import io.tnsr.wire.Hello;
-import io.tnsr.wire.HelloPayload;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -38,7 +40,6 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(60)
 class StageRuntimeTest {
     private StageRuntime stage;
-    private ServerSocketChannel downstreamServer;
     private FrameChannel downstream;
     private int port;
     private final ByteBuffer in = ByteBuffer.allocateDirect(4 << 20).order(ByteOrder.LITTLE_ENDIAN);
@@ -51,39 +52,33 @@ class StageRuntimeTest {
         Path model = TestModels.get(ModelSpec.tiny());
         Path metrics = Files.createTempDirectory("stage-test");
         stage = new StageRuntime(StageOptions.builder(model, 0, 4).ringSize(8).maxFrameBytes(1 << 20)
-                .frameLimits(32, 8).kvCacheTokens(4096).metricsDir(metrics).socketBufferBytes(32 * 1024).build());
+                .frameLimits(32, 8).kvCacheTokens(4096).metricsDir(metrics).socketBufferBytes(32 * 1024).stage(0, 1).once(false).build());
         port = stage.listen();
-        downstreamServer = ServerSocketChannel.open();
-        downstreamServer.setOption(java.net.StandardSocketOptions.SO_RCVBUF, 32 * 1024);
-        downstreamServer.bind(new InetSocketAddress("127.0.0.1", 0));
-        int dport = ((InetSocketAddress) downstreamServer.getLocalAddress()).getPort();
-        CompletableFuture<FrameChannel> accepted = CompletableFuture.supplyAsync(() -> {
-            try {
-                FrameChannel ch = new FrameChannel(downstreamServer.accept(), "the stage, from downstream", 4 << 20);
-                ch.readHello(10_000);
-                ch.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 1, 1, 4, 4, 64, 0));
-                return ch;
-            } catch (IOException e) {
-                throw new RuntimeException(e);
-            }
-        });
-        stage.connectDownstream("127.0.0.1", dport, 10_000);
-        downstream = accepted.get(10, TimeUnit.SECONDS);
         stage.start();
     }
 
     @AfterEach
     void stop() throws IOException {
         stage.close();
-        downstream.close();
-        downstreamServer.close();
+        if (downstream != null) {
+            downstream.close();
+        }
     }
 
+    /**
+     * Opens a session as the coordinator does: the return link (which becomes {@link #downstream}), then the upstream
+     * link, ROUTE and READY. Returns the upstream link.
+     */
     private FrameChannel connectAsCoordinator() throws IOException {
-        FrameChannel ch = connect();
-        ch.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, 1, 0, 0, 64, 32));
-        ch.readHello(10_000);
-        return ch;
+        PipelineConfig pc = new PipelineConfig("127.0.0.1", List.of(new StageSpec(0, 4, 0, List.of(), null)), 8, 1 << 20, 32, 8,
+                WaitMode.BLOCK, 4096, 32 * 1024);
+        PipelineLinks.Links links = PipelineLinks.open(List.of("127.0.0.1:" + port), pc, stage.range().config(),
+                stage.fingerprint().bytes(), LinkOptions.defaults(), 10_000);
+        if (downstream != null) {
+            downstream.close();
+        }
+        downstream = links.fromLast();
+        return links.toFirst();
     }
 
     private FrameChannel connect() throws IOException {
@@ -99,8 +94,13 @@ class StageRuntimeTest {
 
     /** Reads one frame from {@code ch} into {@code in}; returns its type. */
     private MessageType read(FrameChannel ch) throws Exception {
-        assertTrue(ch.read(in) > 0, "a frame, not the end of the stream");
-        return MessageType.fromCode(FrameHeader.messageTypeCode(inBuf, 0));
+        while (true) {
+            assertTrue(ch.read(in) > 0, "a frame, not the end of the stream");
+            MessageType t = MessageType.fromCode(FrameHeader.messageTypeCode(inBuf, 0));
+            if (t != MessageType.HEARTBEAT) {
+                return t;
+            }
+        }
     }
 
     @Test

@@ -1,5 +1,10 @@
 package io.tnsr.perf.stage;
 
+import io.tnsr.engine.coordinator.PipelineLinks;
+import io.tnsr.engine.link.LinkKey;
+import io.tnsr.engine.link.LinkOptions;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.pipeline.StageSpec;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.stage.StageOptions;
 import io.tnsr.engine.stage.StageRuntime;
@@ -9,19 +14,14 @@ import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameFormatException;
 import io.tnsr.wire.FrameHeader;
-import io.tnsr.wire.Hello;
-import io.tnsr.wire.HelloPayload;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.CompletableFuture;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -60,13 +60,14 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(1)
 public class StageLoopBenchmark {
     private static final int POSITIONS = 200;
+    /** The benchmark sends no heartbeats: a liveness bound longer than any pause between JMH iterations. */
+    private static final LinkOptions LINKS = new LinkOptions(LinkKey.NONE, 600_000, 10_000, 10_000, null);
 
     @Param({"block"})
     public String wait;
 
     private StageRuntime stage;
     private Path metrics;
-    private ServerSocketChannel downstreamServer;
     private FrameChannel downstream;
     private FrameChannel upstream;
     private final ByteBuffer in = ByteBuffer.allocateDirect(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
@@ -85,31 +86,15 @@ public class StageLoopBenchmark {
         Path model = ModelCache.get(spec);
         metrics = Files.createTempDirectory("tnsr-perf-stage");
         stage = new StageRuntime(StageOptions.builder(model, 0, spec.layers()).ringSize(16).maxFrameBytes(1 << 20)
-                .frameLimits(32, 8).wait(WaitMode.parse(wait), -1).kvCacheTokens(4096).metricsDir(metrics).build());
+                .frameLimits(32, 8).wait(WaitMode.parse(wait), -1).kvCacheTokens(4096).metricsDir(metrics).stage(0, 1).once(false).link(LINKS).build());
         int port = stage.listen();
-        downstreamServer = ServerSocketChannel.open();
-        downstreamServer.bind(new InetSocketAddress("127.0.0.1", 0));
-        int dport = ((InetSocketAddress) downstreamServer.getLocalAddress()).getPort();
-        CompletableFuture<FrameChannel> accepted = CompletableFuture.supplyAsync(() -> {
-            try {
-                SocketChannel socket = downstreamServer.accept();
-                FrameChannel.tune(socket);
-                FrameChannel ch = new FrameChannel(socket, "the stage's downstream", 1 << 20);
-                ch.readHello(10_000);
-                ch.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 1, 1,
-                        spec.layers(), spec.layers(), spec.dim(), 0));
-                return ch;
-            } catch (IOException e) {
-                throw new IllegalStateException(e);
-            }
-        });
-        stage.connectDownstream("127.0.0.1", dport, 10_000);
-        downstream = accepted.get(10, TimeUnit.SECONDS);
         stage.start();
-        upstream = new FrameChannel(FrameChannel.connect("127.0.0.1", port, 5000, 0), "the stage", 1 << 20);
-        upstream.sendHello(new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_COORDINATOR, 0, 1, 0, 0,
-                spec.dim(), 32));
-        upstream.readHello(10_000);
+        PipelineConfig pc = new PipelineConfig("127.0.0.1", List.of(new StageSpec(0, spec.layers(), 0, List.of(), null)), 16,
+                1 << 20, 32, 8, WaitMode.BLOCK, 4096, 0);
+        PipelineLinks.Links links = PipelineLinks.open(List.of("127.0.0.1:" + port), pc, stage.range().config(),
+                stage.fingerprint().bytes(), LINKS, 10_000);
+        upstream = links.toFirst();
+        downstream = links.fromLast();
     }
 
     @TearDown(Level.Trial)
@@ -117,7 +102,6 @@ public class StageLoopBenchmark {
         upstream.close();
         stage.close();
         downstream.close();
-        downstreamServer.close();
         try (java.util.stream.Stream<Path> files = Files.walk(metrics)) {
             files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         }
