@@ -1,8 +1,6 @@
 package io.tnsr.engine.gguf;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.tnsr.engine.util.Jackson;
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
@@ -26,6 +24,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -52,16 +51,18 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <h2>Cache</h2>
  * Hashing a multi-gigabyte file takes seconds, so the result is kept in
- * {@code <cache dir>/fingerprints/<SHA-256 hex of the file's real path>.json} (see {@link #defaultCacheDir()}), one JSON
- * object: {@code scheme} ({@code "TNSR-FP1"}), {@code path} (the real path), {@code size} (bytes), {@code modified}
- * (the last-modified time, an ISO-8601 instant to the nanosecond where the file system keeps it), {@code file_key}
- * ({@code (dev=...,ino=...)} on Linux, or null), {@code chunk_bytes}, {@code fingerprint} (64 hex digits),
- * {@code computed_at} (an ISO-8601 instant) and {@code compute_nanos}. A later call uses it only when path, size,
- * modified time and file key all still match the file (and scheme and chunk size match); otherwise it computes again
- * and overwrites the entry. A file rewritten in place with the same size and the same last-modified time would not
- * be noticed: tools that write models (and {@code cp}, {@code rsync}, downloads) change the one or the other. A
- * missing, unreadable or corrupt cache entry is computed again silently; a cache that cannot be written costs one line
- * on stderr, never the call.
+ * {@code <cache dir>/fingerprints/<SHA-256 hex of the file's real path>.properties} (see {@link #defaultCacheDir()}),
+ * UTF-8 text in the {@link Properties#load(java.io.Reader) java.util.Properties} syntax, one {@code key=value} a line:
+ * {@code scheme} ({@code TNSR-FP1}), {@code path} (the real path), {@code size} (bytes), {@code modified} (the
+ * last-modified time, an ISO-8601 instant to the nanosecond where the file system keeps it), {@code file_key}
+ * ({@code (dev=...,ino=...)} on Linux; no line where the file system has no key), {@code chunk_bytes},
+ * {@code fingerprint} (64 hex digits), {@code computed_at} (an ISO-8601 instant) and {@code compute_nanos}. It is not
+ * JSON so that a cached lookup, which every stage makes as it starts, does not pay for loading a JSON library into a
+ * fresh JVM. A later call uses an entry only when path, size, modified time and file key all still match the file (and
+ * scheme and chunk size match); otherwise it computes again and overwrites the entry. A file rewritten in place with
+ * the same size and the same last-modified time would not be noticed: tools that write models (and {@code cp},
+ * {@code rsync}, downloads) change the one or the other. A missing, unreadable or corrupt cache entry is computed again
+ * silently; a cache that cannot be written costs one line on stderr, never the call.
  * Entries are written to a temporary file in the same directory and moved into place atomically, so concurrent
  * stages starting on the same model never read a half-written entry.
  */
@@ -137,17 +138,19 @@ public final class ModelFingerprint {
         byte[] digest = compute(model, real, stat, chunkBytes);
         long nanos = System.nanoTime() - t0;
         if (entryFile != null) {
-            ObjectNode entry = Jackson.MAPPER.createObjectNode()
-                    .put("scheme", SCHEME)
-                    .put("path", real.toString())
-                    .put("size", stat.size)
-                    .put("modified", stat.modified)
-                    .put("file_key", stat.fileKey)
-                    .put("chunk_bytes", chunkBytes)
-                    .put("fingerprint", HEX.formatHex(digest))
-                    .put("computed_at", Instant.now().toString())
-                    .put("compute_nanos", nanos);
-            store(entryFile, entry, warnings);
+            StringBuilder entry = new StringBuilder(512).append("# model fingerprint cache entry (ModelFingerprint)\n");
+            line(entry, "scheme", SCHEME);
+            line(entry, "path", real.toString());
+            line(entry, "size", Long.toString(stat.size));
+            line(entry, "modified", stat.modified);
+            if (stat.fileKey != null) {
+                line(entry, "file_key", stat.fileKey);
+            }
+            line(entry, "chunk_bytes", Integer.toString(chunkBytes));
+            line(entry, "fingerprint", HEX.formatHex(digest));
+            line(entry, "computed_at", Instant.now().toString());
+            line(entry, "compute_nanos", Long.toString(nanos));
+            store(entryFile, entry.toString(), warnings);
         }
         return new ModelFingerprint(digest, false, nanos);
     }
@@ -340,10 +343,30 @@ public final class ModelFingerprint {
         }
     }
 
-    /** {@code <cacheDir>/fingerprints/<SHA-256 hex of the real path>.json}. */
+    /** {@code <cacheDir>/fingerprints/<SHA-256 hex of the real path>.properties}. */
     private static Path entryFile(Path cacheDir, Path real) {
         String key = HEX.formatHex(sha256().digest(real.toString().getBytes(StandardCharsets.UTF_8)));
-        return cacheDir.resolve("fingerprints").resolve(key + ".json");
+        return cacheDir.resolve("fingerprints").resolve(key + ".properties");
+    }
+
+    /**
+     * Appends {@code key=value} and a newline, {@code value} escaped so that {@link Properties#load(java.io.Reader)}
+     * gives it back as it was: a backslash doubled, a control character (a line break among them) or a leading space as
+     * a backslash, {@code u} and four hex digits. Keys are plain identifiers and need no escaping.
+     */
+    private static void line(StringBuilder b, String key, String value) {
+        b.append(key).append('=');
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c == '\\') {
+                b.append("\\\\");
+            } else if (c < 0x20 || c == 0x7f || (i == 0 && c == ' ')) {
+                b.append("\\u").append(HEX.toHexDigits(c));
+            } else {
+                b.append(c);
+            }
+        }
+        b.append('\n');
     }
 
     /** The cached digest when {@code entryFile} holds one for this very file as it is now; null otherwise. */
@@ -352,15 +375,16 @@ public final class ModelFingerprint {
             if (!Files.isRegularFile(entryFile)) {
                 return null;
             }
-            // a tree rather than a bound class: binding costs ~100 ms of introspection on a JVM's first call
-            JsonNode e = Jackson.MAPPER.readTree(entryFile.toFile());
-            JsonNode fileKey = e.path("file_key");
-            String fingerprint = e.path("fingerprint").asText("");
-            if (!SCHEME.equals(e.path("scheme").asText(null)) || !real.toString().equals(e.path("path").asText(null))
-                    || !e.path("size").isIntegralNumber() || e.path("size").asLong() != stat.size
-                    || !stat.modified.equals(e.path("modified").asText(null))
-                    || !(stat.fileKey == null ? fileKey.isNull() : stat.fileKey.equals(fileKey.asText(null)))
-                    || !e.path("chunk_bytes").isIntegralNumber() || e.path("chunk_bytes").asLong() != chunkBytes
+            Properties e = new Properties();
+            try (BufferedReader r = Files.newBufferedReader(entryFile, StandardCharsets.UTF_8)) {
+                e.load(r); // malformed UTF-8 or a malformed escape throws: corrupt
+            }
+            String fingerprint = e.getProperty("fingerprint", "");
+            if (!SCHEME.equals(e.getProperty("scheme")) || !real.toString().equals(e.getProperty("path"))
+                    || Long.parseLong(e.getProperty("size")) != stat.size
+                    || !stat.modified.equals(e.getProperty("modified"))
+                    || !Objects.equals(stat.fileKey, e.getProperty("file_key"))
+                    || Long.parseLong(e.getProperty("chunk_bytes")) != chunkBytes
                     || fingerprint.length() != 2 * BYTES) {
                 return null;
             }
@@ -371,13 +395,13 @@ public final class ModelFingerprint {
     }
 
     /** Writes {@code entry} to a temporary file beside {@code entryFile} and moves it into place atomically. */
-    private static void store(Path entryFile, JsonNode entry, PrintStream warnings) {
+    private static void store(Path entryFile, String entry, PrintStream warnings) {
         Path tmp = null;
         try {
             Path dir = entryFile.getParent();
             Files.createDirectories(dir);
             tmp = Files.createTempFile(dir, entryFile.getFileName() + ".", ".tmp");
-            Files.writeString(tmp, Jackson.pretty(entry) + "\n");
+            Files.writeString(tmp, entry, StandardCharsets.UTF_8);
             Files.move(tmp, entryFile, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             tmp = null;
         } catch (IOException | RuntimeException e) {

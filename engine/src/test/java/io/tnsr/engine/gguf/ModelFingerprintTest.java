@@ -7,10 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tnsr.engine.util.Jackson;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.Reader;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -22,11 +22,13 @@ import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.Random;
 import java.util.Set;
 import java.util.stream.Stream;
@@ -175,12 +177,63 @@ class ModelFingerprintTest {
             String name = files.get(0).getFileName().toString();
             String key = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
                     .digest(p.toRealPath().toString().getBytes(StandardCharsets.UTF_8)));
-            assertEquals(key + ".json", name);
-            Map<?, ?> json = Jackson.MAPPER.readValue(files.get(0).toFile(), Map.class);
-            assertEquals(p.toRealPath().toString(), json.get("path"));
-            assertEquals(first.hex(), json.get("fingerprint"));
-            assertEquals(4 * CHUNK + 9, ((Number) json.get("size")).intValue());
+            assertEquals(key + ".properties", name);
+            Properties entry = load(files.get(0));
+            assertEquals(p.toRealPath().toString(), entry.getProperty("path"));
+            assertEquals(first.hex(), entry.getProperty("fingerprint"));
+            assertEquals(Integer.toString(4 * CHUNK + 9), entry.getProperty("size"));
+            assertEquals("TNSR-FP1", entry.getProperty("scheme"));
         }
+    }
+
+    private static Properties load(Path entry) throws IOException {
+        Properties p = new Properties();
+        try (Reader r = Files.newBufferedReader(entry, StandardCharsets.UTF_8)) {
+            p.load(r);
+        }
+        return p;
+    }
+
+    private Path theOnlyEntry(Path cache) throws IOException {
+        try (Stream<Path> entries = Files.list(cache.resolve("fingerprints"))) {
+            List<Path> files = entries.toList();
+            assertEquals(1, files.size(), files.toString());
+            return files.get(0);
+        }
+    }
+
+    @Test
+    void aPathWithCharactersThePropertiesSyntaxEscapesIsCachedToo() throws IOException {
+        Path cache = tmp.resolve("cache");
+        Path dir = Files.createDirectory(tmp.resolve(" lead\\ing=a:b #c !d"));
+        // letters beyond ASCII only where file names can hold them (not in the C locale)
+        String letters = "UTF-8".equalsIgnoreCase(System.getProperty("sun.jnu.encoding")) ? "\u00fc\u6a21\u578b" : "";
+        Path p = Files.write(dir.resolve("m\\odel\n\t" + letters + "\\.gguf"), randomBytes(CHUNK + 3, 18));
+        ModelFingerprint first = withCache(p, cache);
+        ModelFingerprint second = withCache(p, cache);
+        assertTrue(second.cached(), "the path read back is the path written");
+        assertEquals(first, second);
+        assertEquals(p.toRealPath().toString(), load(theOnlyEntry(cache)).getProperty("path"));
+        assertEquals("", warnings());
+    }
+
+    @Test
+    void anEntryInTheFormerJsonFormatIsIgnored() throws Exception {
+        Path cache = tmp.resolve("cache");
+        Path p = write("m.gguf", randomBytes(CHUNK + 5, 19));
+        ModelFingerprint expected = uncached(p);
+        String key = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
+                .digest(p.toRealPath().toString().getBytes(StandardCharsets.UTF_8)));
+        Path json = Files.createDirectories(cache.resolve("fingerprints")).resolve(key + ".json");
+        String old = "{\"scheme\": \"TNSR-FP1\", \"path\": \"" + p.toRealPath() + "\", \"size\": " + Files.size(p)
+                + ", \"modified\": \"" + Files.getLastModifiedTime(p).toInstant() + "\", \"file_key\": null"
+                + ", \"chunk_bytes\": " + CHUNK + ", \"fingerprint\": \"" + "00".repeat(32) + "\"}\n";
+        Files.writeString(json, old);
+        ModelFingerprint f = withCache(p, cache);
+        assertFalse(f.cached());
+        assertEquals(expected, f);
+        assertTrue(withCache(p, cache).cached(), "from the new entry");
+        assertEquals(old, Files.readString(json), "left as it was");
     }
 
     @Test
@@ -253,22 +306,31 @@ class ModelFingerprintTest {
         Path cache = tmp.resolve("cache");
         Path p = write("m.gguf", randomBytes(2 * CHUNK + 3, 12));
         ModelFingerprint first = withCache(p, cache);
-        Path entry;
-        try (Stream<Path> entries = Files.list(cache.resolve("fingerprints"))) {
-            entry = entries.findFirst().orElseThrow();
-        }
-        String good = Files.readString(entry);
-        for (String bad : List.of("", "{", "not json", "{\"unknown\": 1}", "[]",
+        Path entry = theOnlyEntry(cache);
+        String good = Files.readString(entry, StandardCharsets.UTF_8);
+        List<byte[]> bads = new ArrayList<>();
+        for (String bad : List.of("", "=", "not an entry", "unknown=1", "# scheme=TNSR-FP1",
+                good.substring(0, good.length() / 2),
                 good.replace(first.hex(), "zz" + first.hex().substring(2)),
                 good.replace(first.hex(), first.hex().substring(2)),
-                good.replaceAll("\"size\": \\d+", "\"size\": null"),
-                good.replaceAll("\"size\": (\\d+)", "\"size\": \"$1\""),
-                good.replaceAll("\"file_key\": \"[^\"]*\"", "\"file_key\": null"))) {
-            Files.writeString(entry, bad);
+                good.replaceAll("(?m)^size=\\d+$", "size="),
+                good.replaceAll("(?m)^size=(\\d+)$", "size=\"$1\""),
+                good.replaceAll("(?m)^size=(\\d+)$", "size=$1 bytes"),
+                good.replaceAll("(?m)^chunk_bytes=\\d+$", "chunk_bytes=x"),
+                good.replaceAll("(?m)^file_key=.*\\R", ""),
+                good.replaceAll("(?m)^path=", "path=\\\\uZZZZ"))) {
+            bads.add(bad.getBytes(StandardCharsets.UTF_8));
+        }
+        byte[] notUtf8 = good.replaceAll("(?m)^path=", "path=\u00ff").getBytes(StandardCharsets.ISO_8859_1);
+        bads.add(notUtf8);
+        for (byte[] bad : bads) {
+            String shown = new String(bad, StandardCharsets.UTF_8);
+            assertNotEquals(good, shown);
+            Files.write(entry, bad);
             ModelFingerprint again = withCache(p, cache);
-            assertFalse(again.cached(), "entry: " + bad);
+            assertFalse(again.cached(), "entry: " + shown);
             assertEquals(first, again);
-            assertTrue(withCache(p, cache).cached(), "overwritten after: " + bad);
+            assertTrue(withCache(p, cache).cached(), "overwritten after: " + shown);
         }
         Files.delete(entry);
         Files.createDirectory(entry);
@@ -310,10 +372,7 @@ class ModelFingerprintTest {
         Path cache = tmp.resolve("cache");
         Path p = write("m.gguf", randomBytes(CHUNK, 14));
         ModelFingerprint first = withCache(p, cache);
-        Path entry;
-        try (Stream<Path> entries = Files.list(cache.resolve("fingerprints"))) {
-            entry = entries.findFirst().orElseThrow();
-        }
+        Path entry = theOnlyEntry(cache);
         Files.setPosixFilePermissions(entry, PosixFilePermissions.fromString("---------"));
         assertEquals(first, withCache(p, cache));
     }
