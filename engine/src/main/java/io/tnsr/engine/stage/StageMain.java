@@ -154,19 +154,6 @@ public final class StageMain implements Callable<Integer> {
             return failed(e.getMessage(), 2);
         }
         try (stage) {
-            int bound;
-            try {
-                bound = stage.listen();
-            } catch (IOException e) {
-                return failed(e.getMessage(), 3);
-            }
-            say("LISTENING " + bound);
-            stage.start();
-            say("READY");
-            if (!once) {
-                System.err.println("[" + o.name() + "] serving on " + listenHost + ":" + bound + (key.present() ? " (" + key + ")" : "")
-                        + "; a coordinator lists it in its config as \"external\": \"" + listenHost + ":" + bound + "\"");
-            }
             // On SIGTERM: stop, then let this thread close the stage (metrics flushed) and say so before the JVM ends.
             CountDownLatch closed = new CountDownLatch(1);
             Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -178,19 +165,37 @@ public final class StageMain implements Callable<Integer> {
                 }
             }));
             try {
-                while (!stage.awaitStop(1, TimeUnit.SECONDS)) {
-                    // a SHUTDOWN frame (one session), a failure or a signal ends the wait
-                }
-                if (stage.state() == StageRuntime.State.FAILED) {
-                    return failed(stage.failure(), 3);
-                }
-                stage.close();
-                say("STOPPED");
-                return 0;
+                return serve(stage, o, listenHost);
             } finally {
                 closed.countDown();
             }
         }
+    }
+
+    /** Listens, starts, and waits until the stage stops; the exit status. */
+    private int serve(StageRuntime stage, StageOptions o, String listenHost) throws InterruptedException {
+        int bound;
+        try {
+            bound = stage.listen();
+        } catch (IOException e) {
+            return failed(e.getMessage(), 3);
+        }
+        say("LISTENING " + bound);
+        stage.start();
+        say("READY");
+        if (!o.once()) {
+            System.err.println("[" + o.name() + "] serving on " + listenHost + ":" + bound + (o.link().key().present() ? " (" + o.link().key() + ")" : "")
+                    + "; a coordinator lists it in its config as \"external\": \"" + listenHost + ":" + bound + "\"");
+        }
+        while (!stage.awaitStop(1, TimeUnit.SECONDS)) {
+            // a SHUTDOWN frame (one session), a failure or a signal ends the wait
+        }
+        if (stage.state() == StageRuntime.State.FAILED) {
+            return failed(stage.failure(), 3);
+        }
+        stage.close();
+        say("STOPPED");
+        return 0;
     }
 
     private static int parseLayer(String s, String what) {

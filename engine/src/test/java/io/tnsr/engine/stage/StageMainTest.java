@@ -80,6 +80,60 @@ class StageMainTest {
     }
 
     @Test
+    void anErrorInTheComputeThreadEndsTheStageWithStatus3AndAMessage() throws Exception {
+        // Direct memory far smaller than the KV cache may grow to: the cache's page allocation throws
+        // OutOfMemoryError on the compute thread once enough positions are held.
+        Path model = TestModels.get(ModelSpec.tiny());
+        List<String> cmd = new ArrayList<>(ChildJvm.options(a -> a.startsWith("-Xmx") || a.startsWith("-XX:MaxDirectMemorySize")));
+        cmd.addAll(List.of("-Xmx256m", "-XX:MaxDirectMemorySize=6m"));
+        cmd.addAll(ChildJvm.classPath());
+        cmd.addAll(List.of(StageMain.class.getName(), "--model", model.toString(), "--layers", "0:4", "--ring-size", "4",
+                "--max-tokens-per-frame", "32", "--max-sequences-per-frame", "8", "--max-frame-bytes", String.valueOf(1 << 20),
+                "--kv-cache-tokens", "1000000"));
+        Process p = new ProcessBuilder(cmd).redirectError(dir.resolve("err").toFile()).start();
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            String listening = out.readLine();
+            assertTrue(listening != null && listening.startsWith("LISTENING "), listening);
+            assertEquals("READY", out.readLine());
+            int port = Integer.parseInt(listening.substring("LISTENING ".length()));
+            io.tnsr.engine.model.LlamaConfig config;
+            try (io.tnsr.engine.gguf.GgufFile f = io.tnsr.engine.gguf.GgufFile.open(model)) {
+                config = io.tnsr.engine.model.LlamaConfig.fromGguf(f);
+            }
+            io.tnsr.engine.pipeline.PipelineConfig pc = new io.tnsr.engine.pipeline.PipelineConfig("127.0.0.1",
+                    List.of(new io.tnsr.engine.pipeline.StageSpec(0, 4, 0, List.of(), null)), 4, 1 << 20, 32, 8,
+                    io.tnsr.engine.pipeline.WaitMode.BLOCK, 1_000_000, 0);
+            io.tnsr.engine.coordinator.PipelineLinks.Links links = io.tnsr.engine.coordinator.PipelineLinks.open(
+                    List.of("127.0.0.1:" + port), pc, config, io.tnsr.engine.gguf.ModelFingerprint.of(model).bytes(),
+                    io.tnsr.engine.link.LinkOptions.defaults(), 20_000);
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocateDirect(4096).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            org.agrona.concurrent.UnsafeBuffer u = new org.agrona.concurrent.UnsafeBuffer(b);
+            int[] ids = new int[32];
+            java.util.Arrays.fill(ids, 5);
+            try {
+                for (int seq = 0; seq < 10_000 && p.isAlive(); seq++) {
+                    for (int pos = 0; pos < 256; pos += 32) {   // each sequence fills the context: 16 pages
+                        int len = io.tnsr.wire.FrameEncoder.encodeTokens(u, 0, seq * 8L + pos / 32 + 1, 0, ids, 0, 32, 1, 0);
+                        io.tnsr.wire.FrameEncoder.putSequenceEntry(u, 0, 0, seq, pos, 32, 0);
+                        links.toFirst().write(b, len);
+                    }
+                }
+            } catch (java.io.IOException expected) {
+                // the stage went away
+            } finally {
+                links.toFirst().closeQuietly();
+                links.fromLast().closeQuietly();
+            }
+            assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the stage ended");
+            String rest = out.lines().collect(java.util.stream.Collectors.joining("\n"));
+            assertEquals(3, p.exitValue(), rest);
+            assertTrue(rest.startsWith("FAILED ") && rest.contains("compute thread") && rest.contains("OutOfMemoryError"), rest);
+        } finally {
+            p.destroyForcibly();
+        }
+    }
+
+    @Test
     void insecureStartsAndSaysSoLoudlyThenStopsCleanlyOnSigterm() throws Exception {
         List<String> cmd = new ArrayList<>(ChildJvm.options(a -> a.startsWith("-Xmx")));
         cmd.add("-Xmx256m");
@@ -93,7 +147,7 @@ class StageMainTest {
             assertTrue(Files.readString(err).contains("WITHOUT AUTHENTICATION"), Files.readString(err));
             new ProcessBuilder("kill", "-TERM", String.valueOf(p.pid())).start().waitFor(5, TimeUnit.SECONDS);
             assertTrue(p.waitFor(20, TimeUnit.SECONDS));
-            assertEquals("STOPPED", out.readLine());
+            assertEquals("STOPPED", out.readLine(), Files.readString(err));
         } finally {
             p.destroyForcibly();
         }
