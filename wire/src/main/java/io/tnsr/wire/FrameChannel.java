@@ -136,6 +136,19 @@ public final class FrameChannel implements AutoCloseable
         closeQuietly();
     }
 
+    /**
+     * Bytes that can be read now without blocking (0 for a channel that is not a socket): lets a thread that is not
+     * waiting for a frame see whether one (a heartbeat, an error) has arrived. Does not allocate.
+     */
+    public int available() throws IOException
+    {
+        if (in instanceof SocketChannel socket)
+        {
+            return socket.socket().getInputStream().available();
+        }
+        return 0;
+    }
+
     /** Whether the channel is still open here (not {@link #close}d, nor closed when a time limit ran out). */
     public boolean isOpen()
     {

@@ -119,7 +119,6 @@ public final class Coordinator {
     private volatile long lastWriteNanos = System.nanoTime();
     private volatile long writeStartedNanos;
     private volatile long lastHeardNanos = System.nanoTime();
-    private volatile long readingSinceNanos;
 
     private long nextStep = 1;
     private volatile long lastProgressNanos = System.nanoTime();
@@ -207,6 +206,7 @@ public final class Coordinator {
                     continue;
                 }
                 first = 0;
+                drainIdle(scheduler);
                 if (!scheduler.busy() && stopWhenIdle.getAsBoolean()) {
                     return;
                 }
@@ -288,6 +288,19 @@ public final class Coordinator {
         lastProgressNanos = System.nanoTime();
     }
 
+    /**
+     * With nothing in flight: reads whatever the last stage sent meanwhile (heartbeats, our own END_SEQUENCE frames,
+     * an ERROR about the pipeline), so that a silent or failing pipeline is noticed while idle too.
+     */
+    private void drainIdle(Scheduler scheduler) throws IOException {
+        while (fromLast.available() > 0) {
+            readOne();
+            if (FrameHeader.messageTypeCode(recv, 0) != MessageType.HEARTBEAT.code()) {
+                handleFrame(scheduler);
+            }
+        }
+    }
+
     /** Hands every logits row of the frame in recv to the scheduler. */
     private void chooseAll(Scheduler scheduler) {
         int n = FrameHeader.sequenceCount(recv, 0);
@@ -367,13 +380,12 @@ public final class Coordinator {
     }
 
     /**
-     * How long the coordinator has been waiting for the last stage without hearing from it (no frame, no heartbeat),
-     * or 0 when it is not waiting for a frame (idle, or writing): while idle it does not read, so silence then is
-     * noticed when the next step waits for its answer.
+     * How long the last stage has sent nothing (no frame, no heartbeat) that the coordinator could have read: 0 while
+     * it is blocked writing to the first stage (then it reads nothing; {@link #writeStartedNanos} bounds that).
+     * Waiting for a frame it reads as they come; idle, it reads what arrived every {@link #IDLE_WAIT_NANOS} at most.
      */
     public long silentNanos(long now) {
-        long since = readingSinceNanos;
-        return since == 0 ? 0 : now - Math.max(since, lastHeardNanos);
+        return writeStartedNanos != 0 ? 0 : now - lastHeardNanos;
     }
 
     /** When the write in progress to the first stage began, or 0 when none is (a write blocked long: stage 0 stopped reading). */
@@ -381,26 +393,29 @@ public final class Coordinator {
         return writeStartedNanos;
     }
 
+    /** Reads the next frame from the last stage into recv, whatever it is. */
+    private void readOne() throws IOException {
+        int len;
+        try {
+            len = fromLast.read(recvBytes);
+        } catch (FrameFormatException e) {
+            throw new PipelineException("malformed frame from " + fromLast.peer() + ": " + e.getMessage(), e);
+        }
+        if (len == FrameChannel.END_OF_STREAM) {
+            throw new IOException(fromLast.peer() + " closed the connection");
+        }
+        if (len > recvBytes.capacity()) {
+            throw new PipelineException(fromLast.peer() + " sent a frame of " + len + " bytes; the coordinator expects at most "
+                    + recvBytes.capacity());
+        }
+        lastHeardNanos = System.nanoTime();
+    }
+
     /** Reads one whole frame from the last stage into recv, skipping heartbeats. */
     private void readFrame() throws IOException {
-        int len;
-        readingSinceNanos = System.nanoTime();
         do {
-            try {
-                len = fromLast.read(recvBytes);
-            } catch (FrameFormatException e) {
-                throw new PipelineException("malformed frame from " + fromLast.peer() + ": " + e.getMessage(), e);
-            }
-            if (len == FrameChannel.END_OF_STREAM) {
-                throw new IOException(fromLast.peer() + " closed the connection");
-            }
-            if (len > recvBytes.capacity()) {
-                throw new PipelineException(fromLast.peer() + " sent a frame of " + len + " bytes; the coordinator expects at most "
-                        + recvBytes.capacity());
-            }
-            lastHeardNanos = System.nanoTime();
+            readOne();
         } while (FrameHeader.messageTypeCode(recv, 0) == MessageType.HEARTBEAT.code());
-        readingSinceNanos = 0;
         long now = System.nanoTime();
         lastProgressNanos = now;
         if ((FrameHeader.flags(recv, 0) & FrameHeader.FLAG_TRACE) != 0) {

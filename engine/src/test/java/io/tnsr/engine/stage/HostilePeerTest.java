@@ -283,7 +283,10 @@ class HostilePeerTest {
     void aNewAuthenticatedUpstreamReplacesTheSessionAndItsCachesAreDropped() throws Exception {
         PipelineLinks.Links old = session;
         session = PipelineLinks.open(List.of("127.0.0.1:" + port), pipeline(0, 4), config, stage.fingerprint().bytes(), LINKS, 10_000);
-        assertEquals(FrameChannel.END_OF_STREAM, old.fromLast().read(in), "the old session's return link is closed");
+        MessageType last = read(old.fromLast());
+        assertEquals(MessageType.ERROR, last, "the old coordinator is told why its session ended");
+        assertTrue(ErrorPayload.message(inBuf, 0).contains("newer session"), ErrorPayload.message(inBuf, 0));
+        assertEquals(null, read(old.fromLast()), "then its return link is closed");
         old.toFirst().close();
         old.fromLast().close();
         assertRoundTrip();
