@@ -146,9 +146,15 @@ public final class PipelineRun {
             cfg.checkFrames(model);
             ModelFingerprint fingerprint = s.link().fingerprintCache() != null
                     ? ModelFingerprint.of(s.model(), s.link().fingerprintCache()) : ModelFingerprint.of(s.model());
+            long started = System.nanoTime();
             procs.start(s.startupTimeoutMillis());
+            long linking = System.nanoTime();
             PipelineLinks.Links links = PipelineLinks.open(procs.addresses(), cfg, model, fingerprint.bytes(), s.link(),
                     s.startupTimeoutMillis());
+            long now = System.nanoTime();
+            System.err.printf(Locale.ROOT, "pipeline: %d stage%s ready in %.1f s (model fingerprint %s %s %.2f s; links"
+                            + " verified in %.0f ms)%n", n, n == 1 ? "" : "s", (now - started) / 1e9, fingerprint.shortHex(),
+                    fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9, (now - linking) / 1e6);
             FrameChannel toFirst = links.toFirst();
             FrameChannel fromLast = links.fromLast();
             log.start();
