@@ -25,6 +25,8 @@ public final class HelloPayload
     public static final int FLAG_AUTH = 1;
     /** flags bit: the coordinator's return link: the last stage writes its output to this connection. */
     public static final int FLAG_RETURN_LINK = 2;
+    /** flags bit: a probe: the receiver completes the handshake (proving it is alive and the same model) and closes. */
+    public static final int FLAG_PROBE = 4;
 
     /** Word index of {@code protocol_version}. */
     public static final int PROTOCOL_VERSION_INDEX = 0;

@@ -1,5 +1,6 @@
 package io.tnsr.engine.cli;
 
+import io.tnsr.engine.coordinator.RecoveryOptions;
 import io.tnsr.engine.link.LinkKey;
 import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.model.LlamaConfig;
@@ -49,6 +50,20 @@ final class PipelineOptions {
     @Option(names = "--insecure", description = {"Run without a key where one is needed: stages on a non-loopback address without",
             "--key-file (and, for serve, a non-loopback --host without --api-key-file). Said loudly."})
     boolean insecure;
+
+    @Option(names = "--recovery-timeout", paramLabel = "SECONDS", defaultValue = "60", description = {"When a stage is lost, replace it",
+            "(restart one this tool started, or wait for an external one) and replay the running sequences,",
+            "giving up after this long; 0: a lost stage ends the run (default: ${DEFAULT-VALUE})."})
+    double recoveryTimeout;
+
+    /** How a lost stage is replaced (--recovery-timeout). */
+    RecoveryOptions recovery() {
+        if (!(recoveryTimeout >= 0 && recoveryTimeout <= 3600)) {
+            throw new IllegalArgumentException("--recovery-timeout must be 0..3600 seconds, got " + recoveryTimeout);
+        }
+        return recoveryTimeout == 0 ? RecoveryOptions.off() : new RecoveryOptions(Math.round(recoveryTimeout * 1000),
+                RecoveryOptions.DEFAULT_RESTART_ATTEMPTS, RecoveryOptions.DEFAULT_PROBE_MILLIS);
+    }
 
     /** The coordinator's link options; refuses stages on a non-loopback address without a key unless --insecure. */
     LinkOptions link(PipelineConfig pc, String tool) {

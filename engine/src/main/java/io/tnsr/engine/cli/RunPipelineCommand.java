@@ -105,7 +105,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, waits, cpus,
                 new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes(),
                         rate == null ? 0 : rate),
-                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "run-pipeline"));
+                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "run-pipeline"), pipeline.recovery());
         PipelineRun.Outcome outcome;
         try {
             outcome = PipelineRun.run(settings, mc, seqs, text);

@@ -115,7 +115,7 @@ public final class ServeCommand implements Callable<Integer> {
                 new CompletionService.Limits(running, maxQueued, Math.round(maxWait * 1000)), runDir, n);
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
                 new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
-                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "serve"));
+                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "serve"), pipeline.recovery());
 
         AtomicBoolean stopRequested = new AtomicBoolean();
         AtomicBoolean pipelineStop = new AtomicBoolean();
@@ -150,7 +150,10 @@ public final class ServeCommand implements Callable<Integer> {
                             service.attach(s);
                             System.err.printf("serve: %d stage%s ready in %.1f s; up to %d requests at once, %d waiting%n", n,
                                     n == 1 ? "" : "s", (System.nanoTime() - t0) / 1e9, running, maxQueued);
-                        }, pipelineStop::get);
+                        }, pipelineStop::get, status -> {
+                            service.recovering(status);
+                            System.err.println(status == null ? "serve: the pipeline recovered" : "serve: the pipeline is " + status);
+                        });
             } catch (PipelineException e) {
                 // Requests in flight end with the error (an error event then [DONE] on a stream, 503 otherwise) and
                 // /health says why, until the server has closed.

@@ -98,8 +98,8 @@ public final class Coordinator {
         }
     }
 
-    private final FrameChannel toFirst;
-    private final FrameChannel fromLast;
+    private volatile FrameChannel toFirst;    // replaced by a recovery
+    private volatile FrameChannel fromLast;
     private final TokenChooser chooser;
     private final Options o;
     private final Metrics metrics;
@@ -121,6 +121,10 @@ public final class Coordinator {
     private volatile long lastHeardNanos = System.nanoTime();
 
     private long nextStep = 1;
+    private volatile Recovery recovery;
+    private int recoveries;
+    private long tokensAtRecovery = -1;
+    private int fruitless;
     private volatile long lastProgressNanos = System.nanoTime();
     private int decodeWarmupTokens;
 
@@ -197,26 +201,87 @@ public final class Coordinator {
         int first = 0;
         try {
             while (true) {
-                scheduler.admit(System.nanoTime(), first);
-                sendEnds(scheduler);   // sequences cancelled meanwhile
-                sendReady(scheduler, step, first);
-                if (scheduler.inFlight()) {
-                    readFrame();
-                    first = handleFrame(scheduler);
-                    continue;
+                try {
+                    scheduler.admit(System.nanoTime(), first);
+                    sendEnds(scheduler);   // sequences cancelled meanwhile
+                    sendReady(scheduler, step, first);
+                    if (scheduler.inFlight()) {
+                        readFrame();
+                        first = handleFrame(scheduler);
+                        continue;
+                    }
+                    first = 0;
+                    drainIdle(scheduler);
+                    if (!scheduler.busy() && stopWhenIdle.getAsBoolean()) {
+                        return;
+                    }
+                    awaitAdmission(Math.min(scheduler.nextDueNanos(), System.nanoTime() + IDLE_WAIT_NANOS));
+                } catch (IOException | PipelineException e) {
+                    recover(scheduler, e);
+                    first = 0;
                 }
-                first = 0;
-                drainIdle(scheduler);
-                if (!scheduler.busy() && stopWhenIdle.getAsBoolean()) {
-                    return;
-                }
-                awaitAdmission(Math.min(scheduler.nextDueNanos(), System.nanoTime() + IDLE_WAIT_NANOS));
             }
-        } catch (IOException e) {
-            throw new PipelineException("pipeline connection failed: " + e.getMessage(), e);
         } finally {
             scheduler.wakeOnSubmit(null);
         }
+    }
+
+    /** Replaces a broken pipeline: given new links to stages that hold no KV cache, or throws when it gives up. */
+    public interface Recovery {
+        PipelineLinks.Links recover(String cause);
+    }
+
+    /** What replaces a broken pipeline (null, the default: a broken pipeline ends the run). */
+    public void setRecovery(Recovery recovery) {
+        this.recovery = recovery;
+    }
+
+    /** Pipelines replaced so far. */
+    public int recoveries() {
+        return recoveries;
+    }
+
+    /**
+     * The pipeline broke ({@code e}): without a recovery, or when it gives up, or when the pipeline broke again with no
+     * token chosen since the last recovery (twice), a {@link PipelineException}; otherwise new links, every running
+     * sequence rewound to replay its history, and the loop goes on.
+     */
+    private void recover(Scheduler scheduler, Exception e) {
+        PipelineException failure = e instanceof PipelineException p ? p
+                : new PipelineException("pipeline connection failed: " + e.getMessage(), e);
+        if (recovery == null || failure.fatal()) {
+            throw failure;
+        }
+        if (scheduler.chosenTokens() == tokensAtRecovery && ++fruitless >= 2) {
+            throw new PipelineException("the pipeline broke again before any token since the last recovery: "
+                    + failure.getMessage(), e);
+        }
+        if (scheduler.chosenTokens() != tokensAtRecovery) {
+            fruitless = 0;
+        }
+        PipelineLinks.Links links = recovery.recover(failure.getMessage());
+        writing.lock();
+        try {
+            toFirst.closeQuietly();
+            fromLast.closeQuietly();
+            toFirst = links.toFirst();
+            fromLast = links.fromLast();
+            long now = System.nanoTime();
+            lastWriteNanos = now;
+            lastHeardNanos = now;
+            lastProgressNanos = now;
+        } finally {
+            writing.unlock();
+        }
+        scheduler.rewindAll();
+        recoveries++;
+        tokensAtRecovery = scheduler.chosenTokens();
+    }
+
+    /** Closes both links (the watchdog's way of ending a blocked read or write). */
+    public void closeLinks() {
+        toFirst.closeQuietly();
+        fromLast.closeQuietly();
     }
 
     /**
@@ -283,7 +348,7 @@ public final class Coordinator {
             LockSupport.parkNanos(this, left);
         }
         if (Thread.interrupted()) {
-            throw new PipelineException("interrupted while waiting to admit the next sequence");
+            throw PipelineException.fatal("interrupted while waiting to admit the next sequence");
         }
         lastProgressNanos = System.nanoTime();
     }

@@ -33,13 +33,7 @@ public final class LocalStages implements Stages {
         int n = stages.length;
         try {
             for (int i = 0; i < n; i++) {
-                StageSpec s = config.stages().get(i);
-                WaitMode w = config.waitMode() == WaitMode.SPIN ? WaitMode.BACKOFF : config.waitMode();
-                stages[i] = new StageRuntime(StageOptions.builder(model, s.layerFrom(), s.layerTo()).stage(i, n)
-                        .listen(config.host(), s.port()).ringSize(config.ringSize()).maxFrameBytes(config.maxFrameBytes())
-                        .frameLimits(config.maxTokensPerFrame(), config.maxSequencesPerFrame()).wait(w, -1)
-                        .kvCacheTokens(config.kvCacheTokens()).metricsDir(metricsDir).socketBufferBytes(config.socketBufferBytes())
-                        .stallThresholdMicros(config.stallThresholdMicros()).build());
+                stages[i] = new StageRuntime(options(i));
                 ports[i] = stages[i].listen();
             }
             for (StageRuntime stage : stages) {
@@ -48,6 +42,39 @@ public final class LocalStages implements Stages {
         } catch (IOException | RuntimeException e) {
             close();
             throw new PipelineException("cannot start the in-process stages: " + e.getMessage(), e);
+        }
+    }
+
+    private StageOptions options(int i) {
+        StageSpec s = config.stages().get(i);
+        WaitMode w = config.waitMode() == WaitMode.SPIN ? WaitMode.BACKOFF : config.waitMode();
+        return StageOptions.builder(model, s.layerFrom(), s.layerTo()).stage(i, stages.length)
+                .listen(config.host(), s.port()).ringSize(config.ringSize()).maxFrameBytes(config.maxFrameBytes())
+                .frameLimits(config.maxTokensPerFrame(), config.maxSequencesPerFrame()).wait(w, -1)
+                .kvCacheTokens(config.kvCacheTokens()).metricsDir(metricsDir).socketBufferBytes(config.socketBufferBytes())
+                .stallThresholdMicros(config.stallThresholdMicros()).build();
+    }
+
+    /** Ends stage i as a crash would: its threads stop and its sockets close (for tests of recovery). */
+    public void kill(int i) {
+        stages[i].close();
+    }
+
+    @Override
+    public boolean replaceable(int i) {
+        return true;
+    }
+
+    @Override
+    public synchronized void replace(int i, long timeoutMillis) {
+        stages[i].close();
+        try {
+            StageRuntime s = new StageRuntime(options(i));
+            ports[i] = s.listen();
+            s.start();
+            stages[i] = s;
+        } catch (IOException | RuntimeException e) {
+            throw new PipelineException("cannot restart in-process stage " + i + ": " + e.getMessage(), e);
         }
     }
 

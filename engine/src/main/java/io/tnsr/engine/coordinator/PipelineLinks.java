@@ -67,6 +67,42 @@ public final class PipelineLinks {
         }
     }
 
+    /**
+     * Asks the stage at {@code address} whether it is alive and the one expected there: a handshake with flag PROBE
+     * (the stage answers and closes; its session, if any, is untouched), within {@code timeoutMillis}.
+     *
+     * @return null when it answered as stage {@code index}, else why not (unreachable, silent, refused)
+     */
+    public static String probe(String address, int index, int count, PipelineConfig cfg, LlamaConfig model, byte[] fingerprint,
+                               LinkOptions link, long timeoutMillis) {
+        String name = "stage" + index + " at " + address;
+        int colon = address.lastIndexOf(':');
+        FrameChannel ch = null;
+        try {
+            // One attempt: a refused connection means the stage is gone (no retrying as at start-up).
+            java.nio.channels.SocketChannel socket = java.nio.channels.SocketChannel.open();
+            try {
+                socket.socket().connect(new java.net.InetSocketAddress(address.substring(0, colon),
+                        Integer.parseInt(address.substring(colon + 1))), (int) timeoutMillis);
+                FrameChannel.tune(socket);
+            } catch (IOException | RuntimeException e) {
+                socket.close();
+                throw new IOException("cannot connect: " + e.getMessage(), e);
+            }
+            ch = new FrameChannel(socket, name, cfg.maxFrameBytes());
+            Handshake.initiate(ch, hello(index, count, HelloPayload.FLAG_PROBE, cfg, model, fingerprint, link), link.key(),
+                    "the coordinator", link.livenessMillis(), (h, peer) -> h.role() == HelloPayload.ROLE_STAGE
+                            && h.layerFrom() < h.layerTo() ? null : peer + " is not a stage", timeoutMillis);
+            return null;
+        } catch (IOException | RuntimeException e) {
+            return e.getMessage();
+        } finally {
+            if (ch != null) {
+                ch.closeQuietly();
+            }
+        }
+    }
+
     private static FrameChannel connect(String address, String name, PipelineConfig cfg, LinkOptions link) throws IOException {
         int colon = address.lastIndexOf(':');
         try {

@@ -30,6 +30,7 @@ import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiFunction;
 import java.util.function.BooleanSupplier;
@@ -54,19 +55,27 @@ public final class PipelineRun {
      */
     public record Settings(Path model, PipelineConfig config, List<WaitMode> waits, List<Integer> cpus,
                            Coordinator.Options coordinator, Path runDir, long startupTimeoutMillis,
-                           long stallTimeoutMillis, long connectTimeoutMillis, int decodeWarmupTokens, LinkOptions link) {
-        /** Without a key, with the default liveness and handshake bounds. */
+                           long stallTimeoutMillis, long connectTimeoutMillis, int decodeWarmupTokens, LinkOptions link,
+                           RecoveryOptions recovery) {
+        /** Without a key, with the default liveness and handshake bounds, and recovery. */
         public Settings(Path model, PipelineConfig config, List<WaitMode> waits, List<Integer> cpus,
                         Coordinator.Options coordinator, Path runDir, long startupTimeoutMillis,
                         long stallTimeoutMillis, long connectTimeoutMillis, int decodeWarmupTokens) {
             this(model, config, waits, cpus, coordinator, runDir, startupTimeoutMillis, stallTimeoutMillis, connectTimeoutMillis,
                     decodeWarmupTokens, new LinkOptions(LinkKey.NONE, LinkOptions.DEFAULT_LIVENESS_MILLIS,
-                            LinkOptions.DEFAULT_HANDSHAKE_MILLIS, Math.max(1, connectTimeoutMillis), null));
+                            LinkOptions.DEFAULT_HANDSHAKE_MILLIS, Math.max(1, connectTimeoutMillis), null), RecoveryOptions.defaults());
+        }
+
+        /** These settings with other recovery options. */
+        public Settings withRecovery(RecoveryOptions r) {
+            return new Settings(model, config, waits, cpus, coordinator, runDir, startupTimeoutMillis, stallTimeoutMillis,
+                    connectTimeoutMillis, decodeWarmupTokens, link, r);
         }
     }
 
     /** What happened. */
-    public record Outcome(Coordinator.Result result, LatencySummary latency, double[] computeShare, long[] stalls) {
+    public record Outcome(Coordinator.Result result, LatencySummary latency, double[] computeShare, long[] stalls,
+                          List<PipelineRecovery.Done> recoveries) {
     }
 
     /** How often the watchdog looks at the stages and the coordinator's progress. */
@@ -84,7 +93,7 @@ public final class PipelineRun {
     /** Runs with the given stages (processes, or threads for tests); closes them. */
     public static Outcome run(Stages stages, Settings s, LlamaConfig model, List<SequenceState> seqs,
                               Generator.Listener listener) {
-        return drive(stages, s, model, seqs.size(), listener, (c, admission) -> {
+        return drive(stages, s, model, seqs.size(), listener, PipelineRun::printStatus, (c, admission) -> {
             c.setDecodeWarmupTokens(s.decodeWarmupTokens());
             Coordinator.Result result = c.run(seqs);
             for (SequenceState q : seqs) {   // this thread ran the coordinator: still the metrics' one writer
@@ -103,7 +112,16 @@ public final class PipelineRun {
      */
     public static Outcome serve(Stages stages, Settings s, LlamaConfig model, Scheduler.Limits limits, Generator.Listener listener,
                                 Consumer<Scheduler> onReady, BooleanSupplier stopWhenIdle) {
-        return drive(stages, s, model, 0, listener, (c, admission) -> {
+        return serve(stages, s, model, limits, listener, onReady, stopWhenIdle, PipelineRun::printStatus);
+    }
+
+    /**
+     * As {@link #serve(Stages, Settings, LlamaConfig, Scheduler.Limits, Generator.Listener, Consumer, BooleanSupplier)},
+     * telling {@code status} what a recovery is doing ("recovering: stage1 (...) is down: ...", null once recovered).
+     */
+    public static Outcome serve(Stages stages, Settings s, LlamaConfig model, Scheduler.Limits limits, Generator.Listener listener,
+                                Consumer<Scheduler> onReady, BooleanSupplier stopWhenIdle, Consumer<String> status) {
+        return drive(stages, s, model, 0, listener, status, (c, admission) -> {
             long start = System.nanoTime();
             Scheduler scheduler = c.newScheduler(limits);
             onReady.accept(scheduler);
@@ -121,7 +139,7 @@ public final class PipelineRun {
      * {@code max_frame_bytes} is refused ({@link PipelineConfig#checkFrames}) before any stage starts.
      */
     private static Outcome drive(Stages stages, Settings s, LlamaConfig model, int sequences, Generator.Listener listener,
-                                 BiFunction<Coordinator, LatencyMetric, Coordinator.Result> driver) {
+                                 Consumer<String> status, BiFunction<Coordinator, LatencyMetric, Coordinator.Result> driver) {
         PipelineConfig cfg = s.config();
         int n = cfg.stages().size();
         String last = "stage" + (n - 1);
@@ -141,6 +159,7 @@ public final class PipelineRun {
         LatencyMetric admission = log.add(new LatencyMetric("admission-delay",
                 "per sequence, intended start to joining a micro-batch (how far behind the pipeline was)", fromStart));
         AtomicReference<String> broken = new AtomicReference<>();
+        PipelineRecovery recovery = null;
         Coordinator.Result result;
         try (Stages procs = stages) {
             cfg.checkFrames(model);
@@ -160,17 +179,39 @@ public final class PipelineRun {
             log.start();
 
             Coordinator c = new Coordinator(toFirst, fromLast, model.vocabSize(), s.coordinator(), listener, metrics);
+            AtomicBoolean recovering = new AtomicBoolean();
+            recovery = s.recovery().enabled()
+                    ? new PipelineRecovery(procs, cfg, model, fingerprint.bytes(), s.link(), s.recovery(), status) : null;
+            if (recovery != null) {
+                PipelineRecovery r = recovery;
+                c.setRecovery(cause -> {
+                    recovering.set(true);
+                    try {
+                        String why = broken.getAndSet(null);
+                        return r.recover(why != null ? why : cause);
+                    } finally {
+                        broken.set(null);
+                        recovering.set(false);
+                    }
+                });
+            }
             ScheduledExecutorService watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
                 Thread t = new Thread(r, "pipeline-watchdog");
                 t.setDaemon(true);
                 return t;
             });
-            List<String> addresses = procs.addresses();
-            watchdog.scheduleWithFixedDelay(() -> watch(procs, c, s, addresses, broken, toFirst, fromLast),
-                    WATCH_PERIOD_MILLIS, WATCH_PERIOD_MILLIS, TimeUnit.MILLISECONDS);
+            watchdog.scheduleWithFixedDelay(() -> {
+                if (!recovering.get()) {
+                    watch(procs, c, s, broken, recovering);
+                }
+            }, WATCH_PERIOD_MILLIS, WATCH_PERIOD_MILLIS, TimeUnit.MILLISECONDS);
             try {
                 result = driver.apply(c, admission);
-                c.shutdown();
+                try {
+                    c.shutdown();
+                } catch (PipelineException e) {
+                    System.err.println("pipeline: shutting down: " + e.getMessage() + " (every sequence had ended)");
+                }
             } catch (PipelineException e) {
                 String why = broken.get();
                 if (why == null) {
@@ -180,20 +221,18 @@ public final class PipelineRun {
                 throw why != null ? new PipelineException(why, e) : e;
             } finally {
                 watchdog.shutdownNow();
-                toFirst.close();
-                fromLast.close();
+                c.closeLinks();
             }
             if (!procs.awaitExit(10_000)) {
                 System.err.println("run-pipeline: some stages did not exit within 10 s of SHUTDOWN; stopping them");
             }
-        } catch (IOException e) {
-            throw new PipelineException(e.getMessage(), e);
         } finally {
             log.close();
         }
         LatencySummary latency = LatencySummary.read(s.runDir());
         latency.export(s.runDir());
-        return new Outcome(result, latency, computeShares(latency, n, result.wallNanos()), stalls(latency, n));
+        return new Outcome(result, latency, computeShares(latency, n, result.wallNanos()), stalls(latency, n),
+                recovery == null ? List.of() : recovery.done());
     }
 
     /** {@code run.json}: what the latency summary and report need to know about this run besides the logs. */
@@ -258,11 +297,11 @@ public final class PipelineRun {
      * stayed silent (no frame, no heartbeat) past the liveness bound, when stage 0 stopped reading for that long, or
      * when the pipeline gave no answer for the stall timeout. Each reason names the stage and the link.
      */
-    private static void watch(Stages procs, Coordinator c, Settings s, List<String> addresses, AtomicReference<String> broken,
-                              FrameChannel a, FrameChannel b) {
+    private static void watch(Stages procs, Coordinator c, Settings s, AtomicReference<String> broken, AtomicBoolean recovering) {
         if (broken.get() != null) {
             return;
         }
+        List<String> addresses = procs.addresses();
         long now = System.nanoTime();
         c.heartbeatIfIdle(now, TimeUnit.MILLISECONDS.toNanos(s.link().heartbeatMillis()));
         long bound = TimeUnit.MILLISECONDS.toNanos(s.link().livenessMillis());
@@ -286,10 +325,14 @@ public final class PipelineRun {
         } else {
             why = null;
         }
-        if (why != null && broken.compareAndSet(null, why)) {
-            a.closeQuietly();
-            b.closeQuietly();
+        if (why != null && !recovering.get() && broken.compareAndSet(null, why)) {
+            c.closeLinks();
         }
+    }
+
+    /** Tells the console what a recovery is doing. */
+    private static void printStatus(String status) {
+        System.err.println(status == null ? "pipeline: recovered" : "pipeline: " + status);
     }
 
     /**

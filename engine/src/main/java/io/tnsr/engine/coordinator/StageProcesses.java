@@ -34,8 +34,8 @@ import java.util.concurrent.TimeUnit;
  * parent process disappears.
  */
 public final class StageProcesses implements Stages {
-    /** A line a stage printed, or its exit. */
-    private record Event(int stage, String line) {
+    /** A line a stage printed, or its exit; {@code generation} counts the stage's restarts. */
+    private record Event(int stage, int generation, String line) {
     }
 
     private final PipelineConfig config;
@@ -47,6 +47,7 @@ public final class StageProcesses implements Stages {
     private final Process[] processes;
     private final int[] ports;
     private final long[] exitNanos;   // when each process was seen to end (0 = running)
+    private final int[] generation;   // restarts of each stage: events of an earlier process are ignored
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final Thread hook = new Thread(() -> {
         System.err.println("run-pipeline: interrupted; stopping the stage processes");
@@ -65,6 +66,7 @@ public final class StageProcesses implements Stages {
         this.processes = new Process[config.stages().size()];
         this.ports = new int[config.stages().size()];
         this.exitNanos = new long[config.stages().size()];
+        this.generation = new int[config.stages().size()];
     }
 
     @Override
@@ -78,19 +80,82 @@ public final class StageProcesses implements Stages {
             if (s.external() != null) {
                 continue;
             }
-            List<String> cmd = command(i, s);
-            try {
-                Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-                processes[i] = p;
-                final int index = i;
-                Thread reader = new Thread(() -> pump(index, p), "stage" + i + "-stdout");
-                reader.setDaemon(true);
-                reader.start();
-            } catch (IOException e) {
-                throw new PipelineException("cannot start stage " + i + ": " + e.getMessage(), e);
-            }
+            spawn(i, s);
         }
         await("READY", deadline, (i, rest) -> { });
+    }
+
+    /** Starts stage i's process and the thread that reads its stdout. */
+    private void spawn(int i, StageSpec s) {
+        List<String> cmd = command(i, s);
+        try {
+            Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            processes[i] = p;
+            int gen = generation[i];
+            Thread reader = new Thread(() -> pump(i, gen, p), "stage" + i + "-stdout");
+            reader.setDaemon(true);
+            reader.start();
+        } catch (IOException e) {
+            throw new PipelineException("cannot start stage " + i + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public boolean replaceable(int i) {
+        return config.stages().get(i).external() == null;
+    }
+
+    @Override
+    public synchronized void replace(int i, long timeoutMillis) {
+        if (!replaceable(i)) {
+            throw new PipelineException("stage " + i + " is external (" + config.stages().get(i).external() + "): it cannot be restarted from here");
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        Process old = processes[i];
+        if (old != null && old.isAlive()) {
+            old.destroyForcibly();
+            try {
+                old.waitFor(5, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new PipelineException("interrupted while replacing stage " + i);
+            }
+        }
+        generation[i]++;
+        synchronized (exitNanos) {
+            exitNanos[i] = 0;
+        }
+        spawn(i, config.stages().get(i));
+        awaitOne(i, deadline);
+    }
+
+    /** Waits until the current process of stage i says READY (its LISTENING port recorded), or fails or exits. */
+    private void awaitOne(int i, long deadline) {
+        while (true) {
+            long left = deadline - System.nanoTime();
+            Event e;
+            try {
+                e = left <= 0 ? null : events.poll(left, TimeUnit.NANOSECONDS);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new PipelineException("interrupted while restarting stage " + i);
+            }
+            if (e == null) {
+                throw new PipelineException("timed out waiting for the restarted stage " + i + " to be ready");
+            }
+            if (e.stage != i || e.generation != generation[i]) {
+                continue;   // another stage's line, or the replaced process's last words
+            }
+            if (e.line.startsWith("LISTENING ")) {
+                ports[i] = Integer.parseInt(e.line.substring("LISTENING ".length()).trim());
+            } else if (e.line.startsWith("READY")) {
+                return;
+            } else if (e.line.startsWith("FAILED ")) {
+                throw new PipelineException("the restarted stage " + i + " failed: " + e.line.substring(7));
+            } else if (e.line.startsWith("EXITED ")) {
+                throw new PipelineException("the restarted stage " + i + " exited with status " + e.line.substring(7));
+            }
+        }
     }
 
     private String address(int i) {
@@ -159,11 +224,11 @@ public final class StageProcesses implements Stages {
         return cmd;
     }
 
-    private void pump(int i, Process p) {
+    private void pump(int i, int gen, Process p) {
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = r.readLine()) != null) {
-                events.add(new Event(i, line));
+                events.add(new Event(i, gen, line));
             }
         } catch (IOException ignored) {
             // the process went away; its exit is reported below
@@ -171,9 +236,11 @@ public final class StageProcesses implements Stages {
         try {
             int status = p.waitFor();
             synchronized (exitNanos) {
-                exitNanos[i] = System.nanoTime();
+                if (gen == generation[i]) {
+                    exitNanos[i] = System.nanoTime();
+                }
             }
-            events.add(new Event(i, "EXITED " + status));
+            events.add(new Event(i, gen, "EXITED " + status));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -14,6 +14,17 @@ public interface Stages extends AutoCloseable {
     /** "host:port" of every stage, in pipeline order (valid after {@link #start}). */
     java.util.List<String> addresses();
 
+    /** Whether stage i is one this side started, so that it can be replaced (external stages are waited for). */
+    boolean replaceable(int i);
+
+    /**
+     * Replaces stage i: ends it if it still runs (it may be hung), starts it again, and waits until it listens, within
+     * the timeout; its address may change ({@link #addresses}).
+     *
+     * @throws PipelineException it could not be started
+     */
+    void replace(int i, long timeoutMillis);
+
     /** Null while every stage runs; otherwise which one ended and how. */
     String deadStage();
 

@@ -23,7 +23,8 @@ public final class SequenceState {
     private final long[] random = new long[1];
     private int[] generated;
     private int generatedCount;
-    private int prefilled;        // prompt tokens already sent
+    private int prefilled;        // prompt (or replayed history) tokens already sent
+    private int prefillLength;    // tokens to send before decoding: the prompt, or after a rewind the whole history
     private StopReason stoppedBy;
     private String error;
     private long startNanos;      // intended start: every latency of this sequence is measured from here
@@ -64,6 +65,7 @@ public final class SequenceState {
         this.generated = new int[Math.max(16, Math.min(maxNewTokens, 4096))];
         this.sampler = sampler;
         this.random[0] = sampler.newRandomState(randomStream);
+        this.prefillLength = promptTokens.length;
         if (promptTokens.length > contextLength) {
             fail("the prompt has " + promptTokens.length + " tokens but the model's context holds " + contextLength);
         } else if (maxNewTokens <= 0) {
@@ -87,22 +89,37 @@ public final class SequenceState {
         return promptTokens.length;
     }
 
-    /** Prompt tokens not yet sent for prefill. */
+    /** Prompt tokens (or, after {@link #rewind}, history tokens) not yet sent for prefill. */
     public int prefillRemaining() {
-        return promptTokens.length - prefilled;
+        return prefillLength - prefilled;
     }
 
-    /** Copies the next {@code n} prompt tokens to dst and marks them sent; returns their first position. */
+    /** Copies the next {@code n} prefill tokens to dst and marks them sent; returns their first position. */
     public int takePrefill(int n, int[] dst, int off) {
         int pos = prefilled;
-        System.arraycopy(promptTokens, prefilled, dst, off, n);
+        int fromPrompt = Math.max(0, Math.min(n, promptTokens.length - pos));
+        System.arraycopy(promptTokens, pos, dst, off, fromPrompt);
+        if (fromPrompt < n) {   // replaying history: the tokens chosen so far follow the prompt
+            System.arraycopy(generated, pos + fromPrompt - promptTokens.length, dst, off + fromPrompt, n - fromPrompt);
+        }
         prefilled += n;
         return pos;
     }
 
-    /** Puts back {@code n} prompt tokens taken but not run (their batch failed for other reasons). */
+    /** Puts back {@code n} prefill tokens taken but not run (their batch failed for other reasons). */
     public void untakePrefill(int n) {
         prefilled -= n;
+    }
+
+    /**
+     * The pipeline lost this sequence's KV cache (a stage was replaced): its whole history, the prompt and every
+     * token chosen so far, is to be sent again as a prefill. The logits of its last token then give the next token,
+     * exactly as the decode step that was lost would have (the kernels' results do not depend on the batch a row ran
+     * in); nothing already chosen is chosen or emitted again, and the random state is untouched.
+     */
+    public void rewind() {
+        prefilled = 0;
+        prefillLength = promptTokens.length + generatedCount;
     }
 
     /** The token to feed next during decode: the last one chosen. */

@@ -333,6 +333,26 @@ public final class Scheduler {
         }
     }
 
+    /**
+     * The pipeline was replaced: every step in flight is lost and no stage holds any cache. Each running member
+     * {@link SequenceState#rewind rewinds} to replay its history; ids waiting for END_SEQUENCE are dropped (no cache
+     * holds them). Finished and waiting sequences are untouched.
+     *
+     * @return the running members rewound
+     */
+    public int rewindAll() {
+        int n = 0;
+        for (MicroBatch b : batches) {
+            b.inFlightStep = -1;
+            for (SequenceState s : b.members) {
+                s.rewind();
+                n++;
+            }
+        }
+        endedCount = 0;
+        return n;
+    }
+
     /** Fails one sequence (the pipeline could not run it); the others go on. Unknown or ended ids are ignored. */
     public void fail(int seqId, String message) {
         SequenceState s = live.get(seqId);

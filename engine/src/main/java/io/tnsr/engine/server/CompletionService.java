@@ -98,6 +98,7 @@ public final class CompletionService implements Generator.Listener {
     private final ConcurrentHashMap<Integer, Completion> byId = new ConcurrentHashMap<>();
     private volatile Scheduler scheduler;
     private volatile String down;   // why the pipeline stopped serving, once it has
+    private volatile String recovering;   // what a recovery of the pipeline is doing, while one runs
 
     /**
      * @param runDir where the pipeline's processes keep their counters files (read by {@link #metrics()})
@@ -116,9 +117,22 @@ public final class CompletionService implements Generator.Listener {
         this.scheduler = s;
     }
 
-    /** Whether the pipeline is up and taking requests. */
+    /** Whether the pipeline is up and taking requests (not starting, failed, or recovering). */
     public boolean ready() {
-        return scheduler != null && down == null;
+        return scheduler != null && down == null && recovering == null;
+    }
+
+    /**
+     * A recovery of the pipeline is running ({@code status} says which stage is down and what is done about it), or
+     * has ended (null). Requests are still taken meanwhile: they wait, and streams pause.
+     */
+    public void recovering(String status) {
+        this.recovering = status;
+    }
+
+    /** What the running recovery is doing, or null. */
+    public String recovering() {
+        return recovering;
     }
 
     /** Why the pipeline stopped serving (a stage or link that failed), or null while it serves or starts. */

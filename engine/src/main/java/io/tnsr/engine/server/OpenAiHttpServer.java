@@ -45,7 +45,7 @@ import org.eclipse.jetty.util.Callback;
  * prompt and tokenized with its special tokens; {@code chat.completion} objects, or {@code chat.completion.chunk}
  * events whose first delta names the role. {@code POST /apply-template} answers the rendered prompt,
  * {@code {"prompt": ...}}.</li>
- * <li>{@code GET /v1/models}; {@code GET /health} (503 until the pipeline is up); {@code GET /metrics} (Prometheus
+ * <li>{@code GET /v1/models}; {@code GET /health} (503 until the pipeline is up, while it recovers a lost stage, naming it, and after it failed); {@code GET /metrics} (Prometheus
  * text format, {@link ServingMetrics}).</li>
  * <li>{@code POST /tokenize} ({@code content}, {@code add_special}, {@code with_pieces}) and {@code POST /detokenize}
  * ({@code tokens}), as llama-server has them.</li>
@@ -138,6 +138,8 @@ public final class OpenAiHttpServer implements AutoCloseable {
                     json(response, callback, 200, Map.of("status", "ok"));
                 } else if (service.down() != null) {
                     error(response, callback, 503, "unavailable", "the pipeline failed: " + service.down());
+                } else if (service.recovering() != null) {
+                    error(response, callback, 503, "unavailable", "the pipeline is " + service.recovering());
                 } else {
                     error(response, callback, 503, "unavailable", "the pipeline is starting");
                 }

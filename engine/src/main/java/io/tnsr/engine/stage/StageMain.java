@@ -56,7 +56,7 @@ public final class StageMain implements Callable<Integer> {
     @Option(names = "--port", hidden = true, defaultValue = "-1", description = "Port to listen on (--listen's port).")
     int port;
 
-    @Option(names = "--once", hidden = true, description = "Serve one session, then exit (run-pipeline's own stages).")
+    @Option(names = "--once", hidden = true, description = "Exit after the session that passes SHUTDOWN (run-pipeline's own stages).")
     boolean once;
 
     @Option(names = "--ring-size", defaultValue = "" + PipelineConfig.DEFAULT_RING_SIZE, description = "Ring slots (default: ${DEFAULT-VALUE}).")

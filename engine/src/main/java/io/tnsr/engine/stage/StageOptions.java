@@ -28,8 +28,9 @@ import java.nio.file.Path;
  * @param stallThresholdMicros a frame that reaches the idle compute thread but is picked up later than this counts
  *                             as a stall ({@code stage<i>-stalls})
  * @param link                 the links' key, liveness bound and time limits
- * @param once                 serve one session, then stop (a stage that {@code run-pipeline} starts); otherwise serve
- *                             one session after another until stopped ({@code tools/stage})
+ * @param once                 stop after the session that passes SHUTDOWN (a stage that {@code run-pipeline} starts: a
+ *                             broken session is followed by the coordinator's next one); otherwise serve one session
+ *                             after another until stopped ({@code tools/stage})
  */
 public record StageOptions(Path model, int stageIndex, int stageCount, int layerFrom, int layerTo, String host, int port,
                            int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
@@ -154,7 +155,7 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
             return this;
         }
 
-        /** Serve one session and stop (true, the default), or one session after another until stopped. */
+        /** Stop after a session that passed SHUTDOWN (true, the default), or serve sessions until stopped. */
         public Builder once(boolean once) {
             this.once = once;
             return this;

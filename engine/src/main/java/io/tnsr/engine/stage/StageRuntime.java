@@ -205,6 +205,9 @@ public final class StageRuntime implements AutoCloseable {
 
     /** Whether an upstream (or the coordinator's return link) may connect; null to accept, or the reason to refuse. */
     private String checkUpstream(Hello h, String peerName) {
+        if (h.role() == HelloPayload.ROLE_COORDINATOR && h.has(HelloPayload.FLAG_PROBE)) {
+            return null;   // a probe takes no place in the pipeline
+        }
         boolean returnLink = h.role() == HelloPayload.ROLE_COORDINATOR && h.has(HelloPayload.FLAG_RETURN_LINK);
         String me = name + " (layers [" + o.layerFrom() + ", " + o.layerTo() + "))";
         if (returnLink && !range.isLast()) {
@@ -376,6 +379,10 @@ public final class StageRuntime implements AutoCloseable {
             Hello peer = Handshake.answer(ch, h -> ownHello(indexFor(h), h.stageCount()), links.key(), name,
                     links.livenessMillis(), this::checkUpstream, links.handshakeMillis());
             String peerName = Handshake.name(peer, address);
+            if (peer.has(HelloPayload.FLAG_PROBE)) {
+                ch.drainAndClose(100);   // alive, same model, same key: that is all a probe asks
+                return;
+            }
             if (peer.role() == HelloPayload.ROLE_COORDINATOR && peer.has(HelloPayload.FLAG_RETURN_LINK)) {
                 FrameChannel old = returnLink.getAndSet(ch);
                 if (old != null) {
@@ -432,15 +439,11 @@ public final class StageRuntime implements AutoCloseable {
             if (state.get() != State.RUNNING) {
                 return;
             }
-            if (o.once()) {
-                if (shutdownSeen) {
-                    stop();
-                } else {
-                    fail("session ended before SHUTDOWN: " + why);
-                }
+            if (o.once() && shutdownSeen) {
+                stop();
                 return;
             }
-            log("session ended: " + why);
+            log("session ended: " + why + (o.once() ? "; waiting for the coordinator to reconnect" : ""));
         }
     }
 
@@ -557,12 +560,8 @@ public final class StageRuntime implements AutoCloseable {
         }
     }
 
-    /** The session's pipeline broke downstream: a one-session stage fails, a service ends the session. */
+    /** The session's pipeline broke downstream: the session ends (the coordinator reconnects, or ends the stage). */
     private void sessionBroken(String why) {
-        if (o.once()) {
-            fail(why);
-            return;
-        }
         log("session ended: " + why);
         Upstream up = current;
         if (up != null) {

@@ -36,11 +36,11 @@ import org.junit.jupiter.api.Timeout;
 class ProcessPipelineTest {
 
     @Test
-    void aStageKilledMidRunEndsTheRunWithAClearErrorAndNoProcessLeft() throws Exception {
+    void withoutRecoveryAStageKilledMidRunEndsTheRunWithAClearErrorAndNoProcessLeft() throws Exception {
         Path model = TestModels.get(ModelSpec.tiny());
         PipelineHarness h = new PipelineHarness(model, 3);
         Path dir = Files.createTempDirectory("killed");
-        PipelineRun.Settings s = settings(h.pipeline, model, dir, 10_000);
+        PipelineRun.Settings s = settings(h.pipeline, model, dir, 10_000).withRecovery(RecoveryOptions.off());
         StageProcesses procs = new StageProcesses(h.pipeline, model, dir, s.waits(), s.cpus(), s.link());
         Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
         List<SequenceState> seqs = h.sequences(List.of("one", "two", "three"), 200, sampler);
@@ -62,11 +62,43 @@ class ProcessPipelineTest {
     }
 
     @Test
-    void aStoppedStageIsReportedWithinTheLivenessBoundNamingItAndItsLink() throws Exception {
+    void aStageKilledOrStoppedMidRunIsRestartedAndEverySequenceGivesTheTokensOfOneProcess() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        PipelineHarness h = new PipelineHarness(model, 3);
+        List<String> prompts = List.of("one", "two", "three", "four");
+        List<SequenceState> alone = h.runSingle(prompts, 120, SamplingConfig.GREEDY);
+        for (String signal : List.of("KILL", "STOP")) {
+            Path dir = Files.createTempDirectory("recovered");
+            PipelineRun.Settings s = settings(h.pipeline, model, dir, 10_000);
+            StageProcesses procs = new StageProcesses(h.pipeline, model, dir, s.waits(), s.cpus(), s.link());
+            Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
+            List<SequenceState> seqs = h.sequences(prompts, 120, sampler);
+            AtomicInteger tokens = new AtomicInteger();
+            long[] lostPid = new long[1];
+            PipelineRun.Outcome o = PipelineRun.run(procs, s, h.cfg, seqs, (seq, t) -> {
+                if (tokens.incrementAndGet() == 40) {
+                    lostPid[0] = procs.process(1).pid();
+                    signal(signal, lostPid[0]);
+                }
+            });
+            for (int i = 0; i < prompts.size(); i++) {
+                assertArrayEquals(alone.get(i).generatedTokens(), seqs.get(i).generatedTokens(), signal + ": \"" + prompts.get(i) + "\"");
+            }
+            assertEquals(1, o.recoveries().size(), signal);
+            assertEquals(List.of(1), o.recoveries().get(0).replaced(), signal);
+            assertFalse(ProcessHandle.of(lostPid[0]).map(ProcessHandle::isAlive).orElse(false), signal + ": the lost process is gone");
+            for (int i = 0; i < 3; i++) {
+                assertFalse(procs.process(i).isAlive(), signal + ": stage " + i + " still running");
+            }
+        }
+    }
+
+    @Test
+    void withoutRecoveryAStoppedStageIsReportedWithinTheLivenessBoundNamingItAndItsLink() throws Exception {
         Path model = TestModels.get(ModelSpec.tiny());
         PipelineHarness h = new PipelineHarness(model, 3);
         Path dir = Files.createTempDirectory("stopped");
-        PipelineRun.Settings s = settings(h.pipeline, model, dir, 10_000);
+        PipelineRun.Settings s = settings(h.pipeline, model, dir, 10_000).withRecovery(RecoveryOptions.off());
         StageProcesses procs = new StageProcesses(h.pipeline, model, dir, s.waits(), s.cpus(), s.link());
         Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
         List<SequenceState> seqs = h.sequences(List.of("one", "two", "three"), 200, sampler);
@@ -94,6 +126,46 @@ class ProcessPipelineTest {
             new ProcessBuilder("kill", "-" + sig, String.valueOf(pid)).start().waitFor(5, java.util.concurrent.TimeUnit.SECONDS);
         } catch (IOException | InterruptedException e) {
             throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
+    void anExternalStageThatNeverComesBackEndsTheRunWithinTheRecoveryTimeoutNamingIt() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        PipelineHarness h = new PipelineHarness(model, 2);
+        Path dir = Files.createTempDirectory("never");
+        List<String> cmd = new java.util.ArrayList<>(io.tnsr.engine.process.ChildJvm.options(a -> a.startsWith("-Xmx")));
+        cmd.add("-Xmx256m");
+        cmd.addAll(io.tnsr.engine.process.ChildJvm.classPath());
+        cmd.addAll(List.of(io.tnsr.engine.stage.StageMain.class.getName(), "--model", model.toString(), "--layers", "2:4"));
+        Process external = new ProcessBuilder(cmd).redirectError(dir.resolve("external.log").toFile()).start();
+        try {
+            java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(external.getInputStream()));
+            String listening = out.readLine();
+            assertTrue(listening != null && listening.startsWith("LISTENING "), listening);
+            String address = "127.0.0.1:" + listening.substring("LISTENING ".length()).trim();
+            PipelineConfig pc = new PipelineConfig("127.0.0.1", List.of(new StageSpec(0, 2, 0, List.of(), null),
+                    new StageSpec(2, 4, 0, List.of(), address)), 16, h.pipeline.maxFrameBytes(), h.pipeline.maxTokensPerFrame(),
+                    h.pipeline.maxSequencesPerFrame(), WaitMode.BLOCK, 0, 0);
+            PipelineRun.Settings s = settings(pc, model, dir, 10_000).withRecovery(new RecoveryOptions(3000, 3, 1000));
+            StageProcesses procs = new StageProcesses(pc, model, dir, s.waits(), s.cpus(), s.link());
+            Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
+            List<SequenceState> seqs = h.sequences(List.of("one", "two"), 200, sampler);
+            AtomicInteger tokens = new AtomicInteger();
+            long[] killed = new long[1];
+            PipelineException e = assertThrows(PipelineException.class, () -> PipelineRun.run(procs, s, h.cfg, seqs, (seq, t) -> {
+                if (tokens.incrementAndGet() == 20) {
+                    killed[0] = System.nanoTime();
+                    external.destroyForcibly();
+                }
+            }));
+            double seconds = (System.nanoTime() - killed[0]) / 1e9;
+            assertTrue(e.getMessage().contains("recovery gave up") && e.getMessage().contains("stage1 (" + address + ") is down"),
+                    e.getMessage());
+            assertTrue(seconds < 3 + 5, "gave up " + seconds + " s after the stage died (recovery timeout 3 s)");
+            assertFalse(procs.process(0).isAlive(), "the stage this side started is gone");
+        } finally {
+            external.destroyForcibly();
         }
     }
 

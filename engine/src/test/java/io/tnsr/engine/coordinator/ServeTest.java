@@ -45,6 +45,10 @@ class ServeTest {
         final Thread driver;
 
         Server() throws InterruptedException {
+            this(status -> { });
+        }
+
+        Server(java.util.function.Consumer<String> status) throws InterruptedException {
             CountDownLatch ready = new CountDownLatch(1);
             Generator.Listener listener = new Generator.Listener() {
                 @Override
@@ -63,7 +67,7 @@ class ServeTest {
                     PipelineRun.serve(stages, h.settings(), h.cfg, limits, listener, s -> {
                         scheduler.set(s);
                         ready.countDown();
-                    }, stop::get);
+                    }, stop::get, status);
                 } catch (Throwable t) {
                     failure.set(t);
                     ready.countDown();
@@ -163,6 +167,37 @@ class ServeTest {
                 }
                 assertEquals(0, server.stages.stage(i).range().cache().usedPages(), "stage" + i + "'s KV cache is free again");
             }
+        }
+    }
+
+    @Test
+    void aStageLostWhileServingIsReplacedTheRequestsFinishWithTheirTokensAndEveryCacheEndsEmpty() throws Exception {
+        List<String> statuses = java.util.Collections.synchronizedList(new ArrayList<>());
+        try (Server server = new Server(statuses::add)) {
+            List<SequenceState> seqs = new ArrayList<>();
+            for (int i = 0; i < PROMPTS.size(); i++) {
+                seqs.add(server.submit(i, PROMPTS.get(i), 40, GREEDY));
+            }
+            server.awaitTokens(0, 5);
+            server.stages.kill(1);
+            for (int i = 0; i < PROMPTS.size(); i++) {
+                server.awaitFinished(i);
+            }
+            List<SequenceState> alone = server.h.runSingle(PROMPTS, 40, GREEDY);
+            for (int i = 0; i < PROMPTS.size(); i++) {
+                assertArrayEquals(alone.get(i).generatedTokens(), seqs.get(i).generatedTokens(), "request " + i);
+                assertEquals(seqs.get(i).generatedCount(), server.tokens.get(i).get(), "each token streamed once");
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while ((server.stages.stage(0).range().cache().liveSequences() > 0 || server.stages.stage(1).range().cache().liveSequences() > 0)
+                    && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            for (int i = 0; i < 2; i++) {
+                assertEquals(0, server.stages.stage(i).range().cache().liveSequences(), "stage " + i + "'s KV cache, session still open");
+            }
+            assertTrue(statuses.stream().anyMatch(st -> st != null && st.contains("stage1") && st.contains("is down")), statuses::toString);
+            assertTrue(statuses.contains(null), "recovered: " + statuses);
         }
     }
 }

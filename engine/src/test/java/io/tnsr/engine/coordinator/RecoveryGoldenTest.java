@@ -1,0 +1,91 @@
+package io.tnsr.engine.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.tnsr.engine.generate.Generator;
+import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.pipeline.PipelineConfig;
+import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.testing.Golden;
+import io.tnsr.engine.testing.SharedData;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * A stage is lost in the middle of a run (its threads stop and its sockets close, as in a crash) and the
+ * coordinator replaces it and replays the running sequences: every sequence still gives the golden tokens, with 2, 3
+ * and 5 stages, whether the stage was lost during a prefill, during decode, or with several micro-batches in flight.
+ */
+@Timeout(300)
+class RecoveryGoldenTest {
+
+    @ParameterizedTest(name = "{0} stages, stage {1} lost {2}")
+    @CsvSource({
+        "2, 0, during prefill", "2, 1, during decode", "2, 1, with micro-batches in flight",
+        "3, 0, during prefill", "3, 2, during decode", "3, 1, with micro-batches in flight",
+        "5, 0, during prefill", "5, 4, during decode", "5, 2, with micro-batches in flight"})
+    void everySequenceGivesTheGoldenTokensAfterAStageIsReplaced(int stages, int lost, String when) {
+        PipelineHarness h = new PipelineHarness(SharedData.path("models/stories260K.gguf"), stages);
+        List<Golden.Case> cases = new ArrayList<>(Golden.greedyCases());
+        int killAtToken;
+        switch (when) {
+            case "during prefill" -> {
+                // 4-token frames: the 11-token prompt takes three steps in its micro-batch, and the 5-token one two in
+                // the other; when the short one's first token comes back, the long one's prefill is in flight.
+                PipelineConfig p = h.pipeline;
+                h.pipeline = new PipelineConfig(p.host(), p.stages(), p.ringSize(), p.maxFrameBytes(), 4, p.maxSequencesPerFrame(),
+                        p.waitMode(), p.kvCacheTokens(), p.socketBufferBytes());
+                h.microBatches = 2;
+                h.batchSize = 1;
+                cases = List.of(cases.get(0), cases.get(2), cases.get(1));
+                killAtToken = 1;
+            }
+            case "during decode" -> {
+                h.microBatches = 1;
+                killAtToken = 60;
+            }
+            default -> {
+                h.microBatches = 3;
+                h.batchSize = 1;
+                killAtToken = 100;
+            }
+        }
+        LocalStages local = new LocalStages(h.pipeline, h.model, h.runDir);
+        Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
+        List<SequenceState> seqs = h.sequences(cases.stream().map(Golden.Case::prompt).toList(), cases.get(0).maxNewTokens(), sampler);
+        // every case with its own limit
+        seqs.clear();
+        for (Golden.Case c : cases) {
+            seqs.add(new SequenceState(seqs.size(), c.prompt(), h.tok.encode(c.prompt(), true), c.maxNewTokens(),
+                    h.cfg.contextLength(), h.tok.bos(), h.tok::isEndOfGeneration, sampler));
+        }
+        AtomicInteger tokens = new AtomicInteger();
+        Generator.Listener listener = new Generator.Listener() {
+            @Override
+            public void onToken(SequenceState seq, int token) {
+                if (tokens.incrementAndGet() == killAtToken) {
+                    local.kill(lost);
+                }
+            }
+
+            @Override
+            public void onFinished(SequenceState seq) {
+            }
+        };
+        PipelineRun.Outcome outcome = PipelineRun.run(local, h.settings(), h.cfg, seqs, listener);
+        for (int i = 0; i < cases.size(); i++) {
+            Golden.Case c = cases.get(i);
+            assertArrayEquals(c.generatedTokens(), seqs.get(i).generatedTokens(), "\"" + c.prompt() + "\" after stage " + lost
+                    + " of " + stages + " was lost " + when);
+            assertEquals(c.stoppedBy(), seqs.get(i).stoppedBy().json());
+        }
+        assertEquals(1, outcome.recoveries().size(), "one recovery");
+        assertEquals(List.of(lost), outcome.recoveries().get(0).replaced(), "the lost stage was replaced");
+    }
+}
