@@ -2,6 +2,7 @@ package io.tnsr.engine.cli;
 
 import io.tnsr.engine.coordinator.Coordinator;
 import io.tnsr.engine.coordinator.PipelineException;
+import io.tnsr.engine.coordinator.PipelineRecovery;
 import io.tnsr.engine.coordinator.PipelineRun;
 import io.tnsr.engine.generate.GenerationReport;
 import io.tnsr.engine.generate.SequenceState;
@@ -167,6 +168,14 @@ public final class RunPipelineCommand implements Callable<Integer> {
             for (int i = 0; i < o.stalls().length; i++) {
                 stalls.put("stage" + i, o.stalls()[i]);
             }
+            List<Object> recoveries = new ArrayList<>();
+            for (PipelineRecovery.Done d : o.recoveries()) {
+                Map<String, Object> r = new LinkedHashMap<>();
+                r.put("seconds", GenerationReport.round(d.nanos() / 1e9));
+                r.put("replaced_stages", d.replaced());
+                r.put("cause", d.cause());
+                recoveries.add(r);
+            }
             out.println(new GenerationReport(modelPath.toString(), pc.stages().size(), seqs, text::text, tps)
                     .put("micro_batches", m)
                     .put("layers", split)
@@ -178,6 +187,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
                     .put("time_to_first_token_ms_p50", ttftP50)
                     .put("stage_compute_share", shares)
                     .put("stalls", stalls)
+                    .put("recoveries", recoveries)
                     .put("latency", o.latency().toJsonMap())
                     .toJson());
             return;
@@ -195,6 +205,10 @@ public final class RunPipelineCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "generated %d tokens for %d sequences%s in %.2f s: %.1f tokens/s (decode %.1f tokens/s); time to first token p50 %.1f ms%n",
                 o.result().generatedTokens(), seqs.size(), failed > 0 ? " (" + failed + " failed)" : "",
                 o.result().wallNanos() / 1e9, tps, o.result().decodeTokensPerSecond(), ttftP50);
+        for (PipelineRecovery.Done d : o.recoveries()) {
+            out.printf(Locale.ROOT, "recovered in %.2f s, replaced stage%s %s: %s%n", d.nanos() / 1e9,
+                    d.replaced().size() == 1 ? "" : "s", d.replaced(), d.cause());
+        }
         StringBuilder share = new StringBuilder("compute share");
         for (int i = 0; i < o.computeShare().length; i++) {
             share.append(String.format(Locale.ROOT, "  stage%d %.0f%%", i, 100 * o.computeShare()[i]));

@@ -98,7 +98,9 @@ public final class SequenceState {
     public int takePrefill(int n, int[] dst, int off) {
         int pos = prefilled;
         int fromPrompt = Math.max(0, Math.min(n, promptTokens.length - pos));
-        System.arraycopy(promptTokens, pos, dst, off, fromPrompt);
+        if (fromPrompt > 0) {
+            System.arraycopy(promptTokens, pos, dst, off, fromPrompt);
+        }
         if (fromPrompt < n) {   // replaying history: the tokens chosen so far follow the prompt
             System.arraycopy(generated, pos + fromPrompt - promptTokens.length, dst, off + fromPrompt, n - fromPrompt);
         }

@@ -141,7 +141,7 @@ class MultiHostPipelineTest {
         assertGoldenRun("first");
 
         Process long_ = coordinator("cut", "--prompt", "Once upon a time", "--requests", "8", "--max-tokens", "2000", "--ignore-eos",
-                "--temperature", "0", "--json");
+                "--temperature", "0", "--json", "--recovery-timeout", "0");
         Path stage2Log = dir.resolve("stage2.log");
         long sessions = Files.readString(stage2Log).lines().filter(l -> l.contains("session started")).count();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -166,5 +166,42 @@ class MultiHostPipelineTest {
             net.restore(2);
         }
         assertGoldenRun("after");
+    }
+
+    @Test
+    void aRunWhoseLinkIsCutAndRestoredRecoversAndGivesTheTokensOfAnUninterruptedRun() throws Exception {
+        String[] run = {"--prompt", "Once upon a time", "--prompt", "One day", "--requests", "4", "--max-tokens", "400",
+                "--ignore-eos", "--temperature", "0", "--json", "--recovery-timeout", "60"};
+        Process whole = coordinator("whole", run);
+        assertTrue(whole.waitFor(120, TimeUnit.SECONDS));
+        assertEquals(0, whole.exitValue(), () -> uncheckedErr("whole"));
+        List<?> want = (List<?>) ((Map<?, ?>) TestJson.parse(out("whole").strip())).get("sequences");
+
+        Path stage2Log = dir.resolve("stage2.log");
+        long sessions = Files.readString(stage2Log).lines().filter(l -> l.contains("session started")).count();
+        Process p = coordinator("restored", run);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (Files.readString(stage2Log).lines().filter(l -> l.contains("session started")).count() == sessions) {
+            assertTrue(System.nanoTime() < deadline, "the session never started:\n" + uncheckedErr("restored"));
+            Thread.sleep(50);
+        }
+        Thread.sleep(300);
+        net.cut(2);
+        try {
+            awaitLine(dir.resolve("restored.err"), "recovering", 15);
+        } finally {
+            net.restore(2);
+        }
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the run ended");
+        assertEquals(0, p.exitValue(), () -> uncheckedErr("restored"));
+        Map<?, ?> json = (Map<?, ?>) TestJson.parse(out("restored").strip());
+        List<?> got = (List<?>) json.get("sequences");
+        for (int i = 0; i < want.size(); i++) {
+            assertEquals(((Map<?, ?>) want.get(i)).get("generated_tokens"), ((Map<?, ?>) got.get(i)).get("generated_tokens"),
+                    "sequence " + i + " after the cut link was restored");
+        }
+        List<?> recoveries = (List<?>) json.get("recoveries");
+        assertEquals(1, recoveries.size(), () -> uncheckedErr("restored"));
+        assertTrue(((String) ((Map<?, ?>) recoveries.get(0)).get("cause")).contains("stage1"), recoveries::toString);
     }
 }
