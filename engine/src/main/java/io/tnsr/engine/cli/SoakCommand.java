@@ -23,7 +23,6 @@ import io.tnsr.wire.FrameHeader;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -56,6 +55,7 @@ import picocli.CommandLine.Option;
  *   reference: each prompt's tokens from one process (greedy: what any uninterrupted run gives)
  *   serve:     the stages as run-pipeline starts them, --concurrency sequences always in flight (prompts in turn)
  *   killer:    every --kill-every MIN:MAX seconds, SIGKILL or SIGSTOP to a random stage (recovery replaces it)
+ *   timing:    per loss, loss to new session (recovered) and loss to the next token (the replay done)
  *   sampler:   every --sample-every seconds: tokens, this process's and each stage's memory, threads, open files,
  *              each stage's KV pages in use
  *   end:       no new sequences; those running finish; KV pages must come back to 0; the verdict
@@ -152,6 +152,9 @@ public final class SoakCommand implements Callable<Integer> {
         StageProcesses stages = new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), settings.link());
 
         Map<Integer, SequenceState> running = new ConcurrentHashMap<>();
+        AtomicLong resumeFromNanos = new AtomicLong();   // the loss whose first token after recovery is awaited
+        AtomicBoolean recovered = new AtomicBoolean();
+        List<Double> resumeSeconds = Collections.synchronizedList(new ArrayList<>());
         Semaphore slots = new Semaphore(concurrency);
         AtomicLong tokens = new AtomicLong();
         AtomicInteger finishedOk = new AtomicInteger();
@@ -161,6 +164,10 @@ public final class SoakCommand implements Callable<Integer> {
             @Override
             public void onToken(SequenceState seq, int token) {
                 tokens.incrementAndGet();
+                long k = resumeFromNanos.get();
+                if (k != 0 && recovered.get() && resumeFromNanos.compareAndSet(k, 0)) {
+                    resumeSeconds.add((System.nanoTime() - k) / 1e9);   // the replay done: tokens flow again
+                }
             }
 
             @Override
@@ -185,6 +192,7 @@ public final class SoakCommand implements Callable<Integer> {
             long k = lastKillNanos.getAndSet(0);
             if (k != 0) {
                 recoverSeconds.add((System.nanoTime() - k) / 1e9);
+                recovered.set(true);
             }
         };
         AtomicReference<Scheduler> scheduler = new AtomicReference<>();
@@ -235,7 +243,10 @@ public final class SoakCommand implements Callable<Integer> {
                 Process p = stages.process(i);
                 List<Integer> positions = running.values().stream().map(SequenceState::nextPosition).sorted().toList();
                 if (p != null && p.isAlive()) {
-                    lastKillNanos.compareAndSet(0, System.nanoTime());
+                    long killNanos = System.nanoTime();
+                    lastKillNanos.compareAndSet(0, killNanos);
+                    recovered.set(false);
+                    resumeFromNanos.set(killNanos);
                     new ProcessBuilder("kill", "-" + sig, String.valueOf(p.pid())).start().waitFor(5, TimeUnit.SECONDS);
                     kills.add(new Kill((now - start) / 1e9, i, p.pid(), sig, positions));
                     System.err.printf(Locale.ROOT, "soak: %.0f s: SIG%s to stage%d (pid %d); running sequences at positions %s%n",
@@ -270,8 +281,8 @@ public final class SoakCommand implements Callable<Integer> {
         double wall = (System.nanoTime() - start) / 1e9;
 
         Map<String, Object> report = report(wall, id, tokens.get(), finishedOk.get(), mismatches, failures, kills, recoverSeconds,
-                samples, running.size(), failed.get(), n);
-        PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+                resumeSeconds, samples, running.size(), failed.get(), n);
+        PrintStream out = System.out;
         if (reportFile != null) {
             Files.writeString(reportFile, Jackson.write(report) + "\n");
         }
@@ -398,7 +409,7 @@ public final class SoakCommand implements Callable<Integer> {
     }
 
     private Map<String, Object> report(double wall, int submitted, long tokens, int ok, List<String> mismatches, List<String> failures,
-                                       List<Kill> kills, List<Double> recover, List<Sample> samples, int unfinished,
+                                       List<Kill> kills, List<Double> recover, List<Double> resume, List<Sample> samples, int unfinished,
                                        Throwable failed, int n) {
         List<String> reasons = new ArrayList<>();
         if (failed != null) {
@@ -467,6 +478,11 @@ public final class SoakCommand implements Callable<Integer> {
         ttr.put("p99", round(percentile(recover, 99)));
         ttr.put("max", round(recover.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN)));
         r.put("time_to_recover_seconds", ttr);
+        Map<String, Object> ttres = new LinkedHashMap<>();
+        ttres.put("p50", round(percentile(resume, 50)));
+        ttres.put("p99", round(percentile(resume, 99)));
+        ttres.put("max", round(resume.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN)));
+        r.put("time_to_resume_seconds", ttres);
         List<Object> k = new ArrayList<>();
         for (int i = 0; i < kills.size(); i++) {
             Kill x = kills.get(i);
@@ -476,6 +492,7 @@ public final class SoakCommand implements Callable<Integer> {
             m.put("signal", x.signal());
             m.put("positions", x.positions());
             m.put("recovered_in_seconds", i < recover.size() ? round(recover.get(i)) : null);
+            m.put("tokens_again_after_seconds", i < resume.size() ? round(resume.get(i)) : null);
             k.add(m);
         }
         r.put("losses_detail", k);
@@ -507,8 +524,8 @@ public final class SoakCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "%s s, %s stages, %s sequences at a time: %s sequences submitted, %s match the reference; %s tokens (%s/s)%n",
                 r.get("wall_seconds"), r.get("stages"), r.get("concurrency"), r.get("sequences_submitted"),
                 r.get("sequences_matching_reference"), r.get("tokens_served"), r.get("tokens_per_second"));
-        out.printf(Locale.ROOT, "losses %s, recoveries %s, time to recover %s%n", r.get("losses"), r.get("recoveries"),
-                r.get("time_to_recover_seconds"));
+        out.printf(Locale.ROOT, "losses %s, recoveries %s, time to recover (loss to new session) %s, to tokens again (replay done) %s%n",
+                r.get("losses"), r.get("recoveries"), r.get("time_to_recover_seconds"), r.get("time_to_resume_seconds"));
         for (Object o : (List<?>) r.get("losses_detail")) {
             out.println("  " + o);
         }
