@@ -54,7 +54,8 @@ import picocli.CommandLine.Option;
  * <pre>
  *   reference: each prompt's tokens from one process (greedy: what any uninterrupted run gives)
  *   serve:     the stages as run-pipeline starts them, --concurrency sequences always in flight (prompts in turn)
- *   killer:    every --kill-every MIN:MAX seconds, SIGKILL or SIGSTOP to a random stage (recovery replaces it)
+ *   killer:    every --kill-every MIN:MAX seconds, SIGKILL or SIGSTOP to a random stage (recovery replaces it);
+ *              the next loss waits until the last one is recovered
  *   timing:    per loss, loss to new session (recovered) and loss to the next token (the replay done)
  *   sampler:   every --sample-every seconds: tokens, this process's and each stage's memory, threads, open files,
  *              each stage's KV pages in use
@@ -237,7 +238,9 @@ public final class SoakCommand implements Callable<Integer> {
                 samples.add(sample((now - start) / 1e9, tokens.get(), stages, runDir, n));
                 nextSample = now + (long) (sampleSeconds * 1e9);
             }
-            if (now >= nextKill) {
+            if (now >= nextKill && lastKillNanos.get() != 0) {
+                nextKill = now + 1_000_000_000L;   // the last loss is still being recovered: one at a time
+            } else if (now >= nextKill) {
                 int i = random.nextInt(n);
                 String sig = signal.equals("both") ? (random.nextBoolean() ? "KILL" : "STOP") : signal.toUpperCase(Locale.ROOT);
                 Process p = stages.process(i);

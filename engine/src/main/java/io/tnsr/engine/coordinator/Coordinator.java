@@ -32,6 +32,10 @@ import org.agrona.concurrent.UnsafeBuffer;
  * the last stage works on micro-batch 0 the first works on micro-batch 1, and so on. Frames come back in the order
  * they were sent (every stage is FIFO).
  *
+ * <p>When the pipeline breaks and a {@link Recovery} is set, the coordinator gets new links from it, rewinds every
+ * running sequence to replay its history ({@link Scheduler#rewindAll}), and goes on; nothing already chosen is
+ * chosen or emitted again.
+ *
  * <p>One thread; every wait is bounded by the caller's watchdog, which closes the channels (and so fails the
  * blocking read or write here) when a stage dies or stops answering, and which also sends the first stage a
  * HEARTBEAT whenever the link to it has been idle for a while ({@link #heartbeatIfIdle}; a lock keeps frames whole).

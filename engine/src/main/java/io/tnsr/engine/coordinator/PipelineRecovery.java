@@ -17,7 +17,7 @@ import java.util.function.Consumer;
  *   until the recovery timeout:
  *     probe every stage at once (a PROBE handshake, bounded): alive and the same model?
  *     each one that is not: a stage this side started is killed (if still there: hung) and started again, at most
- *       restartAttempts times; an external one is waited for at its address
+ *       restartAttempts times; an external one is waited for at its address, or its config's alternatives in turn
  *     open a new session over all of them (PipelineLinks.open); done, or back off (0.2, 0.5, 1, 2, 2 ... s) and again
  * </pre>
  * A new session drops every stage's KV caches, so the caller then replays each running sequence's history (the
@@ -92,7 +92,9 @@ public final class PipelineRecovery {
                 String what = "stage" + i + " (" + addresses.get(i) + ") is down: " + why;
                 down = down == null ? what : down;
                 if (!stages.replaceable(i)) {
-                    status.accept("recovering: " + what + "; waiting for it to come back");
+                    String next = stages.nextAddress(i);
+                    status.accept("recovering: " + what + (next.equals(addresses.get(i)) ? "; waiting for it to come back"
+                            : "; trying its alternative " + next));
                     continue;
                 }
                 if (restarts[i] >= options.restartAttempts()) {

@@ -43,7 +43,9 @@ import java.util.function.Consumer;
  * ({@code run.json}: loop mode, rate, hosts, stall threshold) at the start and, once every process has closed
  * its logs, reads them back once ({@link LatencySummary}) and exports {@code <metric>.hgrm} and
  * {@code summary.json} from that same reading.
- * Every wait is bounded: start-up by {@code startupTimeoutMillis}, each answer from the pipeline by
+ * A lost stage (dead, hung past the liveness bound, or cut off) is replaced and the running sequences replayed
+ * ({@link PipelineRecovery}, {@link Coordinator.Recovery}) unless recovery is off; the watchdog stands aside while a
+ * recovery runs. Every wait is bounded: start-up by {@code startupTimeoutMillis}, each answer from the pipeline by
  * {@code stallTimeoutMillis} (a watchdog closes the connections when a stage dies or stops answering, which
  * ends the coordinator's blocking read), and the final exits by a few seconds before processes are killed.
  */

@@ -48,6 +48,7 @@ public final class StageProcesses implements Stages {
     private final int[] ports;
     private final long[] exitNanos;   // when each process was seen to end (0 = running)
     private final int[] generation;   // restarts of each stage: events of an earlier process are ignored
+    private final int[] alternative;  // which address of an external stage is in use (index into its addresses)
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final Thread hook = new Thread(() -> {
         System.err.println("run-pipeline: interrupted; stopping the stage processes");
@@ -67,6 +68,7 @@ public final class StageProcesses implements Stages {
         this.ports = new int[config.stages().size()];
         this.exitNanos = new long[config.stages().size()];
         this.generation = new int[config.stages().size()];
+        this.alternative = new int[config.stages().size()];
     }
 
     @Override
@@ -160,7 +162,15 @@ public final class StageProcesses implements Stages {
 
     private String address(int i) {
         StageSpec s = config.stages().get(i);
-        return s.external() != null ? s.external() : config.host() + ":" + ports[i];
+        return s.external() != null ? s.addresses().get(alternative[i] % s.addresses().size()) : config.host() + ":" + ports[i];
+    }
+
+    @Override
+    public synchronized String nextAddress(int i) {
+        if (config.stages().get(i).external() != null) {
+            alternative[i]++;
+        }
+        return address(i);
     }
 
     @Override

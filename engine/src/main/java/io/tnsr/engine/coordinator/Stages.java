@@ -25,6 +25,14 @@ public interface Stages extends AutoCloseable {
      */
     void replace(int i, long timeoutMillis);
 
+    /**
+     * Stage i, an external one, was found down: its address becomes the next of its config's alternatives (in turn,
+     * back to the first); a no-op when it has none. Returns its address now.
+     */
+    default String nextAddress(int i) {
+        return addresses().get(i);
+    }
+
     /** Null while every stage runs; otherwise which one ended and how. */
     String deadStage();
 

@@ -307,7 +307,7 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
     }
 
     /** One entry of a configuration file's {@code stages} list. */
-    record StageFile(List<Number> layers, Number port, List<Number> cpus, String external, String comment) {
+    record StageFile(List<Number> layers, Number port, List<Number> cpus, String external, List<String> alternatives, String comment) {
     }
 
     /**
@@ -374,8 +374,12 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                         cpus.add(cpu.readInt(c, 0));
                     }
                 }
-                stages.add(new StageSpec(layer.readInt(s.layers().get(0), 0), layer.readInt(s.layers().get(1), 0),
-                        port.readInt(s.port(), 0), cpus, s.external()));
+                try {
+                    stages.add(new StageSpec(layer.readInt(s.layers().get(0), 0), layer.readInt(s.layers().get(1), 0),
+                            port.readInt(s.port(), 0), cpus, s.external(), s.alternatives() == null ? List.of() : s.alternatives()));
+                } catch (IllegalArgumentException | NullPointerException e) {
+                    throw new IllegalArgumentException("stage " + i + ": " + e.getMessage(), e);
+                }
             }
         } else {
             throw new IllegalArgumentException("\"stages\" must be a number of stages or a list of stage objects");

@@ -170,6 +170,52 @@ class ProcessPipelineTest {
     }
 
     @Test
+    void aLostExternalStageIsReplacedByTheAlternativeTheConfigNames() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        PipelineHarness h = new PipelineHarness(model, 2);
+        List<String> prompts = List.of("one", "two", "three");
+        List<SequenceState> alone = h.runSingle(prompts, 150, SamplingConfig.GREEDY);
+        Path dir = Files.createTempDirectory("alternative");
+        List<Process> externals = new java.util.ArrayList<>();
+        try {
+            List<String> addresses = new java.util.ArrayList<>();
+            for (int k = 0; k < 2; k++) {
+                List<String> cmd = new java.util.ArrayList<>(io.tnsr.engine.process.ChildJvm.options(a -> a.startsWith("-Xmx")));
+                cmd.add("-Xmx256m");
+                cmd.addAll(io.tnsr.engine.process.ChildJvm.classPath());
+                cmd.addAll(List.of(io.tnsr.engine.stage.StageMain.class.getName(), "--model", model.toString(), "--layers", "2:4"));
+                Process p = new ProcessBuilder(cmd).redirectError(dir.resolve("external" + k + ".log").toFile()).start();
+                externals.add(p);
+                String listening = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream())).readLine();
+                assertTrue(listening != null && listening.startsWith("LISTENING "), listening);
+                addresses.add("127.0.0.1:" + listening.substring("LISTENING ".length()).trim());
+            }
+            PipelineConfig pc = new PipelineConfig("127.0.0.1", List.of(new StageSpec(0, 2, 0, List.of(), null),
+                    new StageSpec(2, 4, 0, List.of(), addresses.get(0), List.of(addresses.get(1)))), 16, h.pipeline.maxFrameBytes(),
+                    h.pipeline.maxTokensPerFrame(), h.pipeline.maxSequencesPerFrame(), WaitMode.BLOCK, 0, 0);
+            PipelineRun.Settings s = settings(pc, model, dir, 10_000);
+            StageProcesses procs = new StageProcesses(pc, model, dir, s.waits(), s.cpus(), s.link());
+            Sampler sampler = new Sampler(SamplingConfig.GREEDY, h.cfg.vocabSize());
+            List<SequenceState> seqs = h.sequences(prompts, 150, sampler);
+            AtomicInteger tokens = new AtomicInteger();
+            PipelineRun.Outcome o = PipelineRun.run(procs, s, h.cfg, seqs, (seq, t) -> {
+                if (tokens.incrementAndGet() == 30) {
+                    externals.get(0).destroyForcibly();
+                }
+            });
+            for (int i = 0; i < prompts.size(); i++) {
+                assertArrayEquals(alone.get(i).generatedTokens(), seqs.get(i).generatedTokens(), prompts.get(i));
+            }
+            assertEquals(1, o.recoveries().size());
+            assertEquals(List.of(), o.recoveries().get(0).replaced(), "nothing restarted: the alternative took over");
+        } finally {
+            for (Process p : externals) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    @Test
     void anUnreachableStageIsAClearErrorWithinTheConnectTimeout() throws Exception {
         Path model = TestModels.get(ModelSpec.tiny());
         int freePort;

@@ -44,6 +44,8 @@ class PipelineConfigTest {
         PipelineConfig b = PipelineConfig.load(dir.resolve("bounded-memory.json"), 5);
         assertEquals(65536, b.socketBufferBytes());
         assertEquals(2, b.stages().size());
+        PipelineConfig hosts = PipelineConfig.load(dir.resolve("three-hosts.json"), 5);
+        assertEquals(List.of("10.0.0.4:7001", "10.0.0.5:7001"), hosts.stages().get(2).addresses());
     }
 
     @Test
@@ -54,6 +56,9 @@ class PipelineConfigTest {
         assertError("{\"stages\": 1, \"ring_size\": 6}", "power of two");
         assertError("{\"stages\": [{\"layers\": [0, 5], \"prot\": 1}]}", "stage 0: unknown key 'prot'");
         assertError("{\"stages\": 1,", "JSON");
+        assertError("{\"stages\": [{\"layers\": [0, 5], \"alternatives\": [\"h:1\"]}]}", "stage 0: alternatives are addresses of an external stage");
+        assertError("{\"stages\": [{\"layers\": [0, 5], \"external\": \"h:1\", \"alternatives\": [\"nohost\"]}]}",
+                "stage 0: alternative \"nohost\" is not host:port");
     }
 
     /** Every number is range-checked by its key: nothing wraps (2^32 + 1 is not 1), nothing negative becomes a default. */
