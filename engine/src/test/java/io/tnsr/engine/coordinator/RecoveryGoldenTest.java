@@ -88,4 +88,40 @@ class RecoveryGoldenTest {
         assertEquals(1, outcome.recoveries().size(), "one recovery");
         assertEquals(List.of(lost), outcome.recoveries().get(0).replaced(), "the lost stage was replaced");
     }
+
+    /**
+     * Seeded sampling: each sequence's random state is untouched by the steps that were lost (nothing was sampled from
+     * them), so after the replay it draws exactly what an uninterrupted run draws.
+     */
+    @ParameterizedTest(name = "{0} stages, stage {1} lost")
+    @CsvSource({"3, 1", "5, 3"})
+    void seededSequencesGiveTheTokensOfAnUninterruptedRun(int stages, int lost) {
+        SamplingConfig seeded = new SamplingConfig(0.9f, 40, 0.95f, 42);
+        List<String> prompts = List.of("Once upon a time", "One day, a little boy named Tim", "", "The cat");
+        PipelineHarness whole = new PipelineHarness(SharedData.path("models/stories260K.gguf"), stages);
+        whole.microBatches = 2;
+        List<SequenceState> want = whole.runLocal(prompts, 200, seeded);
+
+        PipelineHarness h = new PipelineHarness(SharedData.path("models/stories260K.gguf"), stages);
+        h.microBatches = 2;
+        LocalStages local = new LocalStages(h.pipeline, h.model, h.runDir);
+        List<SequenceState> seqs = h.sequences(prompts, 200, new Sampler(seeded, h.cfg.vocabSize()));
+        AtomicInteger tokens = new AtomicInteger();
+        PipelineRun.Outcome outcome = PipelineRun.run(local, h.settings(), h.cfg, seqs, new Generator.Listener() {
+            @Override
+            public void onToken(SequenceState seq, int token) {
+                if (tokens.incrementAndGet() == 150) {
+                    local.kill(lost);
+                }
+            }
+
+            @Override
+            public void onFinished(SequenceState seq) {
+            }
+        });
+        assertEquals(1, outcome.recoveries().size());
+        for (int i = 0; i < prompts.size(); i++) {
+            assertArrayEquals(want.get(i).generatedTokens(), seqs.get(i).generatedTokens(), "seeded \"" + prompts.get(i) + "\"");
+        }
+    }
 }
