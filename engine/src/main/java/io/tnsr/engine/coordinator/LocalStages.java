@@ -19,6 +19,7 @@ public final class LocalStages implements Stages {
     private final Path metricsDir;
     private final StageRuntime[] stages;
     private final int[] ports;
+    private final boolean[] refused;
 
     public LocalStages(PipelineConfig config, Path model, Path metricsDir) {
         this.config = config;
@@ -26,6 +27,7 @@ public final class LocalStages implements Stages {
         this.metricsDir = metricsDir;
         this.stages = new StageRuntime[config.stages().size()];
         this.ports = new int[stages.length];
+        this.refused = new boolean[stages.length];
     }
 
     @Override
@@ -65,9 +67,17 @@ public final class LocalStages implements Stages {
         return true;
     }
 
+    /** From now on stage i cannot be restarted (a test of a recovery that gives up). */
+    public synchronized void refuseRestarts(int i) {
+        refused[i] = true;
+    }
+
     @Override
     public synchronized void replace(int i, long timeoutMillis) {
         stages[i].close();
+        if (refused[i]) {
+            throw new PipelineException("in-process stage " + i + " may not be restarted");
+        }
         try {
             StageRuntime s = new StageRuntime(options(i));
             ports[i] = s.listen();

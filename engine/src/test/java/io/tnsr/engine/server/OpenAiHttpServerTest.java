@@ -362,14 +362,15 @@ class OpenAiHttpServerTest {
     }
 
     @Test
-    void whenAStageIsLostStreamsEndWithAnErrorAndHealthSaysWhy() throws Exception {
+    void whenAStageIsLostAndRecoveryGivesUpStreamsEndWithAnErrorAndHealthNamesTheStage() throws Exception {
         HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
                 .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250, \"stream\": true}"))
                 .build(), HttpResponse.BodyHandlers.ofInputStream());
         List<String> events = new ArrayList<>();
         try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
             events.add(in.readLine());
-            pipeline.stages.stage(1).close();                 // the last stage goes away mid-stream
+            pipeline.stages.refuseRestarts(1);
+            pipeline.stages.stage(1).close();                 // the last stage goes away mid-stream, for good
             for (String line; (line = in.readLine()) != null; ) {
                 if (line.startsWith("data: ")) {
                     events.add(line.substring(6));
@@ -382,7 +383,8 @@ class OpenAiHttpServerTest {
         assertTrue(error.at("/error/message").asText().contains("the pipeline failed"), error::toString);
         HttpResponse<String> health = get("/health");
         assertEquals(503, health.statusCode());
-        assertTrue(json(health).at("/error/message").asText().startsWith("the pipeline failed"), health.body());
+        String why = json(health).at("/error/message").asText();
+        assertTrue(why.startsWith("the pipeline failed") && why.contains("recovery gave up") && why.contains("stage1"), health.body());
         assertEquals(503, post("/v1/completions", "{\"prompt\": \"x\"}").statusCode());
         assertEquals(0, pipeline.service.active());
     }
