@@ -35,6 +35,7 @@ final class InboundReceiver {
     private final IdleStrategy fullRing = new SleepingIdleStrategy(TimeUnit.MICROSECONDS.toNanos(20));
     private volatile boolean running = true;
     private volatile long lastHeardNanos = System.nanoTime();
+    private volatile boolean serving;
     private volatile int upstreamFrames;      // frames_done of the upstream's last heartbeat
     private volatile int upstreamBusyMillis;  // busy_ms of the upstream's last heartbeat
 
@@ -75,9 +76,23 @@ final class InboundReceiver {
         ring.publish(seq);
     }
 
+    /** Whether frames of a session are being read now (the liveness check applies only then, not during set-up). */
+    boolean serving() {
+        return serving;
+    }
+
     /** Reads the upstream's frames into the ring until it ends (normally: returns; malformed: throws). */
     void serve(FrameChannel ch) throws IOException {
         lastHeardNanos = System.nanoTime();
+        serving = true;
+        try {
+            serveFrames(ch);
+        } finally {
+            serving = false;
+        }
+    }
+
+    private void serveFrames(FrameChannel ch) throws IOException {
         while (running) {
             long seq = claim();
             if (seq < 0) {

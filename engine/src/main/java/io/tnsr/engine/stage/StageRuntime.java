@@ -538,8 +538,8 @@ public final class StageRuntime implements AutoCloseable {
         sender.heartbeatIfIdle(now, TimeUnit.MILLISECONDS.toNanos(links.heartbeatMillis()),
                 c == null ? 0 : (int) c.frames().get(), busySince == 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, (now - busySince) / 1_000_000));
         Upstream up = current;
-        if (up == null) {
-            return;
+        if (up == null || !inbound.serving()) {
+            return;   // no session, or one still being set up (its steps are bounded by the handshake limits)
         }
         long silentNanos = now - inbound.lastHeardNanos();
         if (silentNanos > TimeUnit.MILLISECONDS.toNanos(links.livenessMillis())) {
@@ -676,6 +676,11 @@ public final class StageRuntime implements AutoCloseable {
 
     public String failure() {
         return failure;
+    }
+
+    /** Ids of the threads on the per-frame path (session/inbound and compute), for allocation checks. */
+    long[] frameThreadIds() {
+        return new long[] {sessionThread.getId(), consumerThread.getId()};
     }
 
     /** Nanoseconds spent running layers / since start: the stage's compute share. */

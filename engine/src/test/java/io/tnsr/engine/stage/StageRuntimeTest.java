@@ -252,10 +252,8 @@ class StageRuntimeTest {
         }
     }
 
-    private static long[] stageThreadIds() {
-        return Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.getName().equals("stage0-inbound") || t.getName().equals("stage0-compute"))
-                .mapToLong(Thread::getId).toArray();
+    private long[] stageThreadIds() {
+        return stage.frameThreadIds();   // this stage's own threads, not those of any other stage in this JVM
     }
 
     private static long allocated(com.sun.management.ThreadMXBean mx, long[] ids) {
