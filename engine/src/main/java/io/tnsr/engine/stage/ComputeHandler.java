@@ -43,7 +43,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     private final AtomicCounter computeNanos;
     private final AtomicCounter kvPagesUsed;
     private final long stallThresholdNanos;
-    private volatile long busySinceNanos;
+    private final java.util.concurrent.atomic.AtomicLong busySinceNanos = new java.util.concurrent.atomic.AtomicLong(); // release writes
     private long idleSince;          // when the previous event was done: the thread was waiting from then on
     private long refusedStep;        // the step and micro-batch of the frame being prepared, for refusals' ERROR frames
     private int refusedMicroBatch;
@@ -91,7 +91,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
             kvPagesUsed.setRelease(0);
             return;
         }
-        busySinceNanos = pickedUp;
+        busySinceNanos.lazySet(pickedUp);
         frames.incrementRelease();
         queueWait.record(pickedUp - slot.receivedNanos);
         // A stall: the frame arrived while this thread was idle, yet it took longer than the threshold to pick it
@@ -110,12 +110,12 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         }
         kvPagesUsed.setRelease(range.cache().usedPages());
         idleSince = System.nanoTime();
-        busySinceNanos = 0;
+        busySinceNanos.lazySet(0);
     }
 
     /** When the frame being computed was picked up, or 0 when idle (read by the liveness thread for heartbeats). */
     long busySinceNanos() {
-        return busySinceNanos;
+        return busySinceNanos.get();
     }
 
     private void handle(FrameSlot slot) {

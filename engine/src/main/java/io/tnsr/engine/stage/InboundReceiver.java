@@ -10,6 +10,7 @@ import io.tnsr.wire.FrameHeader;
 import io.tnsr.wire.MessageType;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SleepingIdleStrategy;
 
@@ -34,7 +35,7 @@ final class InboundReceiver {
     private final String stageName;
     private final IdleStrategy fullRing = new SleepingIdleStrategy(TimeUnit.MICROSECONDS.toNanos(20));
     private volatile boolean running = true;
-    private volatile long lastHeardNanos = System.nanoTime();
+    private final AtomicLong lastHeardNanos = new AtomicLong(System.nanoTime());   // written with release only: no fence per frame
     private volatile boolean serving;
     private volatile int upstreamFrames;      // frames_done of the upstream's last heartbeat
     private volatile int upstreamBusyMillis;  // busy_ms of the upstream's last heartbeat
@@ -51,7 +52,7 @@ final class InboundReceiver {
 
     /** When the last frame or heartbeat arrived from the upstream. */
     long lastHeardNanos() {
-        return lastHeardNanos;
+        return lastHeardNanos.get();
     }
 
     /** How long the upstream said it has been working on one frame, in its last heartbeat (0: idle). */
@@ -83,7 +84,7 @@ final class InboundReceiver {
 
     /** Reads the upstream's frames into the ring until it ends (normally: returns; malformed: throws). */
     void serve(FrameChannel ch) throws IOException {
-        lastHeardNanos = System.nanoTime();
+        lastHeardNanos.set(System.nanoTime());
         serving = true;
         try {
             serveFrames(ch);
@@ -105,7 +106,7 @@ final class InboundReceiver {
                     if (!slot.receive(ch, hop)) {
                         return; // upstream closed between frames
                     }
-                    lastHeardNanos = slot.receivedNanos;
+                    lastHeardNanos.lazySet(slot.receivedNanos);
                     if (slot.status != FrameSlot.Status.FRAME
                             || FrameHeader.messageTypeCode(slot.buffer, 0) != MessageType.HEARTBEAT.code()) {
                         break;
@@ -147,7 +148,7 @@ final class InboundReceiver {
                 if (!running) {
                     return -1;
                 }
-                lastHeardNanos = System.nanoTime();   // holding the upstream back is not the upstream falling silent
+                lastHeardNanos.lazySet(System.nanoTime());   // holding the upstream back is not the upstream falling silent
                 fullRing.idle();
             }
         }

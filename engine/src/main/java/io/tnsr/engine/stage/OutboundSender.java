@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -40,7 +41,7 @@ final class OutboundSender implements EventHandler<FrameSlot> {
     private final ByteBuffer heartbeatBytes = ByteBuffer.allocateDirect(FrameHeader.HEADER_LENGTH + 64).order(ByteOrder.LITTLE_ENDIAN);
     private final UnsafeBuffer heartbeat = new UnsafeBuffer(heartbeatBytes);
     private volatile FrameChannel downstream;
-    private volatile long lastWriteNanos = System.nanoTime();
+    private final AtomicLong lastWriteNanos = new AtomicLong(System.nanoTime());   // release writes: no fence per frame
     boolean shutdownQueued;    // set by the compute handler when the event is a SHUTDOWN frame
 
     OutboundSender(OutboundBuffer out, LatencyMetric residence, Listener listener) {
@@ -66,7 +67,7 @@ final class OutboundSender implements EventHandler<FrameSlot> {
             }
             d.write(out.gather, out.errorLength, out.dataLength);
             long now = System.nanoTime();
-            lastWriteNanos = now;
+            lastWriteNanos.lazySet(now);
             residence.record(now - slot.receivedNanos);
         } catch (IOException e) {
             listener.downstreamFailed(e);
@@ -87,7 +88,7 @@ final class OutboundSender implements EventHandler<FrameSlot> {
         try {
             old = downstream;
             downstream = next;
-            lastWriteNanos = System.nanoTime();
+            lastWriteNanos.set(System.nanoTime());
         } finally {
             writing.unlock();
         }
@@ -107,13 +108,13 @@ final class OutboundSender implements EventHandler<FrameSlot> {
      */
     void heartbeatIfIdle(long now, long intervalNanos, int framesDone, int busyMillis) {
         FrameChannel d = downstream;
-        if (d == null || now - lastWriteNanos < intervalNanos || !writing.tryLock()) {
+        if (d == null || now - lastWriteNanos.get() < intervalNanos || !writing.tryLock()) {
             return;
         }
         try {
             if (downstream == d) {
                 d.write(heartbeatBytes, FrameEncoder.encodeHeartbeat(heartbeat, 0, framesDone, busyMillis));
-                lastWriteNanos = now;
+                lastWriteNanos.set(now);
             }
         } catch (IOException ignored) {
             // the compute thread's next write fails too and reports it
@@ -132,7 +133,7 @@ final class OutboundSender implements EventHandler<FrameSlot> {
             if (writing.tryLock(1, TimeUnit.SECONDS)) {
                 try {
                     d.sendError(0, 0, ErrorCode.INTERNAL, ErrorCode.SEQ_ID_NONE, message);
-                    lastWriteNanos = System.nanoTime();
+                    lastWriteNanos.set(System.nanoTime());
                 } finally {
                     writing.unlock();
                 }
