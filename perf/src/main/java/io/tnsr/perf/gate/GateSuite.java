@@ -36,7 +36,7 @@ public final class GateSuite {
     static final String RING = RingBenchmark.class.getName() + ".handOff";
     static final String STAGE = StageLoopBenchmark.class.getName() + ".frame";
 
-    /** Kernels, the layer and the codec: a 10% slowdown fails, the noise of the same code does not. */
+    /** Kernels, the layer and the codec's header work: a 10% slowdown fails, the noise of the same code does not. */
     static final double KERNEL_TOLERANCE = 0.05;
     /**
      * Figures bound by streaming weights from L2 or memory, which a JVM's placement moves by up to 15-20% either way
@@ -44,6 +44,13 @@ public final class GateSuite {
      * unchanged code passing; a 2x slowdown, or a lost repack, still fails.
      */
     static final double STREAMING_TOLERANCE = 0.12;
+    /**
+     * A 16 KiB frame encoded or decoded: a copy between two buffers whose speed depends on where each JVM placed them
+     * (cache sets, 4K aliasing) for its whole life. Same code against itself in CI gate runs on the AMD EPYC VM: the
+     * reference's own encode forks spread 143..165 ns in one run (x1.066 against an unchanged encoder), decode's
+     * levels 0.906..1.258 in another (x1.082). The header-only figures keep the codec's logic at 5%.
+     */
+    static final double COPY_TOLERANCE = 0.12;
     /** F32's batched product of 6 MB of weights: 4% above the limit of 5% in one comparison of the same code. */
     static final double F32_BATCHED_TOLERANCE = 0.08;
     /**
@@ -75,10 +82,14 @@ public final class GateSuite {
         // Codec: mean time per operation (these take nanoseconds) and bytes per frame.
         Probe.Jmh encodeHeader = Probe.Jmh.avgt(CODEC + "encodeHeaderOnly");
         m.add(Metric.alloc("alloc.codec.encodeHeader", encodeHeader, 1, "CodecBenchmark.encodeHeaderOnly: bytes per frame"));
+        // The header-only figures resolve 5% of the codec's own work; the 16 KiB ones are a copy whose speed each JVM's
+        // placement moves (COPY_TOLERANCE), so they get more forks and catch only a gross slowdown of the copy.
         for (String[] b : new String[][] {{"encodeActivation16k", "encode16k"}, {"decodeHeaderOnly", "decodeHeader"},
                 {"decodeActivation16k", "decode16k"}}) {
-            Probe.Jmh p = Probe.Jmh.avgt(CODEC + b[0]);
-            m.add(Metric.time("time.codec." + b[1], p, KERNEL_TOLERANCE, "CodecBenchmark." + b[0] + ", mean"));
+            boolean copy = b[1].endsWith("16k");
+            Probe.Jmh p = Probe.Jmh.avgt(CODEC + b[0]).forks(copy ? NOISY_FORKS : Probe.Jmh.FORKS);
+            m.add(Metric.time("time.codec." + b[1], p, copy ? COPY_TOLERANCE : KERNEL_TOLERANCE,
+                    "CodecBenchmark." + b[0] + ", mean"));
             m.add(Metric.alloc("alloc.codec." + b[1], p, 1, "CodecBenchmark." + b[0] + ": bytes per frame"));
         }
         // Weight-matrix kernels, one per weight type at least: median time per call. 768x768 stays in L2 (compute
