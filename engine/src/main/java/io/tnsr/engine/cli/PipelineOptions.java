@@ -8,6 +8,7 @@ import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.SpinPolicy;
 import io.tnsr.engine.synth.ModelCache;
 import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.util.ConsoleLog;
 import java.io.IOException;
 import java.nio.file.Path;
 import picocli.CommandLine.Option;
@@ -29,6 +30,10 @@ final class PipelineOptions {
     @Option(names = "--spin", description = {"Busy-spin the compute threads, each pinned to its own CPU. When the machine",
             "cannot give every stage a core (plus one for the rest), stages back off (spin, yield, park) instead."})
     boolean spin;
+
+    @Option(names = {"-v", "--verbose"}, description = {"Show every stage's start-up and session lines on stderr and, at the end",
+            "of run-pipeline, the full summary: compute share per stage and the latency table."})
+    boolean verbose;
 
     @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
     int startupTimeout;
@@ -88,6 +93,11 @@ final class PipelineOptions {
         System.err.println(tool + ": no --model given; using a synthetic model with random weights (" + spec.describe()
                 + "): its text is gibberish. Try --model ../shared/models/stories260K.gguf");
         return p;
+    }
+
+    /** Applies --verbose to this process's stderr lines and to the stages it starts ({@link ConsoleLog}). */
+    void applyVerbosity() {
+        ConsoleLog.setVerbose(verbose);
     }
 
     /** The stages: the --config file's, or --stages N splitting the model's layers evenly. */

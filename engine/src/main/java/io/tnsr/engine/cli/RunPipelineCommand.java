@@ -36,7 +36,7 @@ import picocli.CommandLine.Option;
 @Command(name = "run-pipeline", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Starts N stage processes (separate JVMs, TCP on 127.0.0.1), each holding a contiguous range of",
                 "the model's layers, and a coordinator that keeps several micro-batches in flight. Streams the text",
-                "and ends with a summary: tokens/s, time to first token, per-stage compute share, per-hop latency."})
+                "and ends with a short summary on stderr: tokens/s, time to first token, hop latency (--verbose: every stage's)."})
 public final class RunPipelineCommand implements Callable<Integer> {
     @Mixin
     PipelineOptions pipeline;
@@ -69,6 +69,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        pipeline.applyVerbosity();
         Path modelPath = pipeline.modelPath("run-pipeline");
         LlamaConfig mc;
         Tokenizer tok;
@@ -130,7 +131,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
                 deleteTree(runDir);
             }
         }
-        report(out, modelPath, mc, pc, waits, m, seqs, text, outcome);
+        report(out, System.err, modelPath, mc, pc, waits, m, seqs, text, outcome);
         return seqs.stream().anyMatch(s -> s.error() != null) ? 1 : 0;
     }
 
@@ -149,7 +150,12 @@ public final class RunPipelineCommand implements Callable<Integer> {
         return all;
     }
 
-    private void report(PrintStream out, Path modelPath, LlamaConfig mc, PipelineConfig pc, List<WaitMode> waits, int m,
+    /**
+     * The end of a run: with --json, one JSON line on stdout; else a summary on stderr, after the text on stdout: two
+     * lines (tokens, tokens/s, time to first token; hop latency), or with --verbose the model, the layout, every
+     * stage's compute share and the whole latency table.
+     */
+    private void report(PrintStream out, PrintStream err, Path modelPath, LlamaConfig mc, PipelineConfig pc, List<WaitMode> waits, int m,
                         List<SequenceState> seqs, TextOutput text, PipelineRun.Outcome o) {
         double tps = o.result().tokensPerSecond();
         double[] ttft = seqs.stream().filter(s -> s.timeToFirstTokenNanos() > 0)
@@ -192,16 +198,21 @@ public final class RunPipelineCommand implements Callable<Integer> {
                     .toJson());
             return;
         }
+        out.println();
+        long failed = seqs.stream().filter(s -> s.error() != null).count();
+        if (!pipeline.verbose) {
+            compactSummary(err, seqs.size(), failed, ttftP50, o);
+            return;
+        }
         StringBuilder layout = new StringBuilder();
         for (StageSpec s : pc.stages()) {
             layout.append(" [").append(s.layerFrom()).append(',').append(s.layerTo()).append(')');
         }
-        out.println();
+        out = err;
         out.println("== run-pipeline summary ==");
         out.printf(Locale.ROOT, "model     %s (%s)%n", modelPath.getFileName(), mc.describe());
         out.printf(Locale.ROOT, "pipeline  %d stages:%s, %d micro-batches in flight, compute threads %s%n",
                 pc.stages().size(), layout, m, waits.get(0).name().toLowerCase(Locale.ROOT));
-        long failed = seqs.stream().filter(s -> s.error() != null).count();
         out.printf(Locale.ROOT, "generated %d tokens for %d sequences%s in %.2f s: %.1f tokens/s (decode %.1f tokens/s); time to first token p50 %.1f ms%n",
                 o.result().generatedTokens(), seqs.size(), failed > 0 ? " (" + failed + " failed)" : "",
                 o.result().wallNanos() / 1e9, tps, o.result().decodeTokensPerSecond(), ttftP50);
@@ -227,6 +238,56 @@ public final class RunPipelineCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "latency   %s: <metric>.hlog, <metric>.hgrm (us), summary.json; chart: tools/latency-report %s%n",
                     histograms, histograms);
         }
+    }
+
+    /**
+     * The default summary, two lines: "run-pipeline: 256 tokens for 1 sequence in 4.99 s: 51.3 tokens/s (decode 86.9
+     * tokens/s), time to first token 2055 ms" and the hops' p50 and p99 (the range over the hops when there are
+     * several), then a recovery line per recovery and where the histograms went.
+     */
+    private void compactSummary(PrintStream err, int sequences, long failed, double ttftP50, PipelineRun.Outcome o) {
+        StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
+                "run-pipeline: %d tokens for %d sequence%s%s in %.2f s: %.1f tokens/s (decode %.1f tokens/s), time to first token %.0f ms%s",
+                o.result().generatedTokens(), sequences, sequences == 1 ? "" : "s", failed > 0 ? " (" + failed + " failed)" : "",
+                o.result().wallNanos() / 1e9, o.result().tokensPerSecond(), o.result().decodeTokensPerSecond(), ttftP50,
+                sequences == 1 ? "" : " (p50)"));
+        double p50Lo = Double.MAX_VALUE, p50Hi = 0, p99Lo = Double.MAX_VALUE, p99Hi = 0;
+        int hops = 0;
+        for (Map.Entry<String, org.HdrHistogram.Histogram> e : o.latency().histograms().entrySet()) {
+            if (!e.getKey().startsWith("hop-") || e.getValue().getTotalCount() == 0) {
+                continue;
+            }
+            double p50 = e.getValue().getValueAtPercentile(50) / 1e3;
+            double p99 = e.getValue().getValueAtPercentile(99) / 1e3;
+            p50Lo = Math.min(p50Lo, p50);
+            p50Hi = Math.max(p50Hi, p50);
+            p99Lo = Math.min(p99Lo, p99);
+            p99Hi = Math.max(p99Hi, p99);
+            hops++;
+        }
+        if (hops > 0) {
+            b.append(String.format(Locale.ROOT, "%nrun-pipeline: %s p50 %s, p99 %s; --verbose for every stage's latency",
+                    hops == 1 ? "hop" : hops + " hops", range(p50Lo, p50Hi), range(p99Lo, p99Hi)));
+        }
+        for (PipelineRecovery.Done d : o.recoveries()) {
+            b.append(String.format(Locale.ROOT, "%nrun-pipeline: recovered in %.2f s, replaced stage%s %s: %s", d.nanos() / 1e9,
+                    d.replaced().size() == 1 ? "" : "s", d.replaced(), d.cause()));
+        }
+        if (histograms != null) {
+            b.append(String.format(Locale.ROOT, "%nrun-pipeline: latency histograms in %s; chart: tools/latency-report %s",
+                    histograms, histograms));
+        }
+        err.println(b);
+    }
+
+    /** Microseconds as "12.3 us", "272 us" or "7.0 ms"; a range as "272..462 us", in the unit of its top. */
+    static String range(double loMicros, double hiMicros) {
+        boolean ms = hiMicros >= 1000;
+        double scale = ms ? 1e-3 : 1;
+        String f = ms || hiMicros < 100 ? "%.1f" : "%.0f";
+        String hi = String.format(Locale.ROOT, f, hiMicros * scale);
+        String lo = String.format(Locale.ROOT, f, loMicros * scale);
+        return (lo.equals(hi) ? hi : lo + ".." + hi) + (ms ? " ms" : " us");
     }
 
     private static void deleteTree(Path dir) {

@@ -77,6 +77,7 @@ public final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        pipeline.applyVerbosity();
         if (maxSequences < 1 || maxQueued < 0 || !(maxWait >= 0) || prefillChunk < 1) {
             throw new IllegalArgumentException("--max-sequences and --prefill-chunk must be >= 1, --max-queued and --max-wait >= 0");
         }

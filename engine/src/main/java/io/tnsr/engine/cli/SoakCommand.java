@@ -114,6 +114,7 @@ public final class SoakCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        pipeline.applyVerbosity();
         double[] kill = parseRange(killEvery);
         if (!(durationSeconds > 0) || concurrency < 1 || maxTokens < 1 || prompts < 1 || !(sampleSeconds > 0)) {
             throw new IllegalArgumentException("--duration, --concurrency, --max-tokens, --prompts and --sample-every must be positive");

@@ -13,6 +13,7 @@ import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.scheduler.Scheduler;
+import io.tnsr.engine.util.ConsoleLog;
 import io.tnsr.engine.util.Jackson;
 import io.tnsr.wire.FrameChannel;
 import java.io.IOException;
@@ -173,9 +174,11 @@ public final class PipelineRun {
             PipelineLinks.Links links = PipelineLinks.open(procs.addresses(), cfg, model, fingerprint.bytes(), s.link(),
                     s.startupTimeoutMillis());
             long now = System.nanoTime();
-            System.err.printf(Locale.ROOT, "pipeline: %d stage%s ready in %.1f s (model fingerprint %s %s %.2f s; links"
-                            + " verified in %.0f ms)%n", n, n == 1 ? "" : "s", (now - started) / 1e9, fingerprint.shortHex(),
-                    fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9, (now - linking) / 1e6);
+            String ready = String.format(Locale.ROOT, "pipeline: %d stage%s ready in %.1f s", n, n == 1 ? "" : "s",
+                    (now - started) / 1e9);
+            System.err.println(!ConsoleLog.verbose() ? ready : ready + String.format(Locale.ROOT,
+                    " (model fingerprint %s %s %.2f s; links verified in %.0f ms)", fingerprint.shortHex(),
+                    fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9, (now - linking) / 1e6));
             FrameChannel toFirst = links.toFirst();
             FrameChannel fromLast = links.fromLast();
             log.start();

@@ -8,6 +8,7 @@ import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.StageSpec;
 import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.stage.StageMain;
+import io.tnsr.engine.util.ConsoleLog;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -230,6 +231,9 @@ public final class StageProcesses implements Stages {
         }
         if (link.fingerprintCache() != null) {
             cmd.addAll(List.of("--fingerprint-cache", link.fingerprintCache().toString()));
+        }
+        if (!ConsoleLog.verbose()) {
+            cmd.add("--quiet");
         }
         return cmd;
     }

@@ -56,6 +56,9 @@ public final class StageMain implements Callable<Integer> {
     @Option(names = "--port", hidden = true, defaultValue = "-1", description = "Port to listen on (--listen's port).")
     int port;
 
+    @Option(names = "--quiet", description = "Print only warnings and failures, not the routine lines (loaded, running, session started).")
+    boolean quiet;
+
     @Option(names = "--once", hidden = true, description = "Exit after the session that passes SHUTDOWN (run-pipeline's own stages).")
     boolean once;
 
@@ -110,6 +113,7 @@ public final class StageMain implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        io.tnsr.engine.util.ConsoleLog.setVerbose(!quiet);
         String[] fromTo = layers.split(":");
         if (fromTo.length != 2) {
             throw new IllegalArgumentException("--layers must be FROM:TO, got '" + layers + "'");

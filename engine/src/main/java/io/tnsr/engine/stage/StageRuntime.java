@@ -144,7 +144,7 @@ public final class StageRuntime implements AutoCloseable {
                     : ModelFingerprint.of(o.model());
             this.sessionIndex = o.stageIndex();
             this.sessionCount = o.stageCount();
-            log(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights loaded, KV cache up to %d positions (%.0f MB),"
+            info(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights loaded, KV cache up to %d positions (%.0f MB),"
                             + " fingerprint %s (%s %.2f s)", o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(),
                     file.mappedBytes() / 1e6, pool.capacityTokens(), pool.capacityBytes() / 1e6, fingerprint.shortHex(),
                     fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9));
@@ -167,8 +167,14 @@ public final class StageRuntime implements AutoCloseable {
         return fingerprint;
     }
 
+    /** A warning or a failure, always shown. */
     void log(String msg) {
-        System.err.println("[" + name + "] " + msg);
+        io.tnsr.engine.util.ConsoleLog.warn("[" + name + "] " + msg);
+    }
+
+    /** A routine line (loaded, running, a session started), shown when the process is verbose. */
+    private void info(String msg) {
+        io.tnsr.engine.util.ConsoleLog.info("[" + name + "] " + msg);
     }
 
     /** Binds the listening port; returns the port actually bound. */
@@ -293,7 +299,7 @@ public final class StageRuntime implements AutoCloseable {
                 if (o.once()) {
                     stop();
                 } else {
-                    log("session ended: SHUTDOWN passed through");
+                    info("session ended: SHUTDOWN passed through");
                 }
             }
         });
@@ -320,7 +326,7 @@ public final class StageRuntime implements AutoCloseable {
         sessionThread.start();
         acceptorThread.start();
         liveness.scheduleWithFixedDelay(this::checkLiveness, LIVENESS_TICK_MILLIS, LIVENESS_TICK_MILLIS, TimeUnit.MILLISECONDS);
-        log(String.format(Locale.ROOT, "running: ring %d x %d KB slots, wait %s%s", o.ringSize(), slotBytes / 1024,
+        info(String.format(Locale.ROOT, "running: ring %d x %d KB slots, wait %s%s", o.ringSize(), slotBytes / 1024,
                 o.waitMode().name().toLowerCase(Locale.ROOT), o.waitMode() == WaitMode.SPIN && o.cpu() >= 0 ? " on CPU " + o.cpu() : ""));
     }
 
@@ -388,7 +394,7 @@ public final class StageRuntime implements AutoCloseable {
                 if (old != null) {
                     old.closeQuietly();
                 }
-                log("return link from " + peerName + " ready");
+                info("return link from " + peerName + " ready");
                 return;
             }
             Upstream active = current;   // read before the new one can become current
@@ -498,7 +504,7 @@ public final class StageRuntime implements AutoCloseable {
                     o.host() + ":" + ((InetSocketAddress) server.getLocalAddress()).getPort(), fingerprint.shortHex());
             ch.sendText(MessageType.READY, ready.isEmpty() ? line : line + "\n" + ready);
             inbound.publishSession(next);
-            log("session started: upstream " + up.name() + (next != null ? ", downstream " + next.peer() : ""));
+            info("session started: upstream " + up.name() + (next != null ? ", downstream " + next.peer() : ""));
             next = null;
         } catch (HandshakeException e) {
             try {
@@ -616,7 +622,7 @@ public final class StageRuntime implements AutoCloseable {
     private void runConsumer() {
         if (o.waitMode() == WaitMode.SPIN && o.cpu() >= 0) {
             try (AffinityLock lock = AffinityLock.acquireLock(o.cpu())) {
-                log("compute thread pinned: " + lock);
+                info("compute thread pinned: " + lock);
                 processor.run();
             }
         } else {
