@@ -149,8 +149,8 @@ public final class ServeCommand implements Callable<Integer> {
                 PipelineRun.serve(new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), settings.link()), settings,
                         mc, limits, service, s -> {
                             service.attach(s);
-                            System.err.printf("serve: %d stage%s ready in %.1f s; up to %d requests at once, %d waiting%n", n,
-                                    n == 1 ? "" : "s", (System.nanoTime() - t0) / 1e9, running, maxQueued);
+                            System.err.println(String.format(java.util.Locale.ROOT, "serve: %d stage%s ready in %.1f s; up to %d requests at once, %d waiting", n,
+                                    n == 1 ? "" : "s", (System.nanoTime() - t0) / 1e9, running, maxQueued));
                         }, pipelineStop::get, status -> {
                             service.recovering(status);
                             System.err.println(status == null ? "serve: the pipeline recovered" : "serve: the pipeline is " + status);

@@ -96,7 +96,7 @@ public final class PipelineRun {
     /** Runs with the given stages (processes, or threads for tests); closes them. */
     public static Outcome run(Stages stages, Settings s, LlamaConfig model, List<SequenceState> seqs,
                               Generator.Listener listener) {
-        return drive(stages, s, model, seqs.size(), listener, PipelineRun::printStatus, (c, admission) -> {
+        return drive(stages, s, model, seqs.size(), true, listener, PipelineRun::printStatus, (c, admission) -> {
             c.setDecodeWarmupTokens(s.decodeWarmupTokens());
             Coordinator.Result result = c.run(seqs);
             for (SequenceState q : seqs) {   // this thread ran the coordinator: still the metrics' one writer
@@ -124,7 +124,7 @@ public final class PipelineRun {
      */
     public static Outcome serve(Stages stages, Settings s, LlamaConfig model, Scheduler.Limits limits, Generator.Listener listener,
                                 Consumer<Scheduler> onReady, BooleanSupplier stopWhenIdle, Consumer<String> status) {
-        return drive(stages, s, model, 0, listener, status, (c, admission) -> {
+        return drive(stages, s, model, 0, false, listener, status, (c, admission) -> {
             long start = System.nanoTime();
             Scheduler scheduler = c.newScheduler(limits);
             onReady.accept(scheduler);
@@ -139,9 +139,11 @@ public final class PipelineRun {
     /**
      * Starts the stages, connects, lets {@code driver} use the coordinator (with the admission-delay metric to record
      * into), shuts the pipeline down and collects the metrics. A configuration whose frames for this model exceed
-     * {@code max_frame_bytes} is refused ({@link PipelineConfig#checkFrames}) before any stage starts.
+     * {@code max_frame_bytes} is refused ({@link PipelineConfig#checkFrames}) before any stage starts. The line "N stages
+     * ready in T s" goes to stderr when {@code announceReady} (a server says it its own way, then the line is routine).
      */
-    private static Outcome drive(Stages stages, Settings s, LlamaConfig model, int sequences, Generator.Listener listener,
+    private static Outcome drive(Stages stages, Settings s, LlamaConfig model, int sequences, boolean announceReady,
+                                 Generator.Listener listener,
                                  Consumer<String> status, BiFunction<Coordinator, LatencyMetric, Coordinator.Result> driver) {
         PipelineConfig cfg = s.config();
         int n = cfg.stages().size();
@@ -176,9 +178,16 @@ public final class PipelineRun {
             long now = System.nanoTime();
             String ready = String.format(Locale.ROOT, "pipeline: %d stage%s ready in %.1f s", n, n == 1 ? "" : "s",
                     (now - started) / 1e9);
-            System.err.println(!ConsoleLog.verbose() ? ready : ready + String.format(Locale.ROOT,
-                    " (model fingerprint %s %s %.2f s; links verified in %.0f ms)", fingerprint.shortHex(),
-                    fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9, (now - linking) / 1e6));
+            if (ConsoleLog.verbose()) {
+                ready += String.format(Locale.ROOT, " (model fingerprint %s %s %.2f s; links verified in %.0f ms)",
+                        fingerprint.shortHex(), fingerprint.cached() ? "cached," : "computed in",
+                        fingerprint.computeNanos() / 1e9, (now - linking) / 1e6);
+            }
+            if (announceReady) {
+                ConsoleLog.show(ready);
+            } else {
+                ConsoleLog.info(ready);
+            }
             FrameChannel toFirst = links.toFirst();
             FrameChannel fromLast = links.fromLast();
             log.start();

@@ -169,7 +169,7 @@ public final class StageRuntime implements AutoCloseable {
 
     /** A warning or a failure, always shown. */
     void log(String msg) {
-        io.tnsr.engine.util.ConsoleLog.warn("[" + name + "] " + msg);
+        io.tnsr.engine.util.ConsoleLog.show("[" + name + "] " + msg);
     }
 
     /** A routine line (loaded, running, a session started), shown when the process is verbose. */

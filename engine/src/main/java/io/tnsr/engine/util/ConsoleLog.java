@@ -3,7 +3,7 @@ package io.tnsr.engine.util;
 /**
  * What a command says on stderr besides its result. Routine lines (a stage loaded its layers, a session started,
  * the details of a handshake) are {@link #info}: shown with {@code --verbose}, or by a stand-alone {@code tools/stage}
- * whose operator watches it; warnings and failures are {@link #warn}: always shown. stdout carries only what the user
+ * whose operator watches it; what the user must see (ready, a warning, a failure) is {@link #show}n always. stdout carries only what the user
  * asked for (the generated text, a JSON report), so that {@code > file} captures it alone.
  *
  * <p>Each line is written with one {@code println} of a whole string: several processes (the stages a coordinator
@@ -32,8 +32,8 @@ public final class ConsoleLog {
         }
     }
 
-    /** A warning or a failure: always shown. */
-    public static void warn(String line) {
+    /** A line the user must see (the pipeline is ready, a warning, a failure): always shown. */
+    public static void show(String line) {
         System.err.println(line);
     }
 }

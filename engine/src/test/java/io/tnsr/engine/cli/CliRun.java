@@ -9,7 +9,7 @@ public final class CliRun {
     private CliRun() {
     }
 
-    /** {exit status (Integer), stdout, stderr} of {@code Cli.run(command, args)}; System.out/err are restored. */
+    /** {exit status (Integer), stdout, stderr} of {@code Cli.run(command, args)}; System.out/err and the console's verbosity are restored. */
     public static Object[] run(Object command, String... args) {
         PrintStream oldOut = System.out;
         PrintStream oldErr = System.err;
@@ -23,6 +23,7 @@ public final class CliRun {
         } finally {
             System.setOut(oldOut);
             System.setErr(oldErr);
+            io.tnsr.engine.util.ConsoleLog.setVerbose(true); // a command's --verbose (or its absence) ends with it
         }
     }
 }
