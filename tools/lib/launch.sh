@@ -88,5 +88,12 @@ JVM_FLAGS+=(-XX:MaxRAMPercentage=75)
 if grep -qE '\[(always|madvise)\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
   JVM_FLAGS+=(-XX:+UseTransparentHugePages)
 fi
+# Progress bars are drawn only on a terminal (io.tnsr.engine.util.TaskProgress): the filter below makes the JVM's stderr a
+# pipe, so say here whether ours is a terminal, and how wide it is.
+if [ -t 2 ]; then
+  export TNSR_STDERR_TTY=1
+  TNSR_COLUMNS=$(tput cols 2>/dev/null || echo 100)
+  export TNSR_COLUMNS
+fi
 # The incubator warning goes to stderr once per JVM; keep it out of users' way unless asked for.
 exec "$JAVA" "${JVM_FLAGS[@]}" ${TNSR_JAVA_OPTS:-} -cp "$CP" "$MAIN" "$@" 2> >(grep -v --line-buffered '^WARNING: Using incubator modules' >&2)

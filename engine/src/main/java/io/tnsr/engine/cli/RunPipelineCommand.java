@@ -198,7 +198,6 @@ public final class RunPipelineCommand implements Callable<Integer> {
                     .toJson());
             return;
         }
-        out.println();
         long failed = seqs.stream().filter(s -> s.error() != null).count();
         if (!pipeline.verbose) {
             compactSummary(err, seqs.size(), failed, ttftP50, o);

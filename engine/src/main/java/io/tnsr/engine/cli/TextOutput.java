@@ -8,8 +8,9 @@ import java.io.PrintStream;
 import java.util.List;
 
 /**
- * Prints generated text for people: with one sequence, streams it as tokens arrive (prompt first); with
- * several, prints each whole when it finishes. Silent on stdout in JSON mode. Keeps each sequence's text
+ * Prints generated text for people: with one sequence, streams it as tokens arrive (the prompt first, when the
+ * first token comes, so that start-up lines and progress bars on stderr never land inside the text); with several,
+ * prints each whole when it finishes. Silent on stdout in JSON mode. Keeps each sequence's text
  * for the JSON output either way.
  */
 public final class TextOutput implements Generator.Listener {
@@ -19,6 +20,8 @@ public final class TextOutput implements Generator.Listener {
     private final StreamingDecoder[] decoders;
     private final StringBuilder[] texts;
     private final Tokenizer tokenizer;
+    private final String prompt;
+    private boolean promptShown;
 
     public TextOutput(PrintStream out, Tokenizer tokenizer, List<SequenceState> seqs, boolean json) {
         this.out = out;
@@ -32,9 +35,14 @@ public final class TextOutput implements Generator.Listener {
             decoders[s.index()] = tokenizer.newDecoder(p[p.length - 1]);
             texts[s.index()] = new StringBuilder();
         }
-        if (stream) {
-            out.print(seqs.get(0).prompt());
-            out.flush();
+        this.prompt = stream ? seqs.get(0).prompt() : null;
+    }
+
+    /** Streaming: the prompt, once, before the first text. */
+    private void showPrompt() {
+        if (!promptShown) {
+            promptShown = true;
+            out.print(prompt);
         }
     }
 
@@ -44,6 +52,7 @@ public final class TextOutput implements Generator.Listener {
         int before = sb.length();
         decoders[seq.index()].next(token, sb);
         if (stream && sb.length() > before) {
+            showPrompt();
             out.append(sb, before, sb.length());
             out.flush();
         }
@@ -55,6 +64,7 @@ public final class TextOutput implements Generator.Listener {
         int before = sb.length();
         decoders[seq.index()].finish(sb);
         if (stream) {
+            showPrompt();
             out.append(sb, before, sb.length());
             out.println();
             if (seq.error() != null) {

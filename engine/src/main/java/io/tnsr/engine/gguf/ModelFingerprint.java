@@ -1,5 +1,6 @@
 package io.tnsr.engine.gguf;
 
+import io.tnsr.engine.util.TaskProgress;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -290,7 +291,7 @@ public final class ModelFingerprint {
             t.setDaemon(true);
             return t;
         });
-        try {
+        try (TaskProgress progress = TaskProgress.start("fingerprint " + model.getFileName(), size, TaskProgress.MIB)) {
             List<Future<Void>> futures = new ArrayList<>(workers);
             for (int w = 0; w < workers; w++) {
                 futures.add(pool.submit(() -> {
@@ -309,6 +310,7 @@ public final class ModelFingerprint {
                             buf.flip();
                             md.update(buf);
                             pos += n;
+                            progress.stepBy(n);
                         }
                         out[i] = md.digest();
                     }

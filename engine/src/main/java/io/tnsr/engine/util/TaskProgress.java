@@ -1,0 +1,119 @@
+package io.tnsr.engine.util;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import me.tongfei.progressbar.ConsoleProgressBarConsumer;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
+
+/**
+ * A progress bar on stderr for work that can take more than a few seconds (writing or loading a model, computing its
+ * fingerprint, a benchmark's phases), drawn by {@code me.tongfei:progressbar}; nothing at all unless both stdout and
+ * stderr are terminals (a pipe, a file, CI or a stage process started by a coordinator stay clean). Thread-safe:
+ * {@link #stepBy} may be called from several workers.
+ *
+ * <pre>{@code
+ * try (TaskProgress p = TaskProgress.start("writing stories110M", totalBytes, TaskProgress.MIB)) {
+ *     ... p.stepBy(bytesWritten) ...
+ * }
+ * }</pre>
+ */
+public final class TaskProgress implements AutoCloseable {
+    /** Unit: bytes shown as MiB. */
+    public static final Unit MIB = new Unit(" MiB", 1 << 20);
+    /** Unit: counted items (layers, tokens) shown as they are. */
+    public static final Unit ITEMS = new Unit("", 1);
+
+    /** How the bar labels its counts: a suffix and how many counted units make one shown. */
+    public record Unit(String name, long size) {
+    }
+
+    private static final TaskProgress SILENT = new TaskProgress(null);
+
+    /** Null when silent. */
+    private final ProgressBar bar;
+
+    private TaskProgress(ProgressBar bar) {
+        this.bar = bar;
+    }
+
+    /** A bar for {@code task} of {@code total} counts, shown when {@link #interactive()}; else one that shows nothing. */
+    public static TaskProgress start(String task, long total, Unit unit) {
+        if (!interactive()) {
+            return SILENT;
+        }
+        return new TaskProgress(new ProgressBarBuilder()
+                .setTaskName(task)
+                .setInitialMax(Math.max(1, total))
+                .setUnit(unit.name(), unit.size())
+                .setStyle(ProgressBarStyle.ASCII)
+                .setUpdateIntervalMillis(200)
+                .setConsumer(new ConsoleProgressBarConsumer(System.err, width()))
+                .showSpeed()
+                .build());
+    }
+
+    /** Adds {@code n} to the count done. */
+    public void stepBy(long n) {
+        if (bar != null) {
+            bar.stepBy(n);
+        }
+    }
+
+    /** Sets the count done. */
+    public void stepTo(long n) {
+        if (bar != null) {
+            bar.stepTo(n);
+        }
+    }
+
+    /** Whether this one draws anything. */
+    public boolean shown() {
+        return bar != null;
+    }
+
+    /** Draws the bar at its last count and ends its line. */
+    @Override
+    public void close() {
+        if (bar != null) {
+            bar.close();
+        }
+    }
+
+    /**
+     * Whether stdout and stderr are both terminals. On Linux from {@code /proc/self/fd}; the tools' launcher filters
+     * the JVM's stderr through a pipe, so it says whether its own stderr is a terminal in {@code TNSR_STDERR_TTY=1}.
+     * Elsewhere, {@code System.console()} (stdin and stdout terminals). {@code TNSR_PROGRESS=0} turns bars off.
+     */
+    public static boolean interactive() {
+        if ("0".equals(System.getenv("TNSR_PROGRESS"))) {
+            return false;
+        }
+        Path fd = Paths.get("/proc/self/fd");
+        if (!Files.isDirectory(fd)) {
+            return System.console() != null;
+        }
+        return isTerminal(fd.resolve("1")) && (isTerminal(fd.resolve("2")) || "1".equals(System.getenv("TNSR_STDERR_TTY")));
+    }
+
+    private static boolean isTerminal(Path fd) {
+        try {
+            String target = Files.readSymbolicLink(fd).toString();
+            return target.startsWith("/dev/pts/") || target.startsWith("/dev/tty");
+        } catch (java.io.IOException | UnsupportedOperationException e) {
+            return false;
+        }
+    }
+
+    /** The terminal's columns as the launcher found them ({@code TNSR_COLUMNS}), else 100. */
+    private static int width() {
+        try {
+            int w = Integer.parseInt(System.getenv().getOrDefault("TNSR_COLUMNS", "100").trim());
+            return w >= 40 ? w : 100;
+        } catch (NumberFormatException e) {
+            return 100;
+        }
+    }
+}
