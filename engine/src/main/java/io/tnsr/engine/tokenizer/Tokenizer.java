@@ -6,7 +6,7 @@ package io.tnsr.engine.tokenizer;
  * {@link StreamingDecoder} is not (one per generation).
  *
  * <p>Implementations: {@link SentencePieceTokenizer} ({@code tokenizer.ggml.model = llama}) and
- * {@link ByteLevelBpeTokenizer} ({@code tokenizer.ggml.model = gpt2} with the Llama 3 pre-tokenizer).
+ * {@link ByteLevelBpeTokenizer} ({@code tokenizer.ggml.model = gpt2} with the pre-tokenizer of Llama 3, Qwen2 or GPT-2).
  */
 public interface Tokenizer {
 
