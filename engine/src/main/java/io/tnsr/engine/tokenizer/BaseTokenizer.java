@@ -28,6 +28,17 @@ abstract class BaseTokenizer implements Tokenizer {
 
     private static final byte[] NOTHING = new byte[0];
 
+    /**
+     * Texts of tokens that end generation whatever their type in the file, as llama.cpp lists them (it finds
+     * them by text because GGUF files do not mark them). llama.cpp also makes such a token a control token
+     * when the file says otherwise (Phi-3's user-defined {@code </s>}), and so does this class.
+     */
+    private static final String[] EOG_TEXTS = {
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+        "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+        "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
+    };
+
     private final String model;
     final String[] pieces;
     final TokenType[] types;
@@ -80,10 +91,11 @@ abstract class BaseTokenizer implements Tokenizer {
         markEog(eos);
         markEog(specialId(md, "tokenizer.ggml.eot_token_id", -1, n));
         markEog(specialId(md, "tokenizer.ggml.eom_token_id", -1, n));
-        for (String text : new String[] {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"}) {
+        for (String text : EOG_TEXTS) {
             int id = index.find(text);
-            if (id >= 0 && types[id] == TokenType.CONTROL) {
+            if (id >= 0) {
                 markEog(id);
+                types[id] = TokenType.CONTROL;   // llama.cpp overrides the type: never parsed unasked, renders as nothing
             }
         }
 

@@ -58,7 +58,7 @@ public interface Tokenizer {
     /** End-of-sequence id, or -1 if the vocabulary has none. */
     int eos();
 
-    /** Whether {@code id} ends generation: EOS, or an end-of-turn token ({@code <|eot_id|>}, {@code <|eom_id|>}) when the vocabulary has one. */
+    /** Whether {@code id} ends generation: EOS, or an end-of-turn token ({@code <|eot_id|>}, {@code <|im_end|>}, {@code <|end|>} and the others llama.cpp lists) when the vocabulary has one. */
     boolean isEndOfGeneration(int id);
 
     /** Number of entries in the vocabulary (valid ids are 0 .. vocabSize()-1). */

@@ -151,7 +151,9 @@ class SentencePieceTokenizerTest {
         assertTrue(t.isEndOfGeneration(32000));
         assertTrue(t.isEndOfGeneration(32007), "<|end|> ends a turn");
         assertFalse(t.isEndOfGeneration(32010));
-        assertEquals(TokenType.USER_DEFINED, t.type(2));   // "</s>" is an added, user-defined token in Phi-3
+        // "</s>" is user-defined in the file; llama.cpp makes it a control token that ends generation, as its text says.
+        assertEquals(TokenType.CONTROL, t.type(2));
+        assertTrue(t.isEndOfGeneration(2));
     }
 
     /**
@@ -167,8 +169,9 @@ class SentencePieceTokenizerTest {
         // <|endoftext|> keeps it: the text after it is encoded as if it started the text.
         assertArrayEquals(IntStream.concat(IntStream.of(32000), Arrays.stream(t.encode("\nHi", false))).toArray(),
                 t.encode("<|endoftext|>\nHi", false, true));
-        // "</s>" is user-defined: cut out of the text even without parse_special, and strips too.
-        assertArrayEquals(new int[] {t.tokenId("▁a"), 2, t.tokenId("▁b")}, t.encode("a</s>  b", false));
+        // "</s>" strips too; being a control token it is text unless parsed (llama.cpp gives the same ids).
+        assertArrayEquals(new int[] {263, 2, 289}, t.encode("a</s>  b", false, true));
+        assertArrayEquals(new int[] {263, 829, 29879, 29958, 29871, 289}, t.encode("a</s>  b", false));
         // Llama 2's vocabulary has no such rule: the space after a special token is text.
         Tokenizer llama2 = llama2();
         int[] spaceHi = llama2.encode(" Hi", false);
