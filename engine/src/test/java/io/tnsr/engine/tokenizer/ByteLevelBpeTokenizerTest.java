@@ -215,4 +215,16 @@ class ByteLevelBpeTokenizerTest {
         ms = VocabTestCases.timedRoundTrip(llama3(), "BPE one word", "ab", 50_000);
         assertTrue(ms < 5_000, "encoding took " + ms + " ms");
     }
+
+    /** Qwen2 and GPT-2 merge every word from its bytes (no ignore_merges): still near-linear on long words. */
+    @Test
+    void longTextEncodesQuicklyWithoutIgnoreMerges() {
+        String unit = "Hello, world! Ça va? 🦙 The quick brown fox jumps over the lazy dog. 1234567890 supercalifragilistic\n";
+        for (String v : new String[] {QWEN2_VOCAB, GPT2_VOCAB}) {
+            long ms = VocabTestCases.timedRoundTrip(vocab(v), v + " text", unit, 2000);
+            assertTrue(ms < 5_000, v + ": encoding took " + ms + " ms");
+            ms = VocabTestCases.timedRoundTrip(vocab(v), v + " one word", "ab", 50_000);
+            assertTrue(ms < 5_000, v + ": encoding took " + ms + " ms");
+        }
+    }
 }
