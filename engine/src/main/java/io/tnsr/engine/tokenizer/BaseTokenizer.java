@@ -4,6 +4,7 @@ import io.tnsr.engine.gguf.GgufMetadata;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import org.agrona.collections.IntArrayList;
 
 /**
@@ -27,6 +28,17 @@ abstract class BaseTokenizer implements Tokenizer {
 
     private static final byte[] NOTHING = new byte[0];
 
+    /**
+     * Texts of tokens that end generation whatever their type in the file, as llama.cpp lists them (it finds
+     * them by text because GGUF files do not mark them). llama.cpp also makes such a token a control token
+     * when the file says otherwise (Phi-3's user-defined {@code </s>}), and so does this class.
+     */
+    private static final String[] EOG_TEXTS = {
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+        "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+        "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
+    };
+
     private final String model;
     final String[] pieces;
     final TokenType[] types;
@@ -43,6 +55,8 @@ abstract class BaseTokenizer implements Tokenizer {
     private final int[] specialAll;
     /** User-defined tokens only, longest first: always matched in text. */
     private final int[] specialUserDefined;
+    /** Special tokens that swallow the white space after them in text (llama.cpp's RSTRIP attribute); null: none. */
+    private final boolean[] rstrip;
 
     BaseTokenizer(String model, GgufMetadata md, SpecialDefaults defaults, boolean stripsLeadingSpace, Renderer renderer) {
         this.model = model;
@@ -77,10 +91,11 @@ abstract class BaseTokenizer implements Tokenizer {
         markEog(eos);
         markEog(specialId(md, "tokenizer.ggml.eot_token_id", -1, n));
         markEog(specialId(md, "tokenizer.ggml.eom_token_id", -1, n));
-        for (String text : new String[] {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"}) {
+        for (String text : EOG_TEXTS) {
             int id = index.find(text);
-            if (id >= 0 && types[id] == TokenType.CONTROL) {
+            if (id >= 0) {
                 markEog(id);
+                types[id] = TokenType.CONTROL;   // llama.cpp overrides the type: never parsed unasked, renders as nothing
             }
         }
 
@@ -107,6 +122,41 @@ abstract class BaseTokenizer implements Tokenizer {
         user.sort(longestFirst);
         specialAll = all.stream().mapToInt(Integer::intValue).toArray();
         specialUserDefined = user.stream().mapToInt(Integer::intValue).toArray();
+        rstrip = rstripTokens(md, specialAll);
+    }
+
+    /**
+     * The special tokens that strip the white space following them, as llama.cpp sets them by model name (the
+     * GGUF has no per-token attributes): for Phi-3 ({@code general.name} containing "phi-3" or "phi3", any case)
+     * every special token and {@code </s>} except {@code <unk>}, {@code <s>} and {@code <|endoftext|>}, like the
+     * {@code rstrip} of the added tokens in Phi-3's {@code tokenizer.json}: {@code "<|user|>\nHi"} encodes as
+     * {@code <|user|>} then {@code "Hi"}. Null when no token does.
+     */
+    private boolean[] rstripTokens(GgufMetadata md, int[] specials) {
+        String name = md.getString("general.name", "").toLowerCase(Locale.ROOT);
+        if (!name.contains("phi-3") && !name.contains("phi3")) {
+            return null;
+        }
+        boolean[] r = new boolean[pieces.length];
+        for (int id : specials) {
+            r[id] = true;
+        }
+        int eosText = index.find("</s>");
+        if (eosText >= 0) {
+            r[eosText] = true;
+        }
+        for (String keep : new String[] {"<unk>", "<s>", "<|endoftext|>"}) {
+            int id = index.find(keep);
+            if (id >= 0) {
+                r[id] = false;
+            }
+        }
+        return r;
+    }
+
+    /** C's {@code isspace} in the "C" locale, which llama.cpp uses to strip around special tokens. */
+    private static boolean isCSpace(char c) {
+        return c == ' ' || (c >= '\t' && c <= '\r');
     }
 
     /** llama.cpp's per-kind defaults for ids and add_bos when the metadata has no key. */
@@ -163,6 +213,7 @@ abstract class BaseTokenizer implements Tokenizer {
      * Splits {@code text} into fragments {@code {tokenId, 0, 0}} for special tokens found in it and
      * {@code {-1, start, end}} for the raw text between them. Each special token, longest first, is searched
      * in every raw fragment left by the ones before it (leftmost occurrences, not overlapping), as llama.cpp does.
+     * White space after a token that strips it ({@link #rstripTokens}) belongs to no fragment.
      */
     private List<int[]> partition(String text, int[] specials) {
         List<int[]> frags = new ArrayList<>();
@@ -190,6 +241,11 @@ abstract class BaseTokenizer implements Tokenizer {
                     }
                     next.add(new int[] {id, 0, 0});
                     from = at + p.length();
+                    if (rstrip != null && rstrip[id]) {
+                        while (from < end && isCSpace(text.charAt(from))) {
+                            from++;
+                        }
+                    }
                 }
                 if (from < end) {
                     next.add(new int[] {-1, from, end});

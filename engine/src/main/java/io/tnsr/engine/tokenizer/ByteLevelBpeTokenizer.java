@@ -3,37 +3,61 @@ package io.tnsr.engine.tokenizer;
 import io.tnsr.engine.gguf.GgufMetadata;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.Set;
+import java.util.Map;
 import org.agrona.collections.IntArrayList;
 
 /**
- * Byte-level BPE ({@code tokenizer.ggml.model = gpt2}) with the Llama 3 pre-tokenizer
- * ({@code tokenizer.ggml.pre} = {@code llama-bpe}, {@code llama3}, {@code llama-v3} or {@code falcon3}),
- * as llama.cpp's {@code llm_tokenizer_bpe} does it:
+ * Byte-level BPE ({@code tokenizer.ggml.model = gpt2}) as llama.cpp's {@code llm_tokenizer_bpe} does it, for the
+ * pre-tokenizers ({@code tokenizer.ggml.pre}) of {@link #SUPPORTED_PRE}:
  * <ol>
- *   <li>the text is split into words by {@link Llama3PreTokenizer};</li>
+ *   <li>the text is split into words by the vocabulary's {@link PreTokenizer};</li>
  *   <li>each word's UTF-8 bytes are written as GPT-2 byte characters ({@link ByteLevel});</li>
- *   <li>a word that is itself a vocabulary entry is that token (llama.cpp's {@code ignore_merges}, set for
- *       Llama 3);</li>
+ *   <li>for Llama 3 only (llama.cpp's {@code ignore_merges}), a word that is itself a vocabulary entry is that
+ *       token;</li>
  *   <li>otherwise the word starts as one symbol per byte, and adjacent symbols are merged by the rule of
  *       lowest rank in {@code tokenizer.ggml.merges} (the leftmost pair on a tie) while a rule applies.</li>
  * </ol>
  * Merge rules are resolved to token ids when loading ({@link MergeTable}), so merging compares ints and
  * allocates nothing per pair. A rule whose parts or result are not vocabulary entries cannot apply to a
- * well-formed vocabulary and is skipped ({@link #skippedMerges()} counts them; 0 for Llama 3).
+ * well-formed vocabulary and is skipped ({@link #skippedMerges()} counts them; 0 for Llama 3, Qwen2 and GPT-2).
+ *
+ * <p>Decoding gives each token's bytes exactly; llama.cpp's {@code llama_detokenize} can also "clean up"
+ * spaces before punctuation for some of these vocabularies ({@code clean_spaces}), which this class does not
+ * do, so that decoding round-trips the text and streamed pieces add up to the decoded whole.
  */
 public final class ByteLevelBpeTokenizer extends BaseTokenizer {
-    /** Pre-tokenizer names llama.cpp maps to its LLAMA3 pre-tokenizer type. */
-    static final Set<String> LLAMA3_PRE = Set.of("llama-bpe", "llama3", "llama-v3", "falcon3");
+
+    /** How llama.cpp treats a {@code tokenizer.ggml.pre} value: the split, {@code ignore_merges} and its default add_bos. */
+    record Pre(PreTokenizer split, boolean ignoreMerges, boolean addBos) { }
+
+    /** The {@code tokenizer.ggml.pre} values supported, each as llama.cpp's {@code llama_vocab::impl::load} maps it. */
+    static final Map<String, Pre> SUPPORTED_PRE = Map.of(
+            "llama-bpe", new Pre(PreTokenizer.LLAMA3, true, true),
+            "llama3", new Pre(PreTokenizer.LLAMA3, true, true),
+            "llama-v3", new Pre(PreTokenizer.LLAMA3, true, true),
+            "falcon3", new Pre(PreTokenizer.LLAMA3, true, true),
+            "qwen2", new Pre(PreTokenizer.QWEN2, false, false),
+            "deepseek-r1-qwen", new Pre(PreTokenizer.QWEN2, false, false),
+            "gpt-2", new Pre(PreTokenizer.GPT2, false, false),
+            "phi-2", new Pre(PreTokenizer.GPT2, false, false));
 
     private final String pre;
+    private final PreTokenizer split;
+    private final boolean ignoreMerges;
     private final MergeTable merges;
     private final int skippedMerges;
     private final int[] byteTokens = new int[256];
 
+    /** {@code pre} must be a key of {@link #SUPPORTED_PRE} (the factory checks it and names the file's value otherwise). */
     ByteLevelBpeTokenizer(GgufMetadata md, String pre) {
-        super("gpt2", md, new SpecialDefaults(-1, -1, -1, true), false, ByteLevelBpeTokenizer::render);
+        this(md, pre, supported(pre));
+    }
+
+    private ByteLevelBpeTokenizer(GgufMetadata md, String pre, Pre kind) {
+        super("gpt2", md, new SpecialDefaults(-1, -1, -1, kind.addBos()), false, ByteLevelBpeTokenizer::render);
         this.pre = pre;
+        this.split = kind.split();
+        this.ignoreMerges = kind.ignoreMerges();
         for (int b = 0; b < 256; b++) {
             byteTokens[b] = index.find(String.valueOf(ByteLevel.charOf(b)));
         }
@@ -60,6 +84,14 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
             merges.putIfAbsent(left, right, rank, result);
         }
         skippedMerges = skipped;
+    }
+
+    private static Pre supported(String pre) {
+        Pre p = SUPPORTED_PRE.get(pre);
+        if (p == null) {
+            throw new TokenizerException("tokenizer model 'gpt2' with pre-tokenizer '" + pre + "' is not supported");
+        }
+        return p;
     }
 
     private static byte[] render(String piece, TokenType type) {
@@ -102,6 +134,11 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
         return pre;
     }
 
+    /** The split the pre-tokenizer name stands for. */
+    public PreTokenizer split() {
+        return split;
+    }
+
     /** Number of merge rules. */
     public int mergeCount() {
         return merges.size();
@@ -116,11 +153,11 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
     void encodeText(String text, int start, int end, boolean afterSpecial, IntArrayList out) {
         int[] cps = text.substring(start, end).codePoints().toArray();
         Words words = new Words(cps, out);
-        Llama3PreTokenizer.split(cps, 0, cps.length, words);
+        split.split(cps, 0, cps.length, words);
     }
 
     /** Encodes each word as it comes from the pre-tokenizer; holds the scratch arrays reused across words. */
-    private final class Words implements Llama3PreTokenizer.WordSink {
+    private final class Words implements PreTokenizer.WordSink {
         private final int[] cps;
         private final IntArrayList out;
         private byte[] bytes = new byte[64];
@@ -167,10 +204,12 @@ public final class ByteLevelBpeTokenizer extends BaseTokenizer {
             for (int i = 0; i < n; i++) {
                 chars.append(ByteLevel.charOf(bytes[i] & 0xFF));
             }
-            int whole = index.find(chars, 0, n);
-            if (whole >= 0) {
-                out.addInt(whole);   // ignore_merges: the word is an entry of its own
-                return;
+            if (ignoreMerges) {
+                int whole = index.find(chars, 0, n);
+                if (whole >= 0) {
+                    out.addInt(whole);   // the word is an entry of its own
+                    return;
+                }
             }
             for (int i = 0; i < n; i++) {
                 tok[i] = byteTokens[bytes[i] & 0xFF];

@@ -30,7 +30,8 @@ import org.agrona.collections.IntArrayList;
  *       and prefix '▁' to the text, as llama.cpp does.</li>
  *   <li><b>Special tokens.</b> llama2.c has none; llama.cpp first cuts user-defined tokens (and, when asked,
  *       control tokens) out of the text and adds a dummy prefix again after each of them. We follow llama.cpp
- *       ({@link BaseTokenizer}); neither test vocabulary has user-defined tokens.</li>
+ *       ({@link BaseTokenizer}), including Phi-3's stripping of the white space after its chat tokens; of the
+ *       test vocabularies only Phi-3 has a user-defined token ({@code </s>}).</li>
  *   <li><b>Decoding the leading space.</b> llama2.c drops the leading space of the token after BOS;
  *       llama.cpp's {@code llama_detokenize} drops it from the first token of the list instead, and keeps it
  *       after BOS. We drop it in both places (see {@link StreamingDecoder}), which is llama2.c's output for

@@ -6,7 +6,7 @@ package io.tnsr.engine.tokenizer;
  * {@link StreamingDecoder} is not (one per generation).
  *
  * <p>Implementations: {@link SentencePieceTokenizer} ({@code tokenizer.ggml.model = llama}) and
- * {@link ByteLevelBpeTokenizer} ({@code tokenizer.ggml.model = gpt2} with the Llama 3 pre-tokenizer).
+ * {@link ByteLevelBpeTokenizer} ({@code tokenizer.ggml.model = gpt2} with the pre-tokenizer of Llama 3, Qwen2 or GPT-2).
  */
 public interface Tokenizer {
 
@@ -58,7 +58,7 @@ public interface Tokenizer {
     /** End-of-sequence id, or -1 if the vocabulary has none. */
     int eos();
 
-    /** Whether {@code id} ends generation: EOS, or an end-of-turn token ({@code <|eot_id|>}, {@code <|eom_id|>}) when the vocabulary has one. */
+    /** Whether {@code id} ends generation: EOS, or an end-of-turn token ({@code <|eot_id|>}, {@code <|im_end|>}, {@code <|end|>} and the others llama.cpp lists) when the vocabulary has one. */
     boolean isEndOfGeneration(int id);
 
     /** Number of entries in the vocabulary (valid ids are 0 .. vocabSize()-1). */

@@ -7,4 +7,8 @@ public final class TokenizerException extends RuntimeException {
     public TokenizerException(String message) {
         super(message);
     }
+
+    public TokenizerException(String message, Throwable cause) {
+        super(message, cause);
+    }
 }

@@ -12,7 +12,9 @@ public final class Tokenizers {
 
     /**
      * The tokenizer for {@code tokenizer.ggml.model}: {@code llama} (SentencePiece-style, {@link SentencePieceTokenizer})
-     * or {@code gpt2} with a Llama 3 pre-tokenizer ({@link ByteLevelBpeTokenizer}).
+     * or {@code gpt2} ({@link ByteLevelBpeTokenizer}) with a pre-tokenizer ({@code tokenizer.ggml.pre}) of Llama 3
+     * ({@code llama-bpe}, {@code llama3}, {@code llama-v3}, {@code falcon3}), Qwen2 ({@code qwen2},
+     * {@code deepseek-r1-qwen}) or GPT-2 ({@code gpt-2}, {@code phi-2}).
      *
      * @throws TokenizerException naming the model (and pre-tokenizer) type when it is missing or not supported
      * @throws io.tnsr.engine.gguf.GgufException naming the key when a tokenizer key is missing or of the wrong type
@@ -31,9 +33,10 @@ public final class Tokenizers {
                 return new SentencePieceTokenizer(md);
             case "gpt2": {
                 String pre = md.getString(BaseTokenizer.KEY_PRE, "default");
-                if (!ByteLevelBpeTokenizer.LLAMA3_PRE.contains(pre)) {
-                    throw new TokenizerException("tokenizer model 'gpt2' with pre-tokenizer '" + pre
-                            + "' is not supported (supported: " + String.join(", ", ByteLevelBpeTokenizer.LLAMA3_PRE.stream().sorted().toList()) + ")");
+                if (!ByteLevelBpeTokenizer.SUPPORTED_PRE.containsKey(pre)) {
+                    throw new TokenizerException("tokenizer model 'gpt2' with pre-tokenizer '" + pre + "' ("
+                            + BaseTokenizer.KEY_PRE + ") is not supported (supported: "
+                            + String.join(", ", ByteLevelBpeTokenizer.SUPPORTED_PRE.keySet().stream().sorted().toList()) + ")");
                 }
                 return new ByteLevelBpeTokenizer(md, pre);
             }
@@ -42,15 +45,23 @@ public final class Tokenizers {
         }
     }
 
-    /** {@link #fromGguf(GgufMetadata)} of an open file. Reads only metadata. */
+    /**
+     * {@link #fromGguf(GgufMetadata)} of an open file. Reads only metadata.
+     *
+     * @throws TokenizerException as {@link #fromGguf(GgufMetadata)}, its message starting with the file's path
+     */
     public static Tokenizer fromGguf(GgufFile file) {
-        return fromGguf(file.metadata());
+        try {
+            return fromGguf(file.metadata());
+        } catch (TokenizerException e) {
+            throw new TokenizerException(file.path() + ": " + e.getMessage(), e);
+        }
     }
 
     /** Opens {@code path}, reads its metadata (never tensor data) and builds the tokenizer. */
     public static Tokenizer load(Path path) {
         try (GgufFile f = GgufFile.open(path)) {
-            return fromGguf(f.metadata());
+            return fromGguf(f);
         }
     }
 }

@@ -15,10 +15,10 @@
  *
  * <ul>
  *   <li>{@code tokenizer.ggml.model = llama}: {@link io.tnsr.engine.tokenizer.SentencePieceTokenizer}
- *       (Llama 1/2, llama2.c models: score-driven merges, byte fallback, dummy space prefix).</li>
- *   <li>{@code tokenizer.ggml.model = gpt2} with {@code tokenizer.ggml.pre = llama-bpe} (Llama 3):
- *       {@link io.tnsr.engine.tokenizer.ByteLevelBpeTokenizer} (byte-level BPE, ranked merges,
- *       {@link io.tnsr.engine.tokenizer.Llama3PreTokenizer}).</li>
+ *       (Llama 1/2, Phi-3, llama2.c models: score-driven merges, byte fallback, dummy space prefix).</li>
+ *   <li>{@code tokenizer.ggml.model = gpt2} with {@code tokenizer.ggml.pre = llama-bpe} (Llama 3), {@code qwen2}
+ *       (Qwen2, Qwen2.5, Qwen3) or {@code gpt-2}: {@link io.tnsr.engine.tokenizer.ByteLevelBpeTokenizer}
+ *       (byte-level BPE, ranked merges, split into words by a {@link io.tnsr.engine.tokenizer.PreTokenizer}).</li>
  * </ul>
  * Anything else is refused by {@link io.tnsr.engine.tokenizer.Tokenizers} with a
  * {@link io.tnsr.engine.tokenizer.TokenizerException} naming the type.

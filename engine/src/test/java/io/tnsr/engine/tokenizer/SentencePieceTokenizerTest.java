@@ -17,12 +17,17 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The SentencePiece-style tokenizer against llama2.c (golden prompts of stories260K) and llama.cpp (Llama 2 vocabulary). */
+/**
+ * The SentencePiece-style tokenizer against llama2.c (golden prompts of stories260K) and llama.cpp (Llama 2 and
+ * Phi-3 vocabularies).
+ */
 class SentencePieceTokenizerTest {
     static final String SPM_VOCAB = "ggml-vocab-llama-spm.gguf";
+    static final String PHI3_VOCAB = "ggml-vocab-phi-3.gguf";
 
     static Tokenizer stories() {
         return Tokenizers.load(SharedData.path("models/stories260K.gguf"));
@@ -30,6 +35,10 @@ class SentencePieceTokenizerTest {
 
     static Tokenizer llama2() {
         return Tokenizers.load(SharedData.path("tokenizers/" + SPM_VOCAB));
+    }
+
+    static Tokenizer phi3() {
+        return Tokenizers.load(SharedData.path("tokenizers/" + PHI3_VOCAB));
     }
 
     @SuppressWarnings("unchecked")
@@ -116,6 +125,58 @@ class SentencePieceTokenizerTest {
     @TestFactory
     Stream<DynamicTest> llamaCppVectorsRoundTrip() throws IOException {
         return VocabTestCases.load(SPM_VOCAB).roundTripTests(llama2());
+    }
+
+    /** llama.cpp's test vectors for the Phi-3 vocabulary (Llama 2's 32000 pieces plus chat tokens), without BOS. */
+    @TestFactory
+    Stream<DynamicTest> phi3Vectors() throws IOException {
+        Tokenizer t = phi3();
+        return VocabTestCases.load(PHI3_VOCAB).encodeTests(s -> t.encode(s, false));
+    }
+
+    @TestFactory
+    Stream<DynamicTest> phi3VectorsRoundTrip() throws IOException {
+        return VocabTestCases.load(PHI3_VOCAB).roundTripTests(phi3());
+    }
+
+    @Test
+    void phi3VocabularyBasics() {
+        Tokenizer t = phi3();
+        assertInstanceOf(SentencePieceTokenizer.class, t);
+        assertEquals(32064, t.vocabSize());
+        assertEquals(1, t.bos());
+        assertEquals(32000, t.eos());
+        assertTrue(t.addsBos());
+        assertEquals("<|endoftext|>", t.piece(32000));
+        assertTrue(t.isEndOfGeneration(32000));
+        assertTrue(t.isEndOfGeneration(32007), "<|end|> ends a turn");
+        assertFalse(t.isEndOfGeneration(32010));
+        // "</s>" is user-defined in the file; llama.cpp makes it a control token that ends generation, as its text says.
+        assertEquals(TokenType.CONTROL, t.type(2));
+        assertTrue(t.isEndOfGeneration(2));
+    }
+
+    /**
+     * Phi-3's chat tokens strip the white space after them (llama.cpp sets RSTRIP for a model named Phi-3), so the
+     * newlines a chat template writes after them are not encoded; the text after one starts with a dummy space.
+     */
+    @Test
+    void phi3ChatMarkersStripTheSpaceAfterThem() {
+        Tokenizer t = phi3();
+        int hi = t.tokenId("▁Hi");
+        assertArrayEquals(new int[] {32010, hi, 32007, 32001},
+                t.encode("<|user|>\nHi<|end|>\n<|assistant|>\n", false, true));
+        // <|endoftext|> keeps it: the text after it is encoded as if it started the text.
+        assertArrayEquals(IntStream.concat(IntStream.of(32000), Arrays.stream(t.encode("\nHi", false))).toArray(),
+                t.encode("<|endoftext|>\nHi", false, true));
+        // "</s>" strips too; being a control token it is text unless parsed (llama.cpp gives the same ids).
+        assertArrayEquals(new int[] {263, 2, 289}, t.encode("a</s>  b", false, true));
+        assertArrayEquals(new int[] {263, 829, 29879, 29958, 29871, 289}, t.encode("a</s>  b", false));
+        // Llama 2's vocabulary has no such rule: the space after a special token is text.
+        Tokenizer llama2 = llama2();
+        int[] spaceHi = llama2.encode(" Hi", false);
+        assertTrue(spaceHi.length > 1 || spaceHi[0] != llama2.tokenId("▁Hi"), Arrays.toString(spaceHi));
+        assertArrayEquals(IntStream.concat(IntStream.of(1), Arrays.stream(spaceHi)).toArray(), llama2.encode("<s> Hi", false, true));
     }
 
     @Test

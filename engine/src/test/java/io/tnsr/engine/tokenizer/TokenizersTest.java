@@ -2,6 +2,10 @@ package io.tnsr.engine.tokenizer;
 
 import io.tnsr.engine.gguf.GgufWriter;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -43,10 +47,37 @@ class TokenizersTest {
 
     @Test
     void unsupportedPreTokenizerIsNamed() {
-        String msg = error(new GgufWriter().putString("tokenizer.ggml.model", "gpt2").putString("tokenizer.ggml.pre", "qwen2")
+        String msg = error(new GgufWriter().putString("tokenizer.ggml.model", "gpt2").putString("tokenizer.ggml.pre", "starcoder")
                 .putStringArray("tokenizer.ggml.tokens", new String[] {"a", "b"})
                 .putStringArray("tokenizer.ggml.merges", new String[] {"a b"}));
-        assertTrue(msg.contains("'gpt2'") && msg.contains("'qwen2'"), msg);
+        assertTrue(msg.contains("'gpt2'") && msg.contains("'starcoder'") && msg.contains("tokenizer.ggml.pre")
+                && msg.contains("qwen2") && msg.contains("gpt-2") && msg.contains("llama-bpe"), msg);
+    }
+
+    /** Loaded from a file, the error names the file too. */
+    @Test
+    void unsupportedPreTokenizerNamesTheFile(@TempDir Path dir) throws IOException {
+        Path f = dir.resolve("odd-vocab.gguf");
+        new GgufWriter().putString("tokenizer.ggml.model", "gpt2").putString("tokenizer.ggml.pre", "starcoder")
+                .putStringArray("tokenizer.ggml.tokens", new String[] {"a", "b"})
+                .putStringArray("tokenizer.ggml.merges", new String[] {"a b"})
+                .write(f);
+        String msg = assertThrows(TokenizerException.class, () -> Tokenizers.load(f)).getMessage();
+        assertTrue(msg.startsWith(f.toString()) && msg.contains("'starcoder'"), msg);
+    }
+
+    /** Each supported pre-tokenizer name picks its split. */
+    @Test
+    void preTokenizerNamesPickTheirSplit() {
+        for (var e : java.util.Map.of("llama-bpe", PreTokenizer.LLAMA3, "qwen2", PreTokenizer.QWEN2, "gpt-2", PreTokenizer.GPT2).entrySet()) {
+            Tokenizer t = SyntheticVocab.tokenizer(new GgufWriter().putString("tokenizer.ggml.model", "gpt2")
+                    .putString("tokenizer.ggml.pre", e.getKey())
+                    .putStringArray("tokenizer.ggml.tokens", new String[] {"a", "b", "ab"})
+                    .putStringArray("tokenizer.ggml.merges", new String[] {"a b"})
+                    .putU32("tokenizer.ggml.bos_token_id", 0));
+            assertEquals(e.getValue(), assertInstanceOf(ByteLevelBpeTokenizer.class, t).split(), e.getKey());
+            assertEquals(e.getKey().equals("llama-bpe"), t.addsBos(), e.getKey());
+        }
     }
 
     @Test
