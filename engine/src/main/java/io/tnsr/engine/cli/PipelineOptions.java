@@ -90,8 +90,8 @@ final class PipelineOptions {
         }
         ModelSpec spec = ModelSpec.stories15M();
         Path p = ModelCache.get(spec);
-        System.err.println(tool + ": no --model given; using a synthetic model with random weights (" + spec.describe()
-                + "): its text is gibberish. Try --model ../shared/models/stories260K.gguf");
+        System.err.println(tool + ": no --model given: a synthetic model with random weights (" + spec.describe()
+                + "), so the text is gibberish; give --model FILE.gguf (llama, qwen2 or qwen3) for real text");
         return p;
     }
 
