@@ -60,9 +60,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  *
  * <p>What a wrong dequantization gives: the weight types' own errors, rms(llama.cpp type - llama.cpp F32) / rms,
  * are Q6_K 0.052, Q5_K_M 0.074, Q5_0 0.11, Q4_K_M 0.15, IQ4_XS 0.18, Q4_0 0.22, Q3_K_M 0.22, Q2_K 0.53: a
- * dequantization off by as much as the quantization itself would fail every row but Q8_0's, and real bugs (a swapped
- * nibble order, a scale taken from the neighbouring group) change weights by their whole range: measured, 0.9 to
- * 1.4 relative rms, 30-50x the tolerance.
+ * dequantization off by as much as the quantization itself would fail every row but Q8_0's, and real bugs change
+ * weights by their whole range. Measured by breaking the engine on purpose: Q4_0 with its nibbles swapped, 1.30
+ * relative rms on q256-q4_0 and 0.65 on stories260K-q4_0; Q6_K taking its neighbouring group's scale, 1.40 on
+ * q256-q6_k and q256-q4_k_m; Q8_0 taking the next block's scale, 0.73 on q256-q8_0, 0.40 on stories260K-q8_0 and
+ * 0.107 on stories260K-q4_0 (where only the classifier is Q8_0): every one fails, by 4x to 55x the tolerance.
  *
  * <h2>Greedy</h2>
  * The engine's 16 greedy tokens after the prompt must equal llama.cpp's while the engine's top-two margin exceeds
