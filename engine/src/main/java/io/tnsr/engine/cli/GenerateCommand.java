@@ -22,7 +22,7 @@ import picocli.CommandLine.Option;
 
 /** {@code tools/generate}: the whole model in one process, one compute thread. */
 @Command(name = "generate", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Generates text with a llama GGUF model in one process and streams it as it is produced.",
+        description = {"Generates text with a GGUF model (llama, qwen2, qwen3) in one process and streams it as it is produced.",
                 "Several prompts run together as one batch. --json prints one JSON object at the end instead."})
 public final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--model", required = true, paramLabel = "FILE.gguf", description = "The model.")

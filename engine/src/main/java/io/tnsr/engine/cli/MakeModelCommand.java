@@ -2,6 +2,7 @@ package io.tnsr.engine.cli;
 
 import io.tnsr.engine.chat.ChatTemplate;
 import io.tnsr.engine.chat.ChatTemplateException;
+import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.synth.SyntheticModel;
 import java.io.IOException;
@@ -16,7 +17,7 @@ import picocli.CommandLine.Option;
 
 /** {@code tools/make-model}: writes a synthetic llama GGUF model with seeded random weights. */
 @Command(name = "make-model", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Writes a llama-architecture GGUF file with seeded random weights and a working vocabulary,",
+        description = {"Writes a GGUF file (llama, or qwen2 / qwen3 with --arch) with seeded random weights and a working vocabulary,",
                 "so tests and benchmarks need no downloads. Start from a preset and override any size."})
 public final class MakeModelCommand implements Callable<Integer> {
 
@@ -30,6 +31,15 @@ public final class MakeModelCommand implements Callable<Integer> {
     @Option(names = "--type", paramLabel = "TYPE", description = {"Weight type: f32, f16, q8_0, q4_0, q4_k or q6_k (default: the preset's, f32).",
             "q4_k and q6_k need --dim and --ffn multiples of 256 (stories110M's are; tiny's and stories15M's are not)."})
     String type;
+
+    @Option(names = "--arch", paramLabel = "NAME", defaultValue = "llama",
+            description = {"Architecture: llama, qwen2 (Q/K/V biases) or qwen3 (per-head Q/K norms; see --head-dim)"
+                    + " (default: ${DEFAULT-VALUE}).", "qwen2 and qwen3 use NEOX RoPE, RoPE base 1e6 and RMS epsilon 1e-6, as llama.cpp's files do."})
+    String arch;
+
+    @Option(names = "--head-dim", paramLabel = "N",
+            description = "Head size (written as <arch>.attention.key_length; Qwen3 models use 128). Default: dim / heads.")
+    Integer headDim;
 
     @Option(names = "--dim", paramLabel = "N", description = "Embedding length.")
     Integer dim;
@@ -72,7 +82,8 @@ public final class MakeModelCommand implements Callable<Integer> {
                 or(kvHeads, heads != null ? heads : p.kvHeads()), or(ffn, p.ffnDim()), or(vocab, p.vocabSize()),
                 or(context, p.contextLength()), tied != null ? tied : p.tied(),
                 type == null ? p.type() : ModelSpec.parseType(type), seed != null ? seed : p.seed(), ropeFactors || p.ropeFactors(),
-                chatTemplate != null ? readChatTemplate(chatTemplate) : p.chatTemplate());
+                chatTemplate != null ? readChatTemplate(chatTemplate) : p.chatTemplate(), architecture(arch),
+                headDim != null ? headDim : 0);
         System.err.println("writing " + s.describe() + " to " + out + " ...");
         long t0 = System.nanoTime();
         SyntheticModel.write(s, out);
@@ -95,6 +106,15 @@ public final class MakeModelCommand implements Callable<Integer> {
             throw new IllegalArgumentException(file + ": " + e.getMessage());
         }
         return text;
+    }
+
+    /** The architecture called {@code name}, or a one-line error naming the supported ones. */
+    private static Architecture architecture(String name) {
+        Architecture a = Architecture.fromGgufName(name.trim().toLowerCase(Locale.ROOT));
+        if (a == null) {
+            throw new IllegalArgumentException("unknown architecture '" + name + "' (" + Architecture.supportedList() + ")");
+        }
+        return a;
     }
 
     private static <T> T or(T v, T dflt) {

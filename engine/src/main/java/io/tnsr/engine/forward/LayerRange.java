@@ -8,12 +8,14 @@ import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.kvcache.KvCachePool.KvCache;
 import io.tnsr.engine.kvcache.SequenceException;
 import io.tnsr.engine.memory.Region;
+import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.model.LayerWeights;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.model.WeightMatrix;
 
 /**
- * Layers [from, to) of a llama model: the compute one pipeline stage runs. The first range also embeds
+ * Layers [from, to) of a model of one of the {@link io.tnsr.engine.model.Architecture}s (llama, qwen2, qwen3): the
+ * compute one pipeline stage runs. The first range also embeds
  * token ids; the last also applies the final RMSNorm and the classifier. Running [0,2) then [2,5) gives the
  * same logits, bit for bit, as [0,5): every layer runs the same code on the same rows whichever range holds it.
  *
@@ -39,14 +41,16 @@ public final class LayerRange {
     private final WeightMatrix classifier;   // [vocab x dim], last range only
     private final KvCachePool cache;
     private final float[] invFreq;           // [ropeDim / 2] RoPE inverse frequencies (factors applied)
+    private final boolean neox;              // RoPE rotates (x[j], x[j + ropeDim/2]), not (x[2j], x[2j+1])
     private final float attnScale;           // 1 / sqrt(headDim)
+    private final int qDim;                  // heads x headDim: may differ from dim (qwen3)
 
     private final int maxTokens;
     private final float[] xb;    // [maxTokens][dim]     normed input of a sublayer, then its output
-    private final float[] q;     // [maxTokens][dim]     queries (heads x headDim)
+    private final float[] q;     // [maxTokens][qDim]    queries (heads x headDim)
     private final float[] k;     // [maxTokens][kvDim]   new keys
     private final float[] v;     // [maxTokens][kvDim]   new values
-    private final float[] att;   // [maxTokens][dim]     attention output, before wo
+    private final float[] att;   // [maxTokens][qDim]    attention output, before wo
     private final float[] scores; // [heads][scoreStride] every head's attention weights of one token (whole pages)
     private final int scoreStride; // contextLength + pageTokens
     private final float[] hb;    // [maxTokens][ffn]     gate, then silu(gate) * up
@@ -92,15 +96,17 @@ public final class LayerRange {
             this.classifier = null;
         }
         this.invFreq = ropeInverseFrequencies(file, config);
+        this.neox = config.arch().ropeMode() == Architecture.RopeMode.NEOX;
+        this.qDim = config.qDim();
         this.attnScale = (float) (1.0 / Math.sqrt(c.headDim()));
 
         this.maxTokens = maxTokens;
         int dim = c.dim();
         xb = new float[maxTokens * dim];
-        q = new float[maxTokens * dim];
+        q = new float[maxTokens * qDim];
         k = new float[maxTokens * c.kvDim()];
         v = new float[maxTokens * c.kvDim()];
-        att = new float[maxTokens * dim];
+        att = new float[maxTokens * qDim];
         // whole pages: AttentionKernels.scores stores a vector of positions at a time
         scoreStride = Math.addExact(c.contextLength(), cache.pageTokens());
         scores = new float[Math.multiplyExact(c.heads(), scoreStride)];
@@ -288,7 +294,11 @@ public final class LayerRange {
         }
     }
 
-    /** x += wo . attention(rope(wq . norm(x)), KV cache with rope(wk . norm(x)), wv . norm(x)). */
+    /**
+     * x += wo . attention(rope(qn(wq . norm(x) + bq)), KV cache with rope(kn(wk . norm(x) + bk)), wv . norm(x) + bv):
+     * the biases only where the layer has them (qwen2), the per-head RMSNorms qn, kn only where it has those
+     * (qwen3), both decided per layer; RoPE in the architecture's mode.
+     */
     private void attention(int local, LayerWeights w, int n, float[] x) {
         int dim = c.dim();
         int kvDim = c.kvDim();
@@ -296,12 +306,36 @@ public final class LayerRange {
         for (int t = 0; t < n; t++) {
             VectorOps.rmsnorm(xb, t * dim, x, t * dim, w.attnNorm(), dim, c.rmsEps());
         }
-        w.wq().matmul(xb, 0, n, q, 0);
-        w.wk().matmul(xb, 0, n, k, 0);
-        w.wv().matmul(xb, 0, n, v, 0);
+        w.wq().matmul(xb, 0, n, q, 0); // [n][dim] -> [n][qDim]
+        w.wk().matmul(xb, 0, n, k, 0); // [n][dim] -> [n][kvDim]
+        w.wv().matmul(xb, 0, n, v, 0); // [n][dim] -> [n][kvDim]
+        if (w.qBias() != null) {
+            for (int t = 0; t < n; t++) {
+                VectorOps.add(q, t * qDim, w.qBias(), 0, qDim);
+                VectorOps.add(k, t * kvDim, w.kBias(), 0, kvDim);
+                VectorOps.add(v, t * kvDim, w.vBias(), 0, kvDim);
+            }
+        }
+        if (w.qNorm() != null) { // each head of q and k over its own RMS, in place, before RoPE
+            for (int t = 0; t < n; t++) {
+                for (int h = 0; h < c.heads(); h++) {
+                    int o = t * qDim + h * hd;
+                    VectorOps.rmsnorm(q, o, q, o, w.qNorm(), hd, c.rmsEps());
+                }
+                for (int h = 0; h < c.kvHeads(); h++) {
+                    int o = t * kvDim + h * hd;
+                    VectorOps.rmsnorm(k, o, k, o, w.kNorm(), hd, c.rmsEps());
+                }
+            }
+        }
         for (int t = 0; t < n; t++) {
-            rope(q, t * dim, c.heads(), t);
-            rope(k, t * kvDim, c.kvHeads(), t);
+            if (neox) {
+                ropeNeox(q, t * qDim, c.heads(), t);
+                ropeNeox(k, t * kvDim, c.kvHeads(), t);
+            } else {
+                rope(q, t * qDim, c.heads(), t);
+                rope(k, t * kvDim, c.kvHeads(), t);
+            }
             cache.write(rowCache[t], local, rowPos[t], hd, k, t * kvDim, v, t * kvDim);
         }
         // Page by page, every head of the page in turn (a page's keys, then its values, for all heads are one
@@ -318,24 +352,24 @@ public final class LayerRange {
                 Region page = kv.page(p0);
                 int count = Math.min(pageTokens, len - p0);
                 for (int h = 0; h < heads; h++) {
-                    AttentionKernels.scores(q, t * dim + h * hd, page, cache.keyOffset(local, h / c.groupSize() * hd),
+                    AttentionKernels.scores(q, t * qDim + h * hd, page, cache.keyOffset(local, h / c.groupSize() * hd),
                             pageTokens, count, hd, attnScale, scores, h * scoreStride + p0);
                 }
             }
             for (int h = 0; h < heads; h++) {
                 VectorOps.softmax(scores, h * scoreStride, len);
             }
-            java.util.Arrays.fill(att, t * dim, t * dim + heads * hd, 0f);
+            java.util.Arrays.fill(att, t * qDim, t * qDim + qDim, 0f);
             for (int p0 = 0; p0 < len; p0 += pageTokens) {
                 Region page = kv.page(p0);
                 int count = Math.min(pageTokens, len - p0);
                 for (int h = 0; h < heads; h++) {
-                    AttentionKernels.accumulate(att, t * dim + h * hd, scores, h * scoreStride + p0, page,
+                    AttentionKernels.accumulate(att, t * qDim + h * hd, scores, h * scoreStride + p0, page,
                             cache.valueOffset(local, h / c.groupSize() * hd), stride, count, hd);
                 }
             }
         }
-        w.wo().matmul(att, 0, n, xb, 0);
+        w.wo().matmul(att, 0, n, xb, 0); // [n][qDim] -> [n][dim]
         VectorOps.add(x, 0, xb, 0, n * dim);
     }
 
@@ -380,6 +414,23 @@ public final class LayerRange {
                 float v1 = vec[base + 2 * j + 1];
                 vec[base + 2 * j] = v0 * fc - v1 * fs;
                 vec[base + 2 * j + 1] = v0 * fs + v1 * fc;
+            }
+        }
+    }
+
+    /** Rotates the two halves' pairs (x[j], x[j + ropeDim/2]) of the first ropeDim dims of each of {@code heads} heads. */
+    private void ropeNeox(float[] vec, int off, int heads, int row) {
+        int half = invFreq.length;
+        int hd = c.headDim();
+        for (int h = 0; h < heads; h++) {
+            int base = off + h * hd;
+            for (int j = 0; j < half; j++) {
+                float fc = cos[row * half + j];
+                float fs = sin[row * half + j];
+                float v0 = vec[base + j];
+                float v1 = vec[base + j + half];
+                vec[base + j] = v0 * fc - v1 * fs;
+                vec[base + j + half] = v0 * fs + v1 * fc;
             }
         }
     }

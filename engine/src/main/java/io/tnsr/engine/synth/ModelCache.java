@@ -1,5 +1,6 @@
 package io.tnsr.engine.synth;
 
+import io.tnsr.engine.model.Architecture;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,7 +25,9 @@ public final class ModelCache {
     public static Path get(ModelSpec spec) throws IOException {
         Path dir = dir();
         Files.createDirectories(dir);
-        Path p = dir.resolve(String.format(Locale.ROOT, "%s-%s%s%s-s%d%s.gguf", spec.name(),
+        Path p = dir.resolve(String.format(Locale.ROOT, "%s%s-%s%s%s-s%d%s.gguf", spec.name(),
+                spec.arch() == Architecture.LLAMA ? "" : "-" + spec.arch().ggufName()
+                        + (spec.headDim() > 0 ? "-hd" + spec.headDim() : ""),
                 spec.type().name().toLowerCase(Locale.ROOT), spec.kvHeads() != spec.heads() ? "-kv" + spec.kvHeads() : "",
                 spec.tied() ? "-tied" : "", spec.seed(),
                 spec.chatTemplate() != null ? String.format(Locale.ROOT, "-ct%08x", spec.chatTemplate().hashCode()) : ""));

@@ -1,10 +1,11 @@
 package io.tnsr.engine.synth;
 
 import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.engine.model.Architecture;
 import java.util.Locale;
 
 /**
- * The shape of a synthetic llama model: every size, the weight type, and the seed of its random weights.
+ * The shape of a synthetic model (llama, or qwen2 / qwen3 in llama.cpp's GGUF conventions): every size, the weight type, and the seed of its random weights.
  * Quantized types (Q8_0, Q4_0, Q4_K, Q6_K) apply to every matrix, the embedding and classifier included; norms
  * stay F32. Q4_K and Q6_K come in super-blocks of 256, so they need dim and FFN length multiples of 256
  * (stories110M's 768 and 2048; not tiny's 64 or stories15M's 288).
@@ -14,29 +15,44 @@ import java.util.Locale;
  * @param ropeFactors  write a rope_freqs.weight tensor (Llama 3.1 style frequency factors)
  * @param chatTemplate Jinja text written as {@code tokenizer.chat_template} (what a chat endpoint renders
  *                     conversations with), or null for none
+ * @param arch         the architecture: qwen2 adds Q/K/V biases, qwen3 per-head Q/K norms; both NEOX RoPE
+ * @param headDim      the head size written as {@code <arch>.attention.key_length}, or 0 for dim / heads (then
+ *                     no key_length is written)
  */
 public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads, int ffnDim, int vocabSize,
-                        int contextLength, boolean tied, GgmlType type, long seed, boolean ropeFactors, String chatTemplate) {
+                        int contextLength, boolean tied, GgmlType type, long seed, boolean ropeFactors, String chatTemplate,
+                        Architecture arch, int headDim) {
 
     /** Smallest vocabulary: unk, BOS, EOS, 256 byte tokens and a few pieces. */
     public static final int MIN_VOCAB = 300;
 
-    /** A spec without a chat template. */
+    /** A llama spec without a chat template. */
     public ModelSpec(String name, int dim, int layers, int heads, int kvHeads, int ffnDim, int vocabSize,
                      int contextLength, boolean tied, GgmlType type, long seed, boolean ropeFactors) {
         this(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors, null);
+    }
+
+    /** A llama spec, head size dim / heads. */
+    public ModelSpec(String name, int dim, int layers, int heads, int kvHeads, int ffnDim, int vocabSize,
+                     int contextLength, boolean tied, GgmlType type, long seed, boolean ropeFactors, String chatTemplate) {
+        this(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors,
+                chatTemplate, Architecture.LLAMA, 0);
     }
 
     public ModelSpec {
         if (dim <= 0 || layers <= 0 || heads <= 0 || kvHeads <= 0 || ffnDim <= 0 || contextLength <= 0) {
             throw new IllegalArgumentException("every size must be positive");
         }
-        if (dim % heads != 0 || heads % kvHeads != 0) {
-            throw new IllegalArgumentException("dim " + dim + " must be a multiple of heads " + heads
-                    + ", and heads a multiple of KV heads " + kvHeads);
+        if (arch == null || headDim < 0) {
+            throw new IllegalArgumentException("an architecture and a head size >= 0 are needed");
         }
-        if ((dim / heads) % 2 != 0) {
-            throw new IllegalArgumentException("head dim " + dim / heads + " must be even for RoPE");
+        if ((headDim == 0 && dim % heads != 0) || heads % kvHeads != 0) {
+            throw new IllegalArgumentException("dim " + dim + " must be a multiple of heads " + heads
+                    + " (or give a head size), and heads a multiple of KV heads " + kvHeads);
+        }
+        int headSize = headDim > 0 ? headDim : dim / heads; // headSize(): the fields are not set yet
+        if (headSize % 2 != 0) {
+            throw new IllegalArgumentException("head dim " + headSize + " must be even for RoPE");
         }
         if (vocabSize < MIN_VOCAB) {
             throw new IllegalArgumentException("vocabulary must have at least " + MIN_VOCAB + " tokens, got " + vocabSize);
@@ -48,6 +64,10 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
         if (type.blockSize() > 1 && (dim % type.blockSize() != 0 || ffnDim % type.blockSize() != 0)) {
             throw new IllegalArgumentException(type + " weights need dim and FFN length multiples of "
                     + type.blockSize() + ", got " + dim + " and " + ffnDim);
+        }
+        if (type.blockSize() > 1 && heads * headSize % type.blockSize() != 0) {
+            throw new IllegalArgumentException(type + " weights need heads x head size (wo's rows) a multiple of "
+                    + type.blockSize() + ", got " + heads * headSize);
         }
     }
 
@@ -77,38 +97,66 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
     }
 
     public ModelSpec withType(GgmlType t) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, t, seed, ropeFactors, chatTemplate);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, t, seed, ropeFactors, chatTemplate,
+                arch, headDim);
     }
 
     public ModelSpec withTied(boolean t) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, t, type, seed, ropeFactors, chatTemplate);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, t, type, seed, ropeFactors, chatTemplate,
+                arch, headDim);
     }
 
     public ModelSpec withKvHeads(int kv) {
-        return new ModelSpec(name, dim, layers, heads, kv, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors, chatTemplate);
+        return new ModelSpec(name, dim, layers, heads, kv, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors, chatTemplate,
+                arch, headDim);
     }
 
     public ModelSpec withContext(int positions) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, positions, tied, type, seed, ropeFactors);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, positions, tied, type, seed, ropeFactors, null,
+                arch, headDim);
     }
 
     public ModelSpec withSeed(long s) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, s, ropeFactors, chatTemplate);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, s, ropeFactors, chatTemplate,
+                arch, headDim);
     }
 
     public ModelSpec withRopeFactors(boolean f) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, f, chatTemplate);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, f, chatTemplate,
+                arch, headDim);
     }
 
     /** This spec with {@code template} as its chat template (null for none). */
     public ModelSpec withChatTemplate(String template) {
-        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors, template);
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors, template,
+                arch, headDim);
+    }
+
+    /**
+     * This spec as architecture {@code a} (llama, qwen2, qwen3) with head size {@code headSize} (0: dim / heads).
+     * The architecture's own conventions (qwen2 and qwen3: RoPE base 1e6, RMS epsilon 1e-6) come with it.
+     */
+    public ModelSpec withArch(Architecture a, int headSize) {
+        return new ModelSpec(name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, tied, type, seed, ropeFactors,
+                chatTemplate, a, headSize);
+    }
+
+    /** The head size: {@link #headDim} if given, else dim / heads. */
+    public int headSize() {
+        return headDim > 0 ? headDim : dim / heads;
     }
 
     /** Number of weights (parameters). */
     public long parameters() {
-        long kvDim = (long) kvHeads * (dim / heads);
-        long perLayer = 2L * dim + 2L * dim * dim + 2L * dim * kvDim + 3L * dim * ffnDim;
+        long hs = headSize();
+        long qDim = (long) heads * hs;
+        long kvDim = (long) kvHeads * hs;
+        long extra = switch (arch) {
+            case LLAMA -> 0;
+            case QWEN2 -> qDim + 2 * kvDim; // biases
+            case QWEN3 -> 2 * hs;           // per-head Q and K norms
+        };
+        long perLayer = 2L * dim + 2L * dim * qDim + 2L * dim * kvDim + 3L * dim * ffnDim + extra;
         return (long) vocabSize * dim * (tied ? 1 : 2) + dim + layers * perLayer;
     }
 
@@ -126,8 +174,9 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
     }
 
     public String describe() {
-        return String.format(Locale.ROOT, "%s: dim %d, %d layers, %d heads (%d KV), FFN %d, vocab %d, context %d, %s%s, %.1fM parameters%s",
-                name, dim, layers, heads, kvHeads, ffnDim, vocabSize, contextLength, type,
+        return String.format(Locale.ROOT, "%s: %sdim %d, %d layers, %d heads%s (%d KV), FFN %d, vocab %d, context %d, %s%s, %.1fM parameters%s",
+                name, arch == Architecture.LLAMA ? "" : arch.ggufName() + ", ", dim, layers, heads,
+                headDim > 0 ? " of " + headDim : "", kvHeads, ffnDim, vocabSize, contextLength, type,
                 tied ? ", tied classifier" : "", parameters() / 1e6, chatTemplate != null ? ", chat template" : "");
     }
 }

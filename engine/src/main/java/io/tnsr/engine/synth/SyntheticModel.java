@@ -4,6 +4,7 @@ import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.gguf.GgufMetadata;
 import io.tnsr.engine.gguf.GgufWriter;
 import io.tnsr.engine.kernels.Float16;
+import io.tnsr.engine.model.Architecture;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -13,8 +14,11 @@ import java.util.List;
 import java.util.SplittableRandom;
 
 /**
- * Writes llama GGUF files with seeded random weights and a working SentencePiece-style vocabulary, so tests
- * and benchmarks run on any shape without downloads. The same spec and seed always give the same bytes.
+ * Writes llama, qwen2 or qwen3 GGUF files (in llama.cpp's conventions: keys prefixed by the architecture's name,
+ * qwen2's {@code attn_{q,k,v}.bias}, qwen3's {@code attn_{q,k}_norm.weight} and {@code attention.key_length}) with
+ * seeded random weights and a working SentencePiece-style vocabulary, so tests and benchmarks run on any shape
+ * without downloads. The same spec and seed always give the same bytes (llama files as before the other
+ * architectures existed).
  *
  * <p>Weights are uniform in +-sqrt(3 / fan-in), which keeps activations near unit variance, so the model's
  * logits are spread out and its greedy output varies from token to token (it is gibberish, but a
@@ -26,19 +30,29 @@ public final class SyntheticModel {
 
     public static void write(ModelSpec s, Path path) throws IOException {
         GgufWriter w = new GgufWriter();
-        int headDim = s.dim() / s.heads();
+        int headDim = s.headSize();
+        int qDim = s.heads() * headDim;
         int kvDim = s.kvHeads() * headDim;
-        w.putString("general.architecture", "llama");
+        boolean llama = s.arch() == Architecture.LLAMA;
+        String a = s.arch().ggufName() + ".";
+        w.putString("general.architecture", s.arch().ggufName());
         w.putString("general.name", s.name());
-        w.putU32("llama.context_length", s.contextLength());
-        w.putU32("llama.embedding_length", s.dim());
-        w.putU32("llama.feed_forward_length", s.ffnDim());
-        w.putU32("llama.attention.head_count", s.heads());
-        w.putU32("llama.attention.head_count_kv", s.kvHeads());
-        w.putU32("llama.block_count", s.layers());
-        w.putU32("llama.rope.dimension_count", headDim);
-        w.putF32("llama.rope.freq_base", 10000f);
-        w.putF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+        w.putU32(a + "context_length", s.contextLength());
+        w.putU32(a + "embedding_length", s.dim());
+        w.putU32(a + "feed_forward_length", s.ffnDim());
+        w.putU32(a + "attention.head_count", s.heads());
+        w.putU32(a + "attention.head_count_kv", s.kvHeads());
+        w.putU32(a + "block_count", s.layers());
+        if (s.headDim() > 0) {
+            w.putU32(a + "attention.key_length", headDim);
+            w.putU32(a + "attention.value_length", headDim);
+        }
+        if (llama) {
+            w.putU32(a + "rope.dimension_count", headDim);
+        }
+        // Qwen2 / Qwen3's own values (llama.cpp's converter copies them from the model's config)
+        w.putF32(a + "rope.freq_base", llama ? 10000f : 1e6f);
+        w.putF32(a + "attention.layer_norm_rms_epsilon", llama ? 1e-5f : 1e-6f);
         w.putU32("general.file_type", switch (s.type()) { // llama_ftype (every matrix of the one type)
             case F32 -> 0; // ALL_F32
             case F16 -> 1; // MOSTLY_F16
@@ -71,10 +85,19 @@ public final class SyntheticModel {
         for (int l = 0; l < s.layers(); l++) {
             String p = "blk." + l + ".";
             norm(w, s, p + "attn_norm.weight");
-            matrix(w, s, p + "attn_q.weight", s.dim(), s.dim(), fanIn(s.dim()));
+            matrix(w, s, p + "attn_q.weight", qDim, s.dim(), fanIn(s.dim()));
             matrix(w, s, p + "attn_k.weight", kvDim, s.dim(), fanIn(s.dim()));
             matrix(w, s, p + "attn_v.weight", kvDim, s.dim(), fanIn(s.dim()));
-            matrix(w, s, p + "attn_output.weight", s.dim(), s.dim(), fanIn(s.dim()));
+            if (s.arch() == Architecture.QWEN2) {
+                bias(w, s, p + "attn_q.bias", qDim);
+                bias(w, s, p + "attn_k.bias", kvDim);
+                bias(w, s, p + "attn_v.bias", kvDim);
+            }
+            if (s.arch() == Architecture.QWEN3) {
+                norm(w, s, p + "attn_q_norm.weight", headDim);
+                norm(w, s, p + "attn_k_norm.weight", headDim);
+            }
+            matrix(w, s, p + "attn_output.weight", s.dim(), qDim, fanIn(qDim));
             norm(w, s, p + "ffn_norm.weight");
             matrix(w, s, p + "ffn_gate.weight", s.ffnDim(), s.dim(), fanIn(s.dim()));
             matrix(w, s, p + "ffn_up.weight", s.ffnDim(), s.dim(), fanIn(s.dim()));
@@ -103,10 +126,25 @@ public final class SyntheticModel {
     }
 
     private static void norm(GgufWriter w, ModelSpec s, String name) {
-        w.addTensor(name, GgmlType.F32, new long[] {s.dim()}, dst -> {
+        norm(w, s, name, s.dim());
+    }
+
+    /** An F32 norm weight of length n, uniform in 1 +- 0.1. */
+    private static void norm(GgufWriter w, ModelSpec s, String name, int n) {
+        w.addTensor(name, GgmlType.F32, new long[] {n}, dst -> {
             SplittableRandom r = random(s, name);
-            for (int i = 0; i < s.dim(); i++) {
+            for (int i = 0; i < n; i++) {
                 dst.putFloat((float) (1.0 + 0.1 * (r.nextDouble() * 2 - 1)));
+            }
+        });
+    }
+
+    /** An F32 bias of length n, uniform in +-0.5 (the projections' outputs are near unit variance). */
+    private static void bias(GgufWriter w, ModelSpec s, String name, int n) {
+        w.addTensor(name, GgmlType.F32, new long[] {n}, dst -> {
+            SplittableRandom r = random(s, name);
+            for (int i = 0; i < n; i++) {
+                dst.putFloat((float) (0.5 * (r.nextDouble() * 2 - 1)));
             }
         });
     }

@@ -7,6 +7,8 @@ import io.tnsr.engine.chat.ChatMessage;
 import io.tnsr.engine.chat.ChatTemplate;
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.model.Architecture;
+import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.testing.TestModels;
 import java.nio.charset.StandardCharsets;
@@ -51,6 +53,32 @@ class MakeModelCommandTest {
         r = run("--type", "q5_k", "--out", tmp.resolve("y.gguf").toString());
         assertEquals(2, r[0]);
         assertTrue(((String) r[2]).contains("unknown weight type 'q5_k' (f32, f16, q8_0, q4_0, q4_k, q6_k)"), (String) r[2]);
+    }
+
+    @Test
+    void writesQwenModelsOfAnyHeadSizeAndRefusesOtherArchitectures() {
+        Path out = tmp.resolve("qwen3.gguf");
+        Object[] r = run("--preset", "tiny", "--arch", "qwen3", "--head-dim", "32", "--type", "q8_0", "--out", out.toString());
+        assertEquals(0, r[0], (String) r[2]);
+        try (GgufFile f = GgufFile.open(out)) {
+            LlamaConfig c = LlamaConfig.fromGguf(f);
+            assertEquals(Architecture.QWEN3, c.arch());
+            assertEquals(32, c.headDim());
+            assertEquals(128, c.qDim());
+            assertEquals(64, c.kvDim());
+            assertEquals(GgmlType.F32, f.tensor("blk.0.attn_q_norm.weight").type());
+            assertEquals(GgmlType.Q8_0, f.tensor("blk.0.attn_output.weight").type());
+        }
+        out = tmp.resolve("qwen2.gguf");
+        r = run("--preset", "tiny", "--arch", "qwen2", "--out", out.toString());
+        assertEquals(0, r[0], (String) r[2]);
+        try (GgufFile f = GgufFile.open(out)) {
+            assertEquals(Architecture.QWEN2, LlamaConfig.fromGguf(f).arch());
+            assertTrue(f.hasTensor("blk.3.attn_v.bias"));
+        }
+        r = run("--arch", "gpt2", "--out", tmp.resolve("z.gguf").toString());
+        assertEquals(2, r[0]);
+        assertTrue(((String) r[2]).contains("unknown architecture 'gpt2' (llama, qwen2, qwen3)"), (String) r[2]);
     }
 
     @Test

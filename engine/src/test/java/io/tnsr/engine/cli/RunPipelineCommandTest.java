@@ -62,6 +62,26 @@ class RunPipelineCommandTest {
         assertEquals(2, ((List<?>) json.get("stage_compute_share")).size());
     }
 
+    /**
+     * A qwen3 model (head size 128: Q 512 wide over a hidden dim of 256) through three stage processes gives
+     * llama.cpp's greedy tokens (index.json; this model's are clear of near-ties, see LlamaCppLogitsTest).
+     */
+    @Test
+    void qwen3ThroughThreeStageProcessesGivesLlamaCppsGreedyTokens() throws Exception {
+        Map<?, ?> index = (Map<?, ?>) TestJson.read(SharedData.path("golden/llama-cpp-logits/index.json"));
+        Map<?, ?> m = (Map<?, ?>) ((Map<?, ?>) index.get("models")).get("arch/qwen3-synth.gguf");
+        int[] greedy = TestJson.ints(m.get("greedy"));
+        Object[] r = runCli("--stages", "3", "--model", SharedData.path("models/arch/qwen3-synth.gguf").toString(),
+                "--prompt", (String) index.get("prompt"), "--temperature", "0", "--max-tokens", String.valueOf(greedy.length),
+                "--json");
+        assertEquals(0, r[0], (String) r[2]);
+        Map<?, ?> json = (Map<?, ?>) TestJson.parse(((String) r[1]).strip());
+        assertEquals(3L, json.get("stages"));
+        Map<?, ?> seq = (Map<?, ?>) ((List<?>) json.get("sequences")).get(0);
+        assertArrayEquals(TestJson.ints(m.get("prompt_tokens")), TestJson.ints(seq.get("prompt_tokens")));
+        assertArrayEquals(greedy, TestJson.ints(seq.get("generated_tokens")));
+    }
+
     @Test
     void interruptingTheToolEndsEveryStageProcess() throws Exception {
         ModelSpec t = ModelSpec.tiny();

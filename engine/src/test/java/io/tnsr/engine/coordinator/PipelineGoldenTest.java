@@ -54,6 +54,21 @@ class PipelineGoldenTest {
         }
     }
 
+    /** qwen2 (biases) and qwen3 (head size 128 over dim 256, Q/K norms, tied classifier) through stages: one process's tokens. */
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.CsvSource({"arch/qwen2-synth.gguf, 2", "arch/qwen3-synth.gguf, 3"})
+    void qwenModelsGiveTheSameTokensAsOneProcess(String model, int stages) {
+        PipelineHarness h = new PipelineHarness(SharedData.path("models/" + model), stages);
+        List<String> prompts = List.of("Once upon a time", "The dog ran", "A little girl named Lily");
+        List<SequenceState> single = h.runSingle(prompts, 24, SamplingConfig.GREEDY);
+        List<SequenceState> piped = h.runLocal(prompts, 24, SamplingConfig.GREEDY);
+        for (int i = 0; i < prompts.size(); i++) {
+            assertNull(piped.get(i).error());
+            assertEquals(24, piped.get(i).generatedTokens().length);
+            assertArrayEquals(single.get(i).generatedTokens(), piped.get(i).generatedTokens(), model + ", sequence " + i);
+        }
+    }
+
     @ParameterizedTest(name = "{0} stages")
     @ValueSource(ints = {2, 4})
     void syntheticModelsGiveTheSameTokensAsOneProcessWhileSequencesJoinAndLeave(int stages) {

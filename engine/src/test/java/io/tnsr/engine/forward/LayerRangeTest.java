@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.SequenceException;
+import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.testing.SharedData;
 import io.tnsr.engine.testing.TestModels;
@@ -38,6 +39,10 @@ class LayerRangeTest {
                 Arguments.of("synthetic with RoPE frequency factors", TestModels.get(tiny.withRopeFactors(true))),
                 Arguments.of("synthetic GQA, untied, Q8_0", TestModels.get(tiny.withType(GgmlType.Q8_0))),
                 Arguments.of("synthetic MHA, tied, Q4_0", TestModels.get(tiny.withKvHeads(4).withTied(true).withType(GgmlType.Q4_0))),
+                Arguments.of("synthetic qwen2 (Q/K/V biases, NEOX RoPE), F32", TestModels.get(tiny.withArch(Architecture.QWEN2, 0))),
+                Arguments.of("synthetic qwen3 (head 32 x 4 > dim 64, Q/K norms), tied, Q8_0",
+                        TestModels.get(tiny.withArch(Architecture.QWEN3, 32).withTied(true).withType(GgmlType.Q8_0))),
+                Arguments.of("synthetic qwen3, Q4_0", TestModels.get(tiny.withArch(Architecture.QWEN3, 32).withType(GgmlType.Q4_0))),
                 Arguments.of("llama.cpp Q4_K_M (Q4_K + Q6_K)", SharedData.path("models/quantized/q256-q4_k_m.gguf")),
                 Arguments.of("llama.cpp Q4_0 (F16 ffn_down, Q8_0 output)", SharedData.path("models/quantized/stories260K-q4_0.gguf")));
     }

@@ -136,7 +136,8 @@ class GgufFileTest {
         new GgufWriter().putString("general.architecture", "gpt2").write(p);
         try (GgufFile f = GgufFile.open(p)) {
             GgufException e = assertThrows(GgufException.class, () -> LlamaConfig.fromGguf(f));
-            assertTrue(e.getMessage().contains("'gpt2'"), e.getMessage());
+            assertTrue(e.getMessage().contains("'gpt2'") && e.getMessage().contains(p.toString())
+                    && e.getMessage().contains("supported: llama, qwen2, qwen3"), e.getMessage());
         }
     }
 

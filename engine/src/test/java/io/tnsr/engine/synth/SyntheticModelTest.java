@@ -11,8 +11,10 @@ import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.gguf.GgufTensorInfo;
 import io.tnsr.engine.kvcache.KvCachePool;
+import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.model.WeightMatrix;
+import io.tnsr.engine.testing.SharedData;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -158,5 +160,37 @@ class SyntheticModelTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ModelSpec.stories110M().withType(GgmlType.Q5_K));
         assertEquals("synthetic weights can be F32, F16, Q8_0, Q4_0, Q4_K or Q6_K, not Q5_K", e.getMessage());
+    }
+
+    /**
+     * qwen2 and qwen3 files follow llama.cpp's conventions as the shared files written for llama.cpp do: the same
+     * architecture keys (prefixed by the architecture's name) and the same tensors, of the same shapes and types, for
+     * the same shape; and the engine reads the same config from both.
+     */
+    @ParameterizedTest
+    @CsvSource({"arch/qwen2-synth.gguf, QWEN2, 0, false", "arch/qwen3-synth.gguf, QWEN3, 128, true"})
+    void qwenFilesFollowTheConventionsOfTheSharedOnes(String shared, Architecture arch, int headDim, boolean tied)
+            throws IOException {
+        Path p = tmp.resolve("q.gguf");
+        SyntheticModel.write(new ModelSpec("q", 256, 4, 4, 2, 768, 512, 512, tied, GgmlType.F32, 3, false, null,
+                arch, headDim), p);
+        try (GgufFile mine = GgufFile.open(p); GgufFile theirs = GgufFile.open(SharedData.path("models/" + shared))) {
+            java.util.function.Function<GgufFile, java.util.Set<String>> archKeys = f -> f.metadata().keys().stream()
+                    .filter(k -> k.startsWith(arch.ggufName() + ".") || k.equals("general.architecture"))
+                    .collect(java.util.stream.Collectors.toCollection(java.util.TreeSet::new));
+            assertEquals(archKeys.apply(theirs), archKeys.apply(mine));
+            for (String k : archKeys.apply(theirs)) {
+                assertEquals(theirs.metadata().get(k), mine.metadata().get(k), k);
+            }
+            assertEquals(new java.util.TreeSet<>(theirs.tensors().keySet()), new java.util.TreeSet<>(mine.tensors().keySet()));
+            for (GgufTensorInfo t : theirs.tensors().values()) {
+                GgufTensorInfo m = mine.tensor(t.name());
+                assertEquals(t.shapeString() + " " + t.type(), m.shapeString() + " " + m.type(), t.name());
+            }
+            LlamaConfig c = LlamaConfig.fromGguf(mine);
+            assertEquals(LlamaConfig.fromGguf(theirs), c);
+            assertEquals(arch, c.arch());
+            assertDoesNotThrow(() -> logits(mine, new int[] {1, 300, 400}));
+        }
     }
 }

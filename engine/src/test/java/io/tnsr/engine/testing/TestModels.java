@@ -1,5 +1,6 @@
 package io.tnsr.engine.testing;
 
+import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.synth.SyntheticModel;
 import java.io.IOException;
@@ -14,7 +15,8 @@ public final class TestModels {
     }
 
     public static synchronized Path get(ModelSpec spec) {
-        String file = String.format("%s-d%d-l%d-h%d-kv%d-f%d-v%d-c%d-%s-%s-s%d%s%s.gguf", spec.name(), spec.dim(),
+        String file = String.format("%s%s-d%d-l%d-h%d-kv%d-f%d-v%d-c%d-%s-%s-s%d%s%s.gguf", spec.name(),
+                spec.arch() == Architecture.LLAMA ? "" : "-" + spec.arch().ggufName() + "-hd" + spec.headSize(), spec.dim(),
                 spec.layers(), spec.heads(), spec.kvHeads(), spec.ffnDim(), spec.vocabSize(), spec.contextLength(),
                 spec.type(), spec.tied() ? "tied" : "untied", spec.seed(), spec.ropeFactors() ? "-rf" : "",
                 spec.chatTemplate() != null ? String.format("-ct%08x", spec.chatTemplate().hashCode()) : "");
