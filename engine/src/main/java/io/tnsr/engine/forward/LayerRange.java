@@ -12,6 +12,7 @@ import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.model.LayerWeights;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.model.WeightMatrix;
+import io.tnsr.engine.util.TaskProgress;
 
 /**
  * Layers [from, to) of a model of one of the {@link io.tnsr.engine.model.Architecture}s (llama, qwen2, qwen3): the
@@ -82,8 +83,12 @@ public final class LayerRange {
         this.to = to;
         this.cache = cache;
         this.layers = new LayerWeights[to - from];
-        for (int l = from; l < to; l++) {
-            layers[l - from] = LayerWeights.load(file, config, l);
+        try (TaskProgress progress = TaskProgress.start("loading layers " + from + ".." + (to - 1), to - from,
+                TaskProgress.ITEMS)) {
+            for (int l = from; l < to; l++) {
+                layers[l - from] = LayerWeights.load(file, config, l);
+                progress.stepBy(1);
+            }
         }
         this.embedding = from == 0 ? WeightMatrix.load(file, "token_embd.weight", c.vocabSize(), c.dim()) : null;
         if (to == config.layers()) {

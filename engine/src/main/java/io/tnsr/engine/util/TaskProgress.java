@@ -3,6 +3,8 @@ package io.tnsr.engine.util;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
 import me.tongfei.progressbar.ConsoleProgressBarConsumer;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
@@ -10,8 +12,8 @@ import me.tongfei.progressbar.ProgressBarStyle;
 
 /**
  * A progress bar on stderr for work that can take more than a few seconds (writing or loading a model, computing its
- * fingerprint, a benchmark's phases), drawn by {@code me.tongfei:progressbar}; nothing at all unless both stdout and
- * stderr are terminals (a pipe, a file, CI or a stage process started by a coordinator stay clean). Thread-safe:
+ * fingerprint, a benchmark's phases), drawn by {@code me.tongfei:progressbar} once the work has taken a second; nothing
+ * at all unless both stdout and stderr are terminals (a pipe, a file, CI or a stage process started by a coordinator stay clean). Thread-safe:
  * {@link #stepBy} may be called from several workers.
  *
  * <pre>{@code
@@ -30,54 +32,79 @@ public final class TaskProgress implements AutoCloseable {
     public record Unit(String name, long size) {
     }
 
-    private static final TaskProgress SILENT = new TaskProgress(null);
+    /** Work done within this long draws no bar: only what takes a while shows one. */
+    static final long DELAY_NANOS = 1_000_000_000L;
+
+    private static final TaskProgress SILENT = new TaskProgress(null, 0, null);
 
     /** Null when silent. */
-    private final ProgressBar bar;
+    private final String task;
+    private final long total;
+    private final Unit unit;
+    private final long startNanos = System.nanoTime();
+    private final AtomicLong done = new AtomicLong();
+    /** Drawn from the first step after {@link #DELAY_NANOS}; null before. */
+    private ProgressBar bar;
 
-    private TaskProgress(ProgressBar bar) {
-        this.bar = bar;
+    private TaskProgress(String task, long total, Unit unit) {
+        this.task = task;
+        this.total = Math.max(1, total);
+        this.unit = unit;
     }
 
-    /** A bar for {@code task} of {@code total} counts, shown when {@link #interactive()}; else one that shows nothing. */
+    /**
+     * Progress of {@code task}, {@code total} counts in all: a bar from the first step after a second, when
+     * {@link #interactive()}; else nothing.
+     */
     public static TaskProgress start(String task, long total, Unit unit) {
-        if (!interactive()) {
-            return SILENT;
-        }
-        return new TaskProgress(new ProgressBarBuilder()
-                .setTaskName(task)
-                .setInitialMax(Math.max(1, total))
-                .setUnit(unit.name(), unit.size())
-                .setStyle(ProgressBarStyle.ASCII)
-                .setUpdateIntervalMillis(200)
-                .setConsumer(new ConsoleProgressBarConsumer(System.err, width()))
-                .showSpeed()
-                .build());
+        return interactive() ? new TaskProgress(task, total, unit) : SILENT;
     }
 
     /** Adds {@code n} to the count done. */
     public void stepBy(long n) {
-        if (bar != null) {
-            bar.stepBy(n);
+        if (task != null) {
+            show(done.addAndGet(n));
         }
     }
 
     /** Sets the count done. */
     public void stepTo(long n) {
-        if (bar != null) {
-            bar.stepTo(n);
+        if (task != null) {
+            done.set(n);
+            show(n);
         }
     }
 
-    /** Whether this one draws anything. */
-    public boolean shown() {
-        return bar != null;
+    private synchronized void show(long now) {
+        if (bar == null) {
+            long elapsed = System.nanoTime() - startNanos;
+            if (elapsed < DELAY_NANOS) {
+                return;
+            }
+            bar = new ProgressBarBuilder()
+                    .setTaskName(task)
+                    .setInitialMax(total)
+                    .setUnit(unit.name(), unit.size())
+                    .setStyle(ProgressBarStyle.ASCII)
+                    .setUpdateIntervalMillis(200)
+                    .setConsumer(new ConsoleProgressBarConsumer(System.err, width()))
+                    .showSpeed()
+                    .startsFrom(0, Duration.ofNanos(elapsed))
+                    .build();
+        }
+        bar.stepTo(now);
     }
 
-    /** Draws the bar at its last count and ends its line. */
+    /** Whether this one may draw (it does once the work has taken a second). */
+    public boolean shown() {
+        return task != null;
+    }
+
+    /** Draws the bar at its last count and ends its line, if it was drawn. */
     @Override
-    public void close() {
+    public synchronized void close() {
         if (bar != null) {
+            bar.stepTo(done.get());
             bar.close();
         }
     }

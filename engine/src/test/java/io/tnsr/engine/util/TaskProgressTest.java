@@ -1,0 +1,70 @@
+package io.tnsr.engine.util;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Progress bars appear on a terminal and nowhere else: a child JVM counting through two seconds of work, run under a
+ * pseudo-terminal ({@code script}) and with its output piped.
+ */
+class TaskProgressTest {
+
+    /** The work the child JVM does: 20 steps of 100 ms, then a line on stdout. */
+    public static void main(String[] args) throws InterruptedException {
+        try (TaskProgress p = TaskProgress.start("counting", 20, TaskProgress.ITEMS)) {
+            for (int i = 0; i < 20; i++) {
+                Thread.sleep(100);
+                p.stepBy(1);
+            }
+        }
+        System.out.println("counted");
+    }
+
+    private static List<String> javaCommand() {
+        List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .filter(a -> !a.startsWith("-javaagent") && !a.startsWith("-agentlib")).toList());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), TaskProgressTest.class.getName()));
+        return cmd;
+    }
+
+    private static String run(List<String> cmd) throws Exception {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        byte[] out = p.getInputStream().readAllBytes();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "ended");
+        assertEquals(0, p.exitValue(), new String(out, StandardCharsets.UTF_8));
+        return new String(out, StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void aPipeGetsNoBar() throws Exception {
+        assertFalse(TaskProgress.interactive(), "a test's stdout is a pipe");
+        assertFalse(TaskProgress.start("x", 1, TaskProgress.ITEMS).shown());
+        String out = run(javaCommand());
+        assertEquals("counted", out.lines().filter(l -> !l.startsWith("WARNING: Using incubator")).reduce("", String::concat));
+    }
+
+    @Test
+    void aTerminalGetsABarThatEndsAtItsTotal() throws Exception {
+        Path script = Paths.get("/usr/bin/script");
+        Assumptions.assumeTrue(Files.isExecutable(script), "no /usr/bin/script (util-linux) to make a pseudo-terminal: skipped");
+        String line = String.join(" ", javaCommand().stream().map(a -> "'" + a.replace("'", "'\\''") + "'").toList());
+        String out = run(List.of(script.toString(), "-qec", line, "/dev/null"));
+        assertTrue(out.contains("counting"), out);
+        assertTrue(out.contains("100%") && out.contains("20/20"), "the bar ends at its total:\n" + out);
+        assertTrue(out.contains("\r"), "redrawn in place");
+        assertTrue(out.contains("counted"), out);
+    }
+}
