@@ -1,0 +1,310 @@
+package io.tnsr.engine.model;
+
+import static io.tnsr.engine.model.PanelKernels.P;
+import static io.tnsr.engine.model.TileKernels.F;
+import static io.tnsr.engine.model.TileKernels.L;
+
+import io.tnsr.engine.gguf.GgmlType;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.ShortBuffer;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * BF16 weights (bfloat16: the top 16 bits of an F32, so widening is exact), kept at 16 bits on the heap in row
+ * panels of P rows like F32's ({@link PanelKernels}), half F32's bytes. Two columns share one int: panel p, column
+ * pair k holds {@code [P]} ints, lane i = row p * P + i with column 2k in its low half and column 2k + 1 in its
+ * high half (a last odd column's high half zero). One full-width int load then gives two columns of L rows, each
+ * widened with one operation: {@code v << 16} (column 2k) and {@code v & 0xFFFF0000} (column 2k + 1), reinterpreted
+ * as floats. A load of L halves and a short-to-int conversion per column (as {@link F16Matrix} does) costs a
+ * conversion more per L weights and loads half-width vectors.
+ *
+ * <p>Summation order, F32's: per (row, token), {@code acc = fma(w[c], x[c], acc)} over the columns in order from
+ * zero, for one token and for any grouping of tokens ({@link #k2x8}), so a BF16 matrix computes what the F32 matrix
+ * of the same (widened) values computes, bit for bit.
+ */
+final class BF16Matrix extends PanelMatrix {
+    private static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
+    private static final int HIGH = 0xFFFF0000;
+    /** Tokens per {@link #k2x8} call. */
+    private static final int TOKENS = 8;
+
+    /** [panels][pairs][P]: rows p * P + i, columns 2k (low half) and 2k + 1 (high half) at (p * pairs + k) * P + i. */
+    private final int[] w;
+    /** Column pairs per row: (cols + 1) / 2. */
+    private final int pairs;
+
+    /*
+     * Warm-up with short rows, once per JVM, for the reason PanelKernels gives: a profile whose first calls ran in
+     * on-stack-replaced code compiled the one-token kernels' stores as calls that box their accumulators.
+     */
+    static {
+        int pairs = 2;
+        int[] w = new int[5 * pairs * P];
+        float[] x = new float[2 * pairs];
+        float[] out = new float[5 * P];
+        for (int i = 0; i < 3000; i++) {
+            matvec(w, 5, pairs, 2 * pairs, x, 0, out, 0);
+        }
+    }
+
+    /** Repacks {@code data}: rows x cols little-endian BF16 values, row-major (the GGUF tensor). */
+    BF16Matrix(String name, int rows, int cols, ByteBuffer data) {
+        super(name, rows, cols, TOKENS);
+        this.pairs = (cols + 1) / 2;
+        this.w = new int[arrayLength(name, rows, cols, (long) panels * pairs * P)];
+        ShortBuffer s = data.duplicate().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer();
+        short[] row = new short[cols + 1];
+        for (int r = 0; r < rows; r++) {
+            s.get(r * cols, row, 0, cols);
+            int base = (r / P) * pairs * P + r % P;
+            for (int k = 0; k < pairs; k++) {
+                w[base + k * P] = (row[2 * k] & 0xFFFF) | row[2 * k + 1] << 16;
+            }
+        }
+    }
+
+    /** Heap bytes a rows x cols BF16 matrix takes once repacked (its rows rounded up to whole panels, columns to pairs). */
+    static long heapBytes(long rows, long cols) {
+        return paddedRows(rows) * ((cols + 1) / 2) * Integer.BYTES;
+    }
+
+    @Override
+    public GgmlType type() {
+        return GgmlType.BF16;
+    }
+
+    /** Column 2k of the pairs at {@code o} (their low halves), as floats. */
+    private static FloatVector low(int[] w, int o) {
+        return IntVector.fromArray(I, w, o).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+
+    /** Column 2k + 1 of the pairs at {@code o} (their high halves), as floats. */
+    private static FloatVector high(int[] w, int o) {
+        return IntVector.fromArray(I, w, o).and(HIGH).reinterpretAsFloats();
+    }
+
+    @Override
+    protected void wholePanels(float[] x, int xo, float[] out, int oo) {
+        matvec(w, fullPanels, pairs, cols, x, xo, out, oo);
+    }
+
+    @Override
+    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
+        m1(w, p * pairs * P, pairs, cols, x, xo, out, oo);
+    }
+
+    /** One token over {@code panels} whole panels: four at a time (eight FMA chains, four streams), then one at a time. */
+    private static void matvec(int[] w, int panels, int pairs, int cols, float[] x, int xo, float[] out, int oo) {
+        int ps = pairs * P;
+        int p = 0;
+        for (; p + 4 <= panels; p += 4) {
+            m4(w, p * ps, pairs, cols, x, xo, out, oo + p * P);
+        }
+        for (; p < panels; p++) {
+            m1(w, p * ps, pairs, cols, x, xo, out, oo + p * P);
+        }
+    }
+
+    /** Four panels (4P rows) . one token: out[oo..oo+4P). */
+    private static void m4(int[] w, int wo, int pairs, int cols, float[] x, int xo, float[] out, int oo) {
+        int ps = pairs * P;
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        int whole = cols / 2;
+        for (int k = 0; k < whole; k++) {
+            int o = wo + k * P;
+            FloatVector xv = FloatVector.broadcast(F, x[xo + 2 * k]);
+            a0 = low(w, o).fma(xv, a0);
+            a1 = low(w, o + L).fma(xv, a1);
+            a2 = low(w, o + ps).fma(xv, a2);
+            a3 = low(w, o + ps + L).fma(xv, a3);
+            a4 = low(w, o + 2 * ps).fma(xv, a4);
+            a5 = low(w, o + 2 * ps + L).fma(xv, a5);
+            a6 = low(w, o + 3 * ps).fma(xv, a6);
+            a7 = low(w, o + 3 * ps + L).fma(xv, a7);
+            xv = FloatVector.broadcast(F, x[xo + 2 * k + 1]);
+            a0 = high(w, o).fma(xv, a0);
+            a1 = high(w, o + L).fma(xv, a1);
+            a2 = high(w, o + ps).fma(xv, a2);
+            a3 = high(w, o + ps + L).fma(xv, a3);
+            a4 = high(w, o + 2 * ps).fma(xv, a4);
+            a5 = high(w, o + 2 * ps + L).fma(xv, a5);
+            a6 = high(w, o + 3 * ps).fma(xv, a6);
+            a7 = high(w, o + 3 * ps + L).fma(xv, a7);
+        }
+        if (whole < pairs) { // an odd last column: the low halves of the last pair
+            int o = wo + whole * P;
+            FloatVector xv = FloatVector.broadcast(F, x[xo + 2 * whole]);
+            a0 = low(w, o).fma(xv, a0);
+            a1 = low(w, o + L).fma(xv, a1);
+            a2 = low(w, o + ps).fma(xv, a2);
+            a3 = low(w, o + ps + L).fma(xv, a3);
+            a4 = low(w, o + 2 * ps).fma(xv, a4);
+            a5 = low(w, o + 2 * ps + L).fma(xv, a5);
+            a6 = low(w, o + 3 * ps).fma(xv, a6);
+            a7 = low(w, o + 3 * ps + L).fma(xv, a7);
+        }
+        a0.intoArray(out, oo);
+        a1.intoArray(out, oo + L);
+        a2.intoArray(out, oo + P);
+        a3.intoArray(out, oo + P + L);
+        a4.intoArray(out, oo + 2 * P);
+        a5.intoArray(out, oo + 2 * P + L);
+        a6.intoArray(out, oo + 3 * P);
+        a7.intoArray(out, oo + 3 * P + L);
+    }
+
+    /** One panel (P rows) . one token: out[oo..oo+P). */
+    private static void m1(int[] w, int wo, int pairs, int cols, float[] x, int xo, float[] out, int oo) {
+        FloatVector a0 = FloatVector.zero(F), a1 = a0;
+        int whole = cols / 2;
+        for (int k = 0; k < whole; k++) {
+            int o = wo + k * P;
+            FloatVector xv = FloatVector.broadcast(F, x[xo + 2 * k]);
+            a0 = low(w, o).fma(xv, a0);
+            a1 = low(w, o + L).fma(xv, a1);
+            xv = FloatVector.broadcast(F, x[xo + 2 * k + 1]);
+            a0 = high(w, o).fma(xv, a0);
+            a1 = high(w, o + L).fma(xv, a1);
+        }
+        if (whole < pairs) {
+            int o = wo + whole * P;
+            FloatVector xv = FloatVector.broadcast(F, x[xo + 2 * whole]);
+            a0 = low(w, o).fma(xv, a0);
+            a1 = low(w, o + L).fma(xv, a1);
+        }
+        a0.intoArray(out, oo);
+        a1.intoArray(out, oo + L);
+    }
+
+    @Override
+    protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
+        k2x8(w, p * pairs * P, pairs, cols, x, xo, valid, out, oo, os);
+    }
+
+    /**
+     * One panel (from {@code wo}) . tokens j in [0, valid) (valid 1..8) of x (token j at {@code xo + j * cols}):
+     * out[oo + j * os + i] for the panel's P rows i. Missing tokens repeat the last valid one and are not stored.
+     * F32's k2x8 on widened weights: 16 accumulators, the two columns of a pair per trip.
+     */
+    private static void k2x8(int[] w, int wo, int pairs, int cols, float[] x, int xo, int valid, float[] out, int oo, int os) {
+        int x0 = xo;
+        int x1 = xo + Math.min(1, valid - 1) * cols;
+        int x2 = xo + Math.min(2, valid - 1) * cols;
+        int x3 = xo + Math.min(3, valid - 1) * cols;
+        int x4 = xo + Math.min(4, valid - 1) * cols;
+        int x5 = xo + Math.min(5, valid - 1) * cols;
+        int x6 = xo + Math.min(6, valid - 1) * cols;
+        int x7 = xo + Math.min(7, valid - 1) * cols;
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0; // rows [0, L)
+        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;                   // rows [L, P)
+        int whole = cols / 2;
+        FloatVector w0;
+        FloatVector w1;
+        FloatVector xv;
+        for (int k = 0; k < whole; k++) { // columns 2k and 2k + 1
+            int o = wo + k * P;
+            int c = 2 * k;
+            w0 = low(w, o);
+            w1 = low(w, o + L);
+            xv = FloatVector.broadcast(F, x[x0 + c]);
+            a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
+            xv = FloatVector.broadcast(F, x[x1 + c]);
+            a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
+            xv = FloatVector.broadcast(F, x[x2 + c]);
+            a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
+            xv = FloatVector.broadcast(F, x[x3 + c]);
+            a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
+            xv = FloatVector.broadcast(F, x[x4 + c]);
+            a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
+            xv = FloatVector.broadcast(F, x[x5 + c]);
+            a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
+            xv = FloatVector.broadcast(F, x[x6 + c]);
+            a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
+            xv = FloatVector.broadcast(F, x[x7 + c]);
+            a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
+            w0 = high(w, o);
+            w1 = high(w, o + L);
+            xv = FloatVector.broadcast(F, x[x0 + c + 1]);
+            a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
+            xv = FloatVector.broadcast(F, x[x1 + c + 1]);
+            a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
+            xv = FloatVector.broadcast(F, x[x2 + c + 1]);
+            a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
+            xv = FloatVector.broadcast(F, x[x3 + c + 1]);
+            a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
+            xv = FloatVector.broadcast(F, x[x4 + c + 1]);
+            a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
+            xv = FloatVector.broadcast(F, x[x5 + c + 1]);
+            a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
+            xv = FloatVector.broadcast(F, x[x6 + c + 1]);
+            a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
+            xv = FloatVector.broadcast(F, x[x7 + c + 1]);
+            a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
+        }
+        if (whole < pairs) { // an odd last column
+            int o = wo + whole * P;
+            int c = 2 * whole;
+            w0 = low(w, o);
+            w1 = low(w, o + L);
+            xv = FloatVector.broadcast(F, x[x0 + c]);
+            a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
+            xv = FloatVector.broadcast(F, x[x1 + c]);
+            a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
+            xv = FloatVector.broadcast(F, x[x2 + c]);
+            a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
+            xv = FloatVector.broadcast(F, x[x3 + c]);
+            a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
+            xv = FloatVector.broadcast(F, x[x4 + c]);
+            a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
+            xv = FloatVector.broadcast(F, x[x5 + c]);
+            a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
+            xv = FloatVector.broadcast(F, x[x6 + c]);
+            a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
+            xv = FloatVector.broadcast(F, x[x7 + c]);
+            a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
+        }
+        a0.intoArray(out, oo);
+        b0.intoArray(out, oo + L);
+        if (valid > 1) {
+            a1.intoArray(out, oo + os);
+            b1.intoArray(out, oo + os + L);
+        }
+        if (valid > 2) {
+            a2.intoArray(out, oo + 2 * os);
+            b2.intoArray(out, oo + 2 * os + L);
+        }
+        if (valid > 3) {
+            a3.intoArray(out, oo + 3 * os);
+            b3.intoArray(out, oo + 3 * os + L);
+        }
+        if (valid > 4) {
+            a4.intoArray(out, oo + 4 * os);
+            b4.intoArray(out, oo + 4 * os + L);
+        }
+        if (valid > 5) {
+            a5.intoArray(out, oo + 5 * os);
+            b5.intoArray(out, oo + 5 * os + L);
+        }
+        if (valid > 6) {
+            a6.intoArray(out, oo + 6 * os);
+            b6.intoArray(out, oo + 6 * os + L);
+        }
+        if (valid > 7) {
+            a7.intoArray(out, oo + 7 * os);
+            b7.intoArray(out, oo + 7 * os + L);
+        }
+    }
+
+    @Override
+    protected void decodeRow(int row, float[] dst, int off) {
+        int base = (row / P) * pairs * P + row % P;
+        for (int c = 0; c < cols; c++) {
+            int v = w[base + (c >> 1) * P];
+            dst[off + c] = Float.intBitsToFloat((c & 1) == 0 ? v << 16 : v & HIGH);
+        }
+    }
+}
