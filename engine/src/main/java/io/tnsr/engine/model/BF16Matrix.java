@@ -19,8 +19,12 @@ import jdk.incubator.vector.VectorSpecies;
  * pair k holds {@code [P]} ints, lane i = row p * P + i with column 2k in its low half and column 2k + 1 in its
  * high half (a last odd column's high half zero). One full-width int load then gives two columns of L rows, each
  * widened with one operation: {@code v << 16} (column 2k) and {@code v & 0xFFFF0000} (column 2k + 1), reinterpreted
- * as floats. A load of L halves and a short-to-int conversion per column (as {@link F16Matrix} does) costs a
- * conversion more per L weights and loads half-width vectors.
+ * as floats, where loading L halves and widening them (a short-to-int conversion and a shift, as {@link F16Matrix}
+ * converts) takes two operations per L weights and half-width loads.
+ *
+ * <p>Measured (one thread, AVX-512, a shared and noisy host; docs/engine-speed.md): one token, 2048 x 768 in cache
+ * 53 us against F32's 92, 4096 x 4096 from memory 1.0 ms against 3.2-4.2 (half the bytes to stream); 16 tokens
+ * (compute-bound, weights from L2) 0.7-0.9x F32's speed, the widening being one more operation per two columns' FMAs.
  *
  * <p>Summation order, F32's: per (row, token), {@code acc = fma(w[c], x[c], acc)} over the columns in order from
  * zero, for one token and for any grouping of tokens ({@link #k2x8}), so a BF16 matrix computes what the F32 matrix
@@ -38,8 +42,8 @@ final class BF16Matrix extends PanelMatrix {
     private final int pairs;
 
     /*
-     * Warm-up with short rows, once per JVM, for the reason PanelKernels gives: a profile whose first calls ran in
-     * on-stack-replaced code compiled the one-token kernels' stores as calls that box their accumulators.
+     * Warm-up with short rows, once per JVM, as PanelKernels does and for the reason it gives: a profile whose first
+     * calls ran in on-stack-replaced code can compile the one-token kernels' stores as calls that box their accumulators.
      */
     static {
         int pairs = 2;
@@ -79,12 +83,22 @@ final class BF16Matrix extends PanelMatrix {
 
     /** Column 2k of the pairs at {@code o} (their low halves), as floats. */
     private static FloatVector low(int[] w, int o) {
-        return IntVector.fromArray(I, w, o).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+        return low(IntVector.fromArray(I, w, o));
     }
 
     /** Column 2k + 1 of the pairs at {@code o} (their high halves), as floats. */
     private static FloatVector high(int[] w, int o) {
-        return IntVector.fromArray(I, w, o).and(HIGH).reinterpretAsFloats();
+        return high(IntVector.fromArray(I, w, o));
+    }
+
+    /** The low halves of pairs {@code v}, as floats. */
+    private static FloatVector low(IntVector v) {
+        return v.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+
+    /** The high halves of pairs {@code v}, as floats. */
+    private static FloatVector high(IntVector v) {
+        return v.and(HIGH).reinterpretAsFloats();
     }
 
     @Override
@@ -97,64 +111,59 @@ final class BF16Matrix extends PanelMatrix {
         m1(w, p * pairs * P, pairs, cols, x, xo, out, oo);
     }
 
-    /** One token over {@code panels} whole panels: four at a time (eight FMA chains, four streams), then one at a time. */
+    /**
+     * One token over {@code panels} whole panels: two at a time (four FMA chains, two streams), then one. Not four at a
+     * time as F32 does: with twice the vector operations per column (a load gives two columns, each widened by one
+     * operation), a four-panel kernel went past C2's node budget (NodeCountInliningCutoff) and boxed its vectors,
+     * 2.9 MB per 2048 x 768 call at 1/50 the speed. An odd last column of the two-panel groups is a pass of its own
+     * (an FMA on the stored sums: the same bits), for the same reason.
+     */
     private static void matvec(int[] w, int panels, int pairs, int cols, float[] x, int xo, float[] out, int oo) {
         int ps = pairs * P;
         int p = 0;
-        for (; p + 4 <= panels; p += 4) {
-            m4(w, p * ps, pairs, cols, x, xo, out, oo + p * P);
+        for (; p + 2 <= panels; p += 2) {
+            m2(w, p * ps, pairs, cols, x, xo, out, oo + p * P);
+        }
+        if (cols % 2 != 0) { // m2 left out an odd last column: its FMA now, the last of each chain
+            FloatVector xv = FloatVector.broadcast(F, x[xo + cols - 1]);
+            for (int q = 0; q < p; q++) {
+                int o = q * ps + (pairs - 1) * P;
+                int r = oo + q * P;
+                low(w, o).fma(xv, FloatVector.fromArray(F, out, r)).intoArray(out, r);
+                low(w, o + L).fma(xv, FloatVector.fromArray(F, out, r + L)).intoArray(out, r + L);
+            }
         }
         for (; p < panels; p++) {
             m1(w, p * ps, pairs, cols, x, xo, out, oo + p * P);
         }
     }
 
-    /** Four panels (4P rows) . one token: out[oo..oo+4P). */
-    private static void m4(int[] w, int wo, int pairs, int cols, float[] x, int xo, float[] out, int oo) {
+    /** Two panels (2P rows) . one token: out[oo..oo+2P). Each int vector is loaded once and gives both its columns. */
+    private static void m2(int[] w, int wo, int pairs, int cols, float[] x, int xo, float[] out, int oo) {
         int ps = pairs * P;
-        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0;
         int whole = cols / 2;
         for (int k = 0; k < whole; k++) {
             int o = wo + k * P;
-            FloatVector xv = FloatVector.broadcast(F, x[xo + 2 * k]);
-            a0 = low(w, o).fma(xv, a0);
-            a1 = low(w, o + L).fma(xv, a1);
-            a2 = low(w, o + ps).fma(xv, a2);
-            a3 = low(w, o + ps + L).fma(xv, a3);
-            a4 = low(w, o + 2 * ps).fma(xv, a4);
-            a5 = low(w, o + 2 * ps + L).fma(xv, a5);
-            a6 = low(w, o + 3 * ps).fma(xv, a6);
-            a7 = low(w, o + 3 * ps + L).fma(xv, a7);
-            xv = FloatVector.broadcast(F, x[xo + 2 * k + 1]);
-            a0 = high(w, o).fma(xv, a0);
-            a1 = high(w, o + L).fma(xv, a1);
-            a2 = high(w, o + ps).fma(xv, a2);
-            a3 = high(w, o + ps + L).fma(xv, a3);
-            a4 = high(w, o + 2 * ps).fma(xv, a4);
-            a5 = high(w, o + 2 * ps + L).fma(xv, a5);
-            a6 = high(w, o + 3 * ps).fma(xv, a6);
-            a7 = high(w, o + 3 * ps + L).fma(xv, a7);
-        }
-        if (whole < pairs) { // an odd last column: the low halves of the last pair
-            int o = wo + whole * P;
-            FloatVector xv = FloatVector.broadcast(F, x[xo + 2 * whole]);
-            a0 = low(w, o).fma(xv, a0);
-            a1 = low(w, o + L).fma(xv, a1);
-            a2 = low(w, o + ps).fma(xv, a2);
-            a3 = low(w, o + ps + L).fma(xv, a3);
-            a4 = low(w, o + 2 * ps).fma(xv, a4);
-            a5 = low(w, o + 2 * ps + L).fma(xv, a5);
-            a6 = low(w, o + 3 * ps).fma(xv, a6);
-            a7 = low(w, o + 3 * ps + L).fma(xv, a7);
+            FloatVector xl = FloatVector.broadcast(F, x[xo + 2 * k]);
+            FloatVector xh = FloatVector.broadcast(F, x[xo + 2 * k + 1]);
+            IntVector v = IntVector.fromArray(I, w, o);
+            a0 = low(v).fma(xl, a0);
+            a0 = high(v).fma(xh, a0);
+            v = IntVector.fromArray(I, w, o + L);
+            a1 = low(v).fma(xl, a1);
+            a1 = high(v).fma(xh, a1);
+            v = IntVector.fromArray(I, w, o + ps);
+            a2 = low(v).fma(xl, a2);
+            a2 = high(v).fma(xh, a2);
+            v = IntVector.fromArray(I, w, o + ps + L);
+            a3 = low(v).fma(xl, a3);
+            a3 = high(v).fma(xh, a3);
         }
         a0.intoArray(out, oo);
         a1.intoArray(out, oo + L);
         a2.intoArray(out, oo + P);
         a3.intoArray(out, oo + P + L);
-        a4.intoArray(out, oo + 2 * P);
-        a5.intoArray(out, oo + 2 * P + L);
-        a6.intoArray(out, oo + 3 * P);
-        a7.intoArray(out, oo + 3 * P + L);
     }
 
     /** One panel (P rows) . one token: out[oo..oo+P). */
@@ -183,11 +192,21 @@ final class BF16Matrix extends PanelMatrix {
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
         k2x8(w, p * pairs * P, pairs, cols, x, xo, valid, out, oo, os);
+        if (cols % 2 != 0) { // k2x8 leaves out an odd last column: its FMA now, the last of each chain
+            int o = p * pairs * P + (pairs - 1) * P;
+            for (int j = 0; j < valid; j++) {
+                FloatVector xv = FloatVector.broadcast(F, x[xo + j * cols + cols - 1]);
+                int r = oo + j * os;
+                low(w, o).fma(xv, FloatVector.fromArray(F, out, r)).intoArray(out, r);
+                low(w, o + L).fma(xv, FloatVector.fromArray(F, out, r + L)).intoArray(out, r + L);
+            }
+        }
     }
 
     /**
      * One panel (from {@code wo}) . tokens j in [0, valid) (valid 1..8) of x (token j at {@code xo + j * cols}):
-     * out[oo + j * os + i] for the panel's P rows i. Missing tokens repeat the last valid one and are not stored.
+     * out[oo + j * os + i] for the panel's P rows i, over the whole column pairs (an odd last column is left to the
+     * caller: here it pushed C2 past its node budget). Missing tokens repeat the last valid one and are not stored.
      * F32's k2x8 on widened weights: 16 accumulators, the two columns of a pair per trip.
      */
     private static void k2x8(int[] w, int wo, int pairs, int cols, float[] x, int xo, int valid, float[] out, int oo, int os) {
@@ -208,8 +227,10 @@ final class BF16Matrix extends PanelMatrix {
         for (int k = 0; k < whole; k++) { // columns 2k and 2k + 1
             int o = wo + k * P;
             int c = 2 * k;
-            w0 = low(w, o);
-            w1 = low(w, o + L);
+            IntVector v0 = IntVector.fromArray(I, w, o);
+            IntVector v1 = IntVector.fromArray(I, w, o + L);
+            w0 = low(v0);
+            w1 = low(v1);
             xv = FloatVector.broadcast(F, x[x0 + c]);
             a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
             xv = FloatVector.broadcast(F, x[x1 + c]);
@@ -226,8 +247,8 @@ final class BF16Matrix extends PanelMatrix {
             a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
             xv = FloatVector.broadcast(F, x[x7 + c]);
             a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
-            w0 = high(w, o);
-            w1 = high(w, o + L);
+            w0 = high(v0);
+            w1 = high(v1);
             xv = FloatVector.broadcast(F, x[x0 + c + 1]);
             a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
             xv = FloatVector.broadcast(F, x[x1 + c + 1]);
@@ -243,28 +264,6 @@ final class BF16Matrix extends PanelMatrix {
             xv = FloatVector.broadcast(F, x[x6 + c + 1]);
             a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
             xv = FloatVector.broadcast(F, x[x7 + c + 1]);
-            a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
-        }
-        if (whole < pairs) { // an odd last column
-            int o = wo + whole * P;
-            int c = 2 * whole;
-            w0 = low(w, o);
-            w1 = low(w, o + L);
-            xv = FloatVector.broadcast(F, x[x0 + c]);
-            a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
-            xv = FloatVector.broadcast(F, x[x1 + c]);
-            a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
-            xv = FloatVector.broadcast(F, x[x2 + c]);
-            a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
-            xv = FloatVector.broadcast(F, x[x3 + c]);
-            a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
-            xv = FloatVector.broadcast(F, x[x4 + c]);
-            a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
-            xv = FloatVector.broadcast(F, x[x5 + c]);
-            a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
-            xv = FloatVector.broadcast(F, x[x6 + c]);
-            a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
-            xv = FloatVector.broadcast(F, x[x7 + c]);
             a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
         }
         a0.intoArray(out, oo);
