@@ -22,24 +22,26 @@ import jdk.incubator.vector.VectorSpecies;
  * as floats, where loading L halves and widening them (a short-to-int conversion and a shift, as {@link F16Matrix}
  * converts) takes two operations per L weights and half-width loads.
  *
+ * <p>Several tokens widen one panel at a time into F32's panel layout and run F32's kernel on it ({@link #group}).
+ *
  * <p>Measured (one thread, AVX-512, a shared and noisy host; docs/engine-speed.md): one token, 2048 x 768 in cache
- * 53 us against F32's 92, 4096 x 4096 from memory 1.0 ms against 3.2-4.2 (half the bytes to stream); 16 tokens
- * (compute-bound, weights from L2) 0.7-0.9x F32's speed, the widening being one more operation per two columns' FMAs.
+ * 53 us against F32's 92, 4096 x 4096 from memory 1.0 ms against 3.2-4.2 (half the bytes to stream); 2048 x 768 with
+ * 128 tokens 165 GFLOP/s against F32's 167, with 8 tokens 97 against 108 (the widening pass per call).
  *
  * <p>Summation order, F32's: per (row, token), {@code acc = fma(w[c], x[c], acc)} over the columns in order from
- * zero, for one token and for any grouping of tokens ({@link #k2x8}), so a BF16 matrix computes what the F32 matrix
+ * zero, for one token and for any grouping of tokens ({@link #group}), so a BF16 matrix computes what the F32 matrix
  * of the same (widened) values computes, bit for bit.
  */
 final class BF16Matrix extends PanelMatrix {
     private static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
     private static final int HIGH = 0xFFFF0000;
-    /** Tokens per {@link #k2x8} call. */
-    private static final int TOKENS = 8;
 
     /** [panels][pairs][P]: rows p * P + i, columns 2k (low half) and 2k + 1 (high half) at (p * pairs + k) * P + i. */
     private final int[] w;
     /** Column pairs per row: (cols + 1) / 2. */
     private final int pairs;
+    /** [cols][P]: one panel widened to floats for the token groups of {@link #group}; one compute thread uses a matrix. */
+    private final float[] floats;
 
     /*
      * Warm-up with short rows, once per JVM, as PanelKernels does and for the reason it gives: a profile whose first
@@ -57,8 +59,9 @@ final class BF16Matrix extends PanelMatrix {
 
     /** Repacks {@code data}: rows x cols little-endian BF16 values, row-major (the GGUF tensor). */
     BF16Matrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, TOKENS);
+        super(name, rows, cols, PanelKernels.TOKENS);
         this.pairs = (cols + 1) / 2;
+        this.floats = new float[cols * P];
         this.w = new int[arrayLength(name, rows, cols, (long) panels * pairs * P)];
         ShortBuffer s = data.duplicate().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer();
         short[] row = new short[cols + 1];
@@ -189,112 +192,37 @@ final class BF16Matrix extends PanelMatrix {
         a1.intoArray(out, oo + L);
     }
 
+    /**
+     * Several tokens: panel p is widened once per call (at its first token group, t0 = 0) into {@link #floats}, F32's
+     * panel layout, and every group of tokens runs F32's kernel on it ({@link PanelKernels#k2x8}, from L1/L2): the
+     * same FMA chains in the same order as {@link #m1}'s on the same values. Widening in the group kernel instead (one
+     * shift or mask per vector of weights, before its 16 FMAs) ran at 0.57x F32's speed (2048 x 768, 128 tokens:
+     * 105 against 184 GFLOP/s); widening once per panel costs one pass over it per call.
+     */
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        k2x8(w, p * pairs * P, pairs, cols, x, xo, valid, out, oo, os);
-        if (cols % 2 != 0) { // k2x8 leaves out an odd last column: its FMA now, the last of each chain
-            int o = p * pairs * P + (pairs - 1) * P;
-            for (int j = 0; j < valid; j++) {
-                FloatVector xv = FloatVector.broadcast(F, x[xo + j * cols + cols - 1]);
-                int r = oo + j * os;
-                low(w, o).fma(xv, FloatVector.fromArray(F, out, r)).intoArray(out, r);
-                low(w, o + L).fma(xv, FloatVector.fromArray(F, out, r + L)).intoArray(out, r + L);
-            }
+        if (t0 == 0) {
+            widen(w, p * pairs * P, pairs, cols, floats);
         }
+        PanelKernels.k2x8(floats, 0, cols, x, xo, valid, out, oo, os);
     }
 
-    /**
-     * One panel (from {@code wo}) . tokens j in [0, valid) (valid 1..8) of x (token j at {@code xo + j * cols}):
-     * out[oo + j * os + i] for the panel's P rows i, over the whole column pairs (an odd last column is left to the
-     * caller: here it pushed C2 past its node budget). Missing tokens repeat the last valid one and are not stored.
-     * F32's k2x8 on widened weights: 16 accumulators, the two columns of a pair per trip.
-     */
-    private static void k2x8(int[] w, int wo, int pairs, int cols, float[] x, int xo, int valid, float[] out, int oo, int os) {
-        int x0 = xo;
-        int x1 = xo + Math.min(1, valid - 1) * cols;
-        int x2 = xo + Math.min(2, valid - 1) * cols;
-        int x3 = xo + Math.min(3, valid - 1) * cols;
-        int x4 = xo + Math.min(4, valid - 1) * cols;
-        int x5 = xo + Math.min(5, valid - 1) * cols;
-        int x6 = xo + Math.min(6, valid - 1) * cols;
-        int x7 = xo + Math.min(7, valid - 1) * cols;
-        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0; // rows [0, L)
-        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;                   // rows [L, P)
+    /** The panel of pairs at {@code wo} as floats, F32's panel layout: column c at c * P. */
+    private static void widen(int[] w, int wo, int pairs, int cols, float[] dst) {
         int whole = cols / 2;
-        FloatVector w0;
-        FloatVector w1;
-        FloatVector xv;
-        for (int k = 0; k < whole; k++) { // columns 2k and 2k + 1
+        for (int k = 0; k < whole; k++) {
             int o = wo + k * P;
-            int c = 2 * k;
             IntVector v0 = IntVector.fromArray(I, w, o);
             IntVector v1 = IntVector.fromArray(I, w, o + L);
-            w0 = low(v0);
-            w1 = low(v1);
-            xv = FloatVector.broadcast(F, x[x0 + c]);
-            a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
-            xv = FloatVector.broadcast(F, x[x1 + c]);
-            a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
-            xv = FloatVector.broadcast(F, x[x2 + c]);
-            a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
-            xv = FloatVector.broadcast(F, x[x3 + c]);
-            a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
-            xv = FloatVector.broadcast(F, x[x4 + c]);
-            a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
-            xv = FloatVector.broadcast(F, x[x5 + c]);
-            a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
-            xv = FloatVector.broadcast(F, x[x6 + c]);
-            a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
-            xv = FloatVector.broadcast(F, x[x7 + c]);
-            a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
-            w0 = high(v0);
-            w1 = high(v1);
-            xv = FloatVector.broadcast(F, x[x0 + c + 1]);
-            a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
-            xv = FloatVector.broadcast(F, x[x1 + c + 1]);
-            a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
-            xv = FloatVector.broadcast(F, x[x2 + c + 1]);
-            a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
-            xv = FloatVector.broadcast(F, x[x3 + c + 1]);
-            a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
-            xv = FloatVector.broadcast(F, x[x4 + c + 1]);
-            a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
-            xv = FloatVector.broadcast(F, x[x5 + c + 1]);
-            a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
-            xv = FloatVector.broadcast(F, x[x6 + c + 1]);
-            a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
-            xv = FloatVector.broadcast(F, x[x7 + c + 1]);
-            a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
+            low(v0).intoArray(dst, 2 * k * P);
+            low(v1).intoArray(dst, 2 * k * P + L);
+            high(v0).intoArray(dst, (2 * k + 1) * P);
+            high(v1).intoArray(dst, (2 * k + 1) * P + L);
         }
-        a0.intoArray(out, oo);
-        b0.intoArray(out, oo + L);
-        if (valid > 1) {
-            a1.intoArray(out, oo + os);
-            b1.intoArray(out, oo + os + L);
-        }
-        if (valid > 2) {
-            a2.intoArray(out, oo + 2 * os);
-            b2.intoArray(out, oo + 2 * os + L);
-        }
-        if (valid > 3) {
-            a3.intoArray(out, oo + 3 * os);
-            b3.intoArray(out, oo + 3 * os + L);
-        }
-        if (valid > 4) {
-            a4.intoArray(out, oo + 4 * os);
-            b4.intoArray(out, oo + 4 * os + L);
-        }
-        if (valid > 5) {
-            a5.intoArray(out, oo + 5 * os);
-            b5.intoArray(out, oo + 5 * os + L);
-        }
-        if (valid > 6) {
-            a6.intoArray(out, oo + 6 * os);
-            b6.intoArray(out, oo + 6 * os + L);
-        }
-        if (valid > 7) {
-            a7.intoArray(out, oo + 7 * os);
-            b7.intoArray(out, oo + 7 * os + L);
+        if (whole < pairs) {
+            int o = wo + whole * P;
+            low(w, o).intoArray(dst, 2 * whole * P);
+            low(w, o + L).intoArray(dst, 2 * whole * P + L);
         }
     }
 
