@@ -79,7 +79,7 @@ JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
 if [ "$TNSR_JDK_MAJOR" -ge 24 ]; then
   JVM_FLAGS+=(--sun-misc-unsafe-memory-access=allow)
 fi
-# F32 and quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) are repacked onto the heap at load: let the heap grow to 75% of RAM (a limit, not a
+# F32, BF16 and quantized weights (every type but F16) are repacked onto the heap at load: let the heap grow to 75% of RAM (a limit, not a
 # reservation) instead of the JVM's default 25%, so that a model that fits in memory loads.
 JVM_FLAGS+=(-XX:MaxRAMPercentage=75)
 # F32 and quantized weights live on the heap and decode streams them once per token: back the heap with transparent huge

@@ -17,7 +17,9 @@ import java.util.Objects;
  * <li>Q4_K: the 128 bytes of nibbles of each super-block as they are; per 32-element sub-block s,
  * {@code scales[s]} = d * sc and {@code mins[s]} = dmin * m, the 6-bit fields unpacked ({@link Q4KMatrix#repack});</li>
  * <li>Q6_K: each element's 6-bit value minus 32 as one int8, in element order; per 16-element group g,
- * {@code scales[g]} = d * scales_int8[g] ({@link Q6KBlocks#repack}).</li>
+ * {@code scales[g]} = d * scales_int8[g] ({@link Q6KBlocks#repack});</li>
+ * <li>Q5_0, IQ4_NL, IQ4_XS, Q3_K: likewise one int8 per element and one float per 32 (Q3_K: 16) elements, the
+ * scale as ggml's dequantizer computes it ({@link Int8Blocks}).</li>
  * </ul>
  * Every product above is the float product the decoder computed before (the same bits).
  *
@@ -28,7 +30,7 @@ import java.util.Objects;
  * whose 6-bit scales cost ~10 scalar operations each to unpack, gain more. llama.cpp repacks Q4_0 for its
  * AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap, not in the page cache, and
  * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 192 (144), Q6_K 320 (210),
- * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors
+ * Q5_0 288 (176), IQ4_NL 288 (144), IQ4_XS 288 (136), Q3_K 320 (110), so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors
  * (the stage launcher sizes it from the file).
  *
  * @param quants [blocks * payload bytes]: the payloads, in the file's block order
@@ -48,7 +50,7 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
         }
     }
 
-    /** Blocks without mins (Q8_0, Q4_0, Q6_K). */
+    /** Blocks without mins (every type but Q4_K). */
     PackedBlocks(byte[] quants, float[] scales) {
         this(quants, scales, new float[0]);
     }
@@ -74,6 +76,10 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
             case Q8_0, Q4_0 -> scaleFirst(data, type.blockBytes(), blocks);
             case Q4_K -> Q4KMatrix.repack(data, blocks);
             case Q6_K -> Q6KBlocks.repack(data, blocks);
+            case Q5_0 -> Int8Blocks.q5_0(data, blocks);
+            case IQ4_NL -> Int8Blocks.iq4_nl(data, blocks);
+            case IQ4_XS -> Int8Blocks.iq4_xs(data, blocks);
+            case Q3_K -> Int8Blocks.q3_K(data, blocks);
             default -> throw new IllegalArgumentException(type + " is not a repacked type");
         };
     }
@@ -93,10 +99,11 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
     /** Heap bytes {@code blocks} blocks of {@code type} take once repacked. */
     static long heapBytes(GgmlType type, long blocks) {
         return switch (type) {
-            case Q8_0 -> blocks * (32 + Float.BYTES);
+            case Q8_0, Q5_0, IQ4_NL -> blocks * (32 + Float.BYTES);
             case Q4_0 -> blocks * (16 + Float.BYTES);
             case Q4_K -> blocks * (128 + 16 * Float.BYTES);
-            case Q6_K -> blocks * (256 + 16 * Float.BYTES);
+            case Q6_K, Q3_K -> blocks * (256 + 16 * Float.BYTES);
+            case IQ4_XS -> blocks * (256 + 8 * Float.BYTES);
             default -> throw new IllegalArgumentException(type + " is not a repacked type");
         };
     }

@@ -8,17 +8,19 @@ import java.nio.ByteBuffer;
 
 /**
  * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F16 is read in
- * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); F32, Q8_0, Q4_0, Q4_K and Q6_K are
- * repacked at load into row panels on the heap (lanes are rows: {@link PanelKernels} for F32,
- * {@link Int8PanelMatrix} for Q8_0 and Q6_K, {@link Q4_0Matrix} and {@link Q4KMatrix} for the 4-bit types). One
- * final subclass per layout; each widens its own weights in registers, never into a dequantized copy of the matrix.
+ * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); every other type is repacked at load into
+ * row panels on the heap (lanes are rows): F32 ({@link PanelKernels}), BF16 at 16 bits ({@link BF16Matrix}), the types
+ * of one small integer per element and a float scale per 16 or 32 elements, Q8_0, Q6_K, Q5_0, IQ4_NL, IQ4_XS and Q3_K,
+ * as int8 ({@link Int8PanelMatrix}, via {@link Q6KBlocks} and {@link Int8Blocks}), and the 4-bit Q4_0 and Q4_K
+ * ({@link Q4_0Matrix}, {@link Q4KMatrix}). One final subclass per layout; each widens its own weights in registers,
+ * never into a dequantized copy of the matrix.
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
  * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
- * type's (F32: one FMA chain over the columns in order, lanes being rows; Q8_0 and Q6_K: the same per block, then
- * the block's scale; Q4_0 and Q4_K: an exact integer sum per block against 8-bit activations, then the scales;
+ * type's (F32 and BF16: one FMA chain over the columns in order, lanes being rows; the int8 types: the same per unit
+ * of 16 or 32 elements, then the unit's scale; Q4_0 and Q4_K: an exact integer sum per block against 8-bit activations, then the scales;
  * F16: FMA chains over L-lane column chunks, then a lane reduction in lane order, see {@link TileKernels}), and every
  * kernel of the type follows it.
  *
@@ -118,6 +120,15 @@ public abstract class WeightMatrix {
                     () -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case Q6_K -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 16),
                     () -> Int8PanelMatrix.q6_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q5_0 -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
+                    () -> Int8PanelMatrix.q5_0(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case IQ4_NL -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
+                    () -> Int8PanelMatrix.iq4_nl(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case IQ4_XS -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
+                    () -> Int8PanelMatrix.iq4_xs(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q3_K -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 16),
+                    () -> Int8PanelMatrix.q3_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case BF16 -> repacked(file, t, BF16Matrix.heapBytes(rows, cols), () -> new BF16Matrix(name, rows, cols, data));
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
                     + ", which this engine does not support (supported: " + SUPPORTED + ")");
         };
@@ -138,10 +149,10 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: Q6_K's 320 / 210 = 1.52 (Q4_K 1.33, Q4_0 1.11, Q8_0 1.06, F32 1 plus the padding of a last partial
-     * row panel; F16 stays mapped, 0).
+     * most: Q3_K's 320 / 110 = 2.91 (IQ4_XS 2.12, IQ4_NL 2.0, Q5_0 1.64, Q6_K 1.52, Q4_K 1.33, Q4_0 1.11, Q8_0 1.06,
+     * F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0).
      */
-    public static final double HEAP_PER_FILE_BYTE = 1.5625;
+    public static final double HEAP_PER_FILE_BYTE = 2.9375;
 
     /**
      * The error for a tensor that does not fit in the heap once repacked ({@code need} bytes): its name, type,
@@ -156,7 +167,7 @@ public abstract class WeightMatrix {
     }
 
     /** The weight types {@link #load} accepts. */
-    public static final String SUPPORTED = "F32, F16, Q8_0, Q4_0, Q4_K, Q6_K";
+    public static final String SUPPORTED = "F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q4_0, Q4_K, IQ4_NL, IQ4_XS, Q3_K";
 
     /** A quantized row must be whole blocks: {@code cols} when it is, else a clear error. */
     private static int checkBlocks(GgufFile file, GgufTensorInfo t, int cols) {

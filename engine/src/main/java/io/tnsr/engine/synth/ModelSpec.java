@@ -5,10 +5,11 @@ import io.tnsr.engine.model.Architecture;
 import java.util.Locale;
 
 /**
- * The shape of a synthetic model (llama, or qwen2 / qwen3 in llama.cpp's GGUF conventions): every size, the weight type, and the seed of its random weights.
- * Quantized types (Q8_0, Q4_0, Q4_K, Q6_K) apply to every matrix, the embedding and classifier included; norms
- * stay F32. Q4_K and Q6_K come in super-blocks of 256, so they need dim and FFN length multiples of 256
- * (stories110M's 768 and 2048; not tiny's 64 or stories15M's 288).
+ * The shape of a synthetic model (llama, or qwen2 / qwen3 in llama.cpp's GGUF conventions): every size, the weight
+ * type, and the seed of its random weights. The weight type (F16, BF16 and the quantized Q8_0, Q6_K, Q5_0, Q4_0, Q4_K,
+ * IQ4_NL, IQ4_XS, Q3_K) applies to every matrix, the embedding and classifier included; norms stay F32. Q4_K, Q6_K,
+ * Q3_K and IQ4_XS come in super-blocks of 256, so they need dim and FFN length multiples of 256 (stories110M's 768 and
+ * 2048; not tiny's 64 or stories15M's 288); the other quantized types need multiples of 32.
  *
  * @param name        written as general.name
  * @param tied        no output.weight: the classifier reuses token_embd.weight
@@ -22,6 +23,12 @@ import java.util.Locale;
 public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads, int ffnDim, int vocabSize,
                         int contextLength, boolean tied, GgmlType type, long seed, boolean ropeFactors, String chatTemplate,
                         Architecture arch, int headDim) {
+
+    /** The weight types the synthetic writer can write ({@link SyntheticModel#fillUniform}). */
+    public static final java.util.Set<GgmlType> WRITABLE = java.util.Collections.unmodifiableSet(java.util.EnumSet.of(
+            GgmlType.F32, GgmlType.F16, GgmlType.BF16, GgmlType.Q8_0, GgmlType.Q6_K, GgmlType.Q5_0, GgmlType.Q4_0,
+            GgmlType.Q4_K, GgmlType.IQ4_NL, GgmlType.IQ4_XS, GgmlType.Q3_K));
+    private static final String WRITABLE_NAMES = "F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q4_0, Q4_K, IQ4_NL, IQ4_XS or Q3_K";
 
     /** Smallest vocabulary: unk, BOS, EOS, 256 byte tokens and a few pieces. */
     public static final int MIN_VOCAB = 300;
@@ -57,9 +64,8 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
         if (vocabSize < MIN_VOCAB) {
             throw new IllegalArgumentException("vocabulary must have at least " + MIN_VOCAB + " tokens, got " + vocabSize);
         }
-        if (type != GgmlType.F32 && type != GgmlType.F16 && type != GgmlType.Q8_0 && type != GgmlType.Q4_0
-                && type != GgmlType.Q4_K && type != GgmlType.Q6_K) {
-            throw new IllegalArgumentException("synthetic weights can be F32, F16, Q8_0, Q4_0, Q4_K or Q6_K, not " + type);
+        if (!WRITABLE.contains(type)) {
+            throw new IllegalArgumentException("synthetic weights can be " + WRITABLE_NAMES + ", not " + type);
         }
         if (type.blockSize() > 1 && (dim % type.blockSize() != 0 || ffnDim % type.blockSize() != 0)) {
             throw new IllegalArgumentException(type + " weights need dim and FFN length multiples of "
@@ -169,7 +175,13 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
             case "q4_0" -> GgmlType.Q4_0;
             case "q4_k" -> GgmlType.Q4_K;
             case "q6_k" -> GgmlType.Q6_K;
-            default -> throw new IllegalArgumentException("unknown weight type '" + name + "' (f32, f16, q8_0, q4_0, q4_k, q6_k)");
+            case "bf16" -> GgmlType.BF16;
+            case "q5_0" -> GgmlType.Q5_0;
+            case "iq4_nl" -> GgmlType.IQ4_NL;
+            case "iq4_xs" -> GgmlType.IQ4_XS;
+            case "q3_k" -> GgmlType.Q3_K;
+            default -> throw new IllegalArgumentException("unknown weight type '" + name
+                    + "' (f32, f16, bf16, q8_0, q6_k, q5_0, q4_0, q4_k, iq4_nl, iq4_xs, q3_k)");
         };
     }
 

@@ -4,9 +4,12 @@ import io.tnsr.engine.kernels.Float16;
 import java.nio.ByteBuffer;
 
 /**
- * Round-to-nearest quantizers for the synthetic writer. Q8_0 and Q4_0 follow ggml's reference ones
- * (quantize_row_q8_0_ref, quantize_row_q4_0_ref), so a synthetic Q8_0 / Q4_0 model is what llama-quantize
- * would write from the same F32 weights: one block of {@link #QK} floats in, one block of bytes out.
+ * Quantizers for the synthetic writer. Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q3_K and BF16 follow ggml's own
+ * (quantize_row_q8_0_ref, quantize_row_q4_0_ref, quantize_row_q5_0_ref, quantize_iq4_nl, quantize_row_iq4_xs_ref,
+ * quantize_row_q3_K_ref, ggml_fp32_to_bf16_row_ref) operation for operation, so a synthetic model of those types is
+ * what llama-quantize writes from the same F32 weights without an importance matrix, byte for byte (a test checks
+ * it on llama-quantize's files): one block of {@link #QK} (Q3_K, IQ4_XS: {@link #QK_K}) floats in, one block of bytes
+ * out.
  *
  * <p>Q4_K and Q6_K write ggml's block layouts (block_q4_K, block_q6_K: one super-block of {@link #QK_K} floats
  * in) but pick their scales with a plain round-to-nearest search, without the iterative refinement of ggml's
@@ -199,6 +202,320 @@ public final class Quantize {
         dst.put(sc);
         dst.putShort(dBits);
     }
+
+    /**
+     * block_q5_0, as ggml's quantize_row_q5_0_ref: d = (the element of largest magnitude, signed) / -16,
+     * q = min(31, trunc(x / d + 16.5)); element i < 16 in the low nibble of qs[i], i + 16 in its high nibble, bit 4 of
+     * element i at bit i of qh; 22 bytes {@code [d: f16][qh: u32][qs: 16]}.
+     */
+    public static void q5_0(float[] x, int off, ByteBuffer dst) {
+        float amax = 0f;
+        float max = 0f;
+        for (int i = 0; i < QK; i++) {
+            if (amax < Math.abs(x[off + i])) {
+                amax = Math.abs(x[off + i]);
+                max = x[off + i];
+            }
+        }
+        float d = max / -16f;
+        float id = d != 0f ? 1f / d : 0f;
+        byte[] qs = new byte[QK / 2];
+        int qh = 0;
+        for (int j = 0; j < QK / 2; j++) {
+            int lo = Math.min(31, (int) (x[off + j] * id + 16.5f));
+            int hi = Math.min(31, (int) (x[off + QK / 2 + j] * id + 16.5f));
+            qs[j] = (byte) ((lo & 0xF) | (hi & 0xF) << 4);
+            qh |= (lo >> 4) << j;
+            qh |= (hi >> 4) << (j + QK / 2);
+        }
+        dst.putShort(Float16.fromFloat(d));
+        dst.putInt(qh);
+        dst.put(qs);
+    }
+
+    /**
+     * block_q3_K, 110 bytes {@code [hmask: 32][qs: 64][scales: 12][d: f16]}, as ggml's quantize_row_q3_K_ref (what
+     * llama-quantize writes without an importance matrix): per group of 16, make_q3_quants' scale (with its
+     * rmse refinement), the 16 scales quantized to 6 bits against the one of largest magnitude, then every element
+     * requantized to [-4, 3] against its group's stored scale. Element e = 128 n + 32 j + k keeps its low two bits at
+     * 2 j of qs[32 n + k] and its third bit (set when q >= 0) at bit 4 n + j of hmask[k].
+     */
+    public static void q3_K(float[] x, int off, ByteBuffer dst) {
+        int[] l = new int[QK_K];
+        float[] scales = new float[16];
+        float maxScale = 0f;
+        float amax = 0f;
+        for (int j = 0; j < 16; j++) {
+            scales[j] = makeQ3Quants(x, off + 16 * j, l, 16 * j);
+            float scale = Math.abs(scales[j]);
+            if (scale > amax) {
+                amax = scale;
+                maxScale = scales[j];
+            }
+        }
+        byte[] sc = new byte[12];
+        short dBits;
+        if (maxScale != 0f) {
+            float iscale = -32f / maxScale;
+            for (int j = 0; j < 16; j++) {
+                int v = Math.max(-32, Math.min(31, nearestInt(iscale * scales[j]))) + 32;
+                if (j < 8) {
+                    sc[j] = (byte) (v & 0xF);
+                } else {
+                    sc[j - 8] |= (byte) ((v & 0xF) << 4);
+                }
+                sc[j % 4 + 8] |= (byte) ((v >> 4) << (2 * (j / 4)));
+            }
+            dBits = Float16.fromFloat(1 / iscale);
+        } else {
+            dBits = Float16.fromFloat(0f);
+        }
+        float dAll = Float16.toFloat(dBits);
+        for (int j = 0; j < 16; j++) {
+            int low = j < 8 ? sc[j] & 0xF : (sc[j - 8] & 0xFF) >> 4;
+            int s = (low | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+            float d = dAll * s;
+            if (d == 0f) {
+                continue; // make_q3_quants' values stay
+            }
+            for (int i = 0; i < 16; i++) {
+                l[16 * j + i] = Math.max(-4, Math.min(3, nearestInt(x[off + 16 * j + i] / d))) + 4;
+            }
+        }
+        byte[] hmask = new byte[QK_K / 8];
+        for (int e = 0; e < QK_K; e++) {
+            if (l[e] > 3) {
+                hmask[e % 32] |= (byte) (1 << (e / 32));
+                l[e] -= 4;
+            }
+        }
+        byte[] qs = new byte[QK_K / 4];
+        for (int n = 0; n < 2; n++) {
+            for (int k = 0; k < 32; k++) {
+                int e = 128 * n + k;
+                qs[32 * n + k] = (byte) (l[e] | l[e + 32] << 2 | l[e + 64] << 4 | l[e + 96] << 6);
+            }
+        }
+        dst.put(hmask);
+        dst.put(qs);
+        dst.put(sc);
+        dst.putShort(dBits);
+    }
+
+    /**
+     * ggml's make_q3_quants(16, 4, x, L, do_rmse = true): levels l in [-4, 3] for 16 values and their scale, refined
+     * by up to 5 passes that move single levels while the weighted (x^2) fit improves; l + 4 into {@code l[lo..]}.
+     */
+    private static float makeQ3Quants(float[] x, int off, int[] l, int lo) {
+        final int n = 16;
+        final int nmax = 4;
+        float max = 0f;
+        float amax = 0f;
+        for (int i = 0; i < n; i++) {
+            float ax = Math.abs(x[off + i]);
+            if (ax > amax) {
+                amax = ax;
+                max = x[off + i];
+            }
+        }
+        if (amax < GROUP_MAX_EPS) {
+            for (int i = 0; i < n; i++) {
+                l[lo + i] = 0;
+            }
+            return 0f;
+        }
+        float iscale = -nmax / max;
+        float sumlx = 0f;
+        float suml2 = 0f;
+        for (int i = 0; i < n; i++) {
+            int q = Math.max(-nmax, Math.min(nmax - 1, nearestInt(iscale * x[off + i])));
+            l[lo + i] = q;
+            float w = x[off + i] * x[off + i];
+            sumlx += w * x[off + i] * q;
+            suml2 += w * q * q;
+        }
+        for (int itry = 0; itry < 5; itry++) {
+            int changed = 0;
+            for (int i = 0; i < n; i++) {
+                float xi = x[off + i];
+                float w = xi * xi;
+                float slx = sumlx - w * xi * l[lo + i];
+                if (slx > 0) {
+                    float sl2 = suml2 - w * l[lo + i] * l[lo + i];
+                    int q = Math.max(-nmax, Math.min(nmax - 1, nearestInt(xi * sl2 / slx)));
+                    if (q != l[lo + i]) {
+                        slx += w * xi * q;
+                        sl2 += w * q * q;
+                        if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                            l[lo + i] = q;
+                            sumlx = slx;
+                            suml2 = sl2;
+                            changed++;
+                        }
+                    }
+                }
+            }
+            if (changed == 0) {
+                break;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            l[lo + i] += nmax;
+        }
+        return suml2 > 0f ? sumlx / suml2 : 0f;
+    }
+
+    /** ggml's kvalues_iq4nl: the 16 values of an IQ4_NL / IQ4_XS nibble. */
+    private static final byte[] IQ4NL = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+    /**
+     * block_iq4_nl, 18 bytes {@code [d: f16][qs: 16]} (element i < 16 the low nibble of qs[i], i + 16 its high one;
+     * value {@code d * IQ4NL[nibble]}), as llama-quantize writes it without an importance matrix (ggml's
+     * quantize_iq4_nl: {@link #iq4(float[], int, int, ByteBuffer)} with one block of 32).
+     */
+    public static void iq4_nl(float[] x, int off, ByteBuffer dst) {
+        iq4(x, off, QK, dst);
+    }
+
+    /**
+     * block_iq4_xs, 136 bytes {@code [d: f16][scales_h: u16][scales_l: 4][qs: 128]}: eight sub-blocks of 32 in
+     * IQ4_NL's nibble layout, each with a 6-bit scale ls (low 4 bits in scales_l, top 2 in scales_h), value
+     * {@code d * (ls - 32) * IQ4NL[nibble]}; as ggml's quantize_row_iq4_xs_ref.
+     */
+    public static void iq4_xs(float[] x, int off, ByteBuffer dst) {
+        iq4(x, off, QK_K, dst);
+    }
+
+    /**
+     * ggml's quantize_row_iq4_nl_impl without importance weights (weight x^2) and with ntry = 7: per block of 32,
+     * the scale of the element of largest magnitude against IQ4NL's -127, refit by least squares, then the best of 15
+     * more trial scales; for IQ4_XS ({@code size} 256) the 8 block scales are then quantized to 6 bits against the one
+     * of largest magnitude ({@code d = -max / 32}) and every element requantized against its stored block scale.
+     */
+    private static void iq4(float[] x, int off, int size, ByteBuffer dst) {
+        final int ntry = 7;
+        int blocks = size / QK;
+        float[] scales = new float[blocks];
+        int[] l = new int[size];
+        float maxScale = 0f;
+        float amaxScale = 0f;
+        for (int ib = 0; ib < blocks; ib++) {
+            int xb = off + ib * QK;
+            float amax = 0f;
+            float max = 0f;
+            for (int j = 0; j < QK; j++) {
+                float ax = Math.abs(x[xb + j]);
+                if (ax > amax) {
+                    amax = ax;
+                    max = x[xb + j];
+                }
+            }
+            if (amax < GROUP_MAX_EPS) {
+                scales[ib] = 0f;
+                continue;
+            }
+            float d = -max / IQ4NL[0];
+            float id = 1 / d;
+            float sumqx = 0f;
+            float sumq2 = 0f;
+            for (int j = 0; j < QK; j++) {
+                float xj = x[xb + j];
+                int q = bestIndex(id * xj);
+                l[ib * QK + j] = q;
+                float v = IQ4NL[q];
+                float w = xj * xj;
+                sumqx += w * v * xj;
+                sumq2 += w * v * v;
+            }
+            d = sumq2 > 0 ? sumqx / sumq2 : 0f;
+            float best = d * sumqx;
+            for (int itry = -ntry; itry <= ntry; itry++) {
+                id = (itry + IQ4NL[0]) / max;
+                sumqx = 0f;
+                sumq2 = 0f;
+                for (int j = 0; j < QK; j++) {
+                    float xj = x[xb + j];
+                    float v = IQ4NL[bestIndex(id * xj)];
+                    float w = xj * xj;
+                    sumqx += w * v * xj;
+                    sumq2 += w * v * v;
+                }
+                if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                    d = sumqx / sumq2;
+                    best = d * sumqx;
+                }
+            }
+            scales[ib] = d;
+            if (Math.abs(d) > amaxScale) {
+                amaxScale = Math.abs(d);
+                maxScale = d;
+            }
+        }
+        if (blocks > 1) {
+            int scalesH = 0;
+            byte[] scalesL = new byte[blocks / 2];
+            float d = -maxScale / 32;
+            float id = d != 0f ? 1 / d : 0f;
+            for (int ib = 0; ib < blocks; ib++) {
+                int ls = Math.max(-32, Math.min(31, nearestInt(id * scales[ib])));
+                float dl = d * ls;
+                float idl = dl != 0f ? 1 / dl : 0f;
+                for (int j = 0; j < QK; j++) {
+                    l[ib * QK + j] = bestIndex(idl * x[off + ib * QK + j]);
+                }
+                ls += 32;
+                scalesL[ib / 2] |= (byte) ((ls & 0xF) << 4 * (ib % 2));
+                scalesH |= (ls >> 4) << 2 * ib;
+            }
+            dst.putShort(Float16.fromFloat(d));
+            dst.putShort((short) scalesH);
+            dst.put(scalesL);
+        } else {
+            dst.putShort(Float16.fromFloat(scales[0]));
+            float id = scales[0] != 0f ? 1 / scales[0] : 0f;
+            for (int j = 0; j < QK; j++) {
+                l[j] = bestIndex(id * x[off + j]);
+            }
+        }
+        for (int ib = 0; ib < blocks; ib++) {
+            for (int j = 0; j < 16; j++) {
+                dst.put((byte) (l[ib * QK + j] | l[ib * QK + 16 + j] << 4));
+            }
+        }
+    }
+
+    /** ggml's best_index_int8 over IQ4NL: the index of the value nearest {@code v} (the lower one on a tie). */
+    private static int bestIndex(float v) {
+        if (v <= IQ4NL[0]) {
+            return 0;
+        }
+        if (v >= IQ4NL[15]) {
+            return 15;
+        }
+        int ml = 0;
+        int mu = 15;
+        while (mu - ml > 1) {
+            int mav = (ml + mu) / 2;
+            if (v < IQ4NL[mav]) {
+                mu = mav;
+            } else {
+                ml = mav;
+            }
+        }
+        return v - IQ4NL[mu - 1] < IQ4NL[mu] - v ? mu - 1 : mu;
+    }
+
+    /** BF16 bits of {@code f}, as ggml's ggml_compute_fp32_to_bf16: rounded to nearest even, NaN kept quiet. */
+    public static short bf16(float f) {
+        int bits = Float.floatToRawIntBits(f);
+        if ((bits & 0x7fffffff) > 0x7f800000) {
+            return (short) ((bits >>> 16) | 64);
+        }
+        return (short) ((bits + (0x7fff + ((bits >>> 16) & 1))) >>> 16);
+    }
+
+    /** ggml's GROUP_MAX_EPS: a group whose largest magnitude is below it quantizes to zero. */
+    private static final float GROUP_MAX_EPS = 1e-15f;
 
     /** ggml's nearest_int: round half to even, as the FPU rounds. */
     private static int nearestInt(float v) {

@@ -60,6 +60,11 @@ public final class SyntheticModel {
             case Q8_0 -> 7; // MOSTLY_Q8_0
             case Q4_K -> 14; // MOSTLY_Q4_K_S, the nearest label (llama-quantize mixes other types into both Q4_K ftypes)
             case Q6_K -> 18; // MOSTLY_Q6_K
+            case Q5_0 -> 8; // MOSTLY_Q5_0
+            case Q3_K -> 11; // MOSTLY_Q3_K_S, the nearest label (llama-quantize mixes other types into the Q3_K ftypes)
+            case IQ4_NL -> 25; // MOSTLY_IQ4_NL
+            case IQ4_XS -> 30; // MOSTLY_IQ4_XS
+            case BF16 -> 32; // MOSTLY_BF16
             default -> throw new IllegalArgumentException("cannot write " + s.type());
         });
         Vocabulary v = vocabulary(s.vocabSize());
@@ -150,16 +155,16 @@ public final class SyntheticModel {
     }
 
     /**
-     * Writes n values uniform in +-bound, drawn in order from {@code r}, as F32, F16, Q8_0 / Q4_0 blocks of 32 or
-     * Q4_K / Q6_K super-blocks of 256 (n is then a multiple of the block size): every synthetic weight the
+     * Writes n values uniform in +-bound, drawn in order from {@code r}, as F32, F16, BF16, Q8_0 / Q4_0 / Q5_0 /
+     * IQ4_NL blocks of 32 or Q4_K / Q6_K / Q3_K / IQ4_XS super-blocks of 256 (n is then a multiple of the block size): every synthetic weight the
      * project writes (models here, the kernel benchmarks' single matrices) goes through this one writer and
      * {@link Quantize}. Values are drawn one at a time in element order whatever the type, so the chunking does
      * not change which value lands where.
      */
     public static void fillUniform(ByteBuffer dst, GgmlType type, long n, SplittableRandom r, double bound) {
         int chunk = switch (type) {
-            case F32, F16 -> Quantize.QK;
-            case Q8_0, Q4_0, Q4_K, Q6_K -> type.blockSize();
+            case F32, F16, BF16 -> Quantize.QK;
+            case Q8_0, Q4_0, Q4_K, Q6_K, Q5_0, IQ4_NL, IQ4_XS, Q3_K -> type.blockSize();
             default -> throw new IllegalArgumentException("cannot write " + type);
         };
         if (n % type.blockSize() != 0) {
@@ -185,7 +190,16 @@ public final class SyntheticModel {
                 case Q8_0 -> Quantize.q8_0(block, 0, dst);
                 case Q4_0 -> Quantize.q4_0(block, 0, dst);
                 case Q4_K -> Quantize.q4_K(block, 0, dst);
+                case BF16 -> {
+                    for (int j = 0; j < len; j++) {
+                        dst.putShort(Quantize.bf16(block[j]));
+                    }
+                }
                 case Q6_K -> Quantize.q6_K(block, 0, dst);
+                case Q5_0 -> Quantize.q5_0(block, 0, dst);
+                case IQ4_NL -> Quantize.iq4_nl(block, 0, dst);
+                case IQ4_XS -> Quantize.iq4_xs(block, 0, dst);
+                case Q3_K -> Quantize.q3_K(block, 0, dst);
                 default -> throw new IllegalArgumentException("cannot write " + type);
             }
         }

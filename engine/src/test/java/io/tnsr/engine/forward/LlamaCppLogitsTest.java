@@ -74,9 +74,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  *
  * <h2>Stage splits</h2>
  * Generating greedily with the model as 1, 2 or 3 layer ranges (in-process stages, prompt prefilled as one block)
- * gives identical tokens, and logits equal to 1e-6 of their rms. (Not to the bit across one JVM's first runs: the
+ * gives identical tokens, and logits equal to 1e-5 of their rms. (Not to the bit across one JVM's first runs: the
  * vector {@code exp} of softmax and SwiGLU, {@code lanewise(EXP)}, returns other last bits before C2 compiles it
- * than after, so the first forward pass of a fresh JVM can differ from later ones in the last ulp.)
+ * than after, so the first forward pass of a fresh JVM can differ from later ones in the last ulp, which the layers
+ * after it grow to about 1e-6 of the logits' rms: 1.0e-6 measured on q256-bf16.)
  *
  * <h2>Pending types</h2>
  * Files holding a weight type of {@link #PENDING_TYPES} may fail to load with the engine's "type not supported"
@@ -89,8 +90,7 @@ class LlamaCppLogitsTest {
      * Weight types being added on other branches. A file holding one of them may be refused with "does not support"
      * for that type; nothing else is excused. Empty this set when those types are merged.
      */
-    static final Set<GgmlType> PENDING_TYPES = EnumSet.of(GgmlType.Q5_0, GgmlType.IQ4_NL, GgmlType.IQ4_XS,
-            GgmlType.Q3_K, GgmlType.BF16, GgmlType.Q4_1, GgmlType.Q5_K, GgmlType.Q2_K);
+    static final Set<GgmlType> PENDING_TYPES = EnumSet.of(GgmlType.Q4_1, GgmlType.Q5_K, GgmlType.Q2_K);
 
     /** Relative rms and relative max allowed (both over the rms of llama.cpp's logits); see the class javadoc. */
     record Tolerance(double relRms, double relMax) {
@@ -327,7 +327,7 @@ class LlamaCppLogitsTest {
                     firstLogits = logits;
                 } else {
                     assertArrayEquals(first, tokens, g.file() + ": " + (bounds.length + 1) + " stages");
-                    assertArrayEquals(firstLogits, logits, (float) (1e-6 * rms(firstLogits)),
+                    assertArrayEquals(firstLogits, logits, (float) (1e-5 * rms(firstLogits)),
                             g.file() + ": " + (bounds.length + 1) + " stages, last logits");
                 }
             }

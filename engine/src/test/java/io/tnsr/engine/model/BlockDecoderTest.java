@@ -32,9 +32,17 @@ class BlockDecoderTest {
             case Q4_0 -> new Q4_0Matrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case Q4_K -> new Q4KMatrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
             case Q6_K -> Int8PanelMatrix.q6_K("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
+            case Q5_0 -> Int8PanelMatrix.q5_0("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
+            case IQ4_NL -> Int8PanelMatrix.iq4_nl("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
+            case IQ4_XS -> Int8PanelMatrix.iq4_xs("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
+            case Q3_K -> Int8PanelMatrix.q3_K("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
+            case BF16 -> new BF16Matrix("w", rows, cols, data);
             default -> throw new IllegalArgumentException(t.toString());
         };
     }
+
+    /** ggml's kvalues_iq4nl. */
+    private static final int[] IQ4NL = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
     private static float[] row0(GgmlType t, int cols, ByteBuffer b) {
         float[] out = new float[cols];
@@ -124,6 +132,97 @@ class BlockDecoderTest {
         assertArrayEquals(want, row0(GgmlType.Q6_K, 256, b), 0f);
     }
 
+    @Test
+    void q5_0HandMadeBlock() {
+        ByteBuffer b = buf(22);
+        b.putShort(0, Float16.fromFloat(-0.25f));
+        float[] want = new float[32];
+        int qh = 0;
+        for (int e = 0; e < 32; e++) {
+            int q5 = (e * 13 + 5) % 32; // 0..31, every high bit pattern
+            int at = 6 + e % 16;
+            b.put(at, (byte) (e < 16 ? (b.get(at) & 0xF0) | (q5 & 0xF) : (b.get(at) & 0x0F) | (q5 & 0xF) << 4));
+            qh |= (q5 >> 4) << e;
+            want[e] = (q5 - 16) * -0.25f;
+        }
+        b.putInt(2, qh);
+        assertArrayEquals(want, row0(GgmlType.Q5_0, 32, b), 0f);
+    }
+
+    @Test
+    void iq4_nlHandMadeBlock() {
+        ByteBuffer b = buf(18);
+        b.putShort(0, Float16.fromFloat(0.125f));
+        float[] want = new float[32];
+        for (int j = 0; j < 16; j++) {
+            int lo = j;
+            int hi = (j * 7 + 3) % 16;
+            b.put(2 + j, (byte) (lo | hi << 4));
+            want[j] = 0.125f * IQ4NL[lo];
+            want[16 + j] = 0.125f * IQ4NL[hi];
+        }
+        assertArrayEquals(want, row0(GgmlType.IQ4_NL, 32, b), 0f);
+    }
+
+    @Test
+    void iq4_xsHandMadeBlock() {
+        int[] ls = {0, 63, 32, 31, 17, 48, 1, 40}; // 6-bit sub-block scales, ls - 32 in [-32, 31]
+        ByteBuffer b = buf(136);
+        b.putShort(0, Float16.fromFloat(0.5f));
+        int scalesH = 0;
+        for (int ib = 0; ib < 8; ib++) {
+            b.put(4 + ib / 2, (byte) (b.get(4 + ib / 2) | (ls[ib] & 0xF) << 4 * (ib % 2)));
+            scalesH |= (ls[ib] >> 4) << 2 * ib;
+        }
+        b.putShort(2, (short) scalesH);
+        float[] want = new float[256];
+        for (int e = 0; e < 256; e++) {
+            int ib = e / 32;
+            int nib = (e * 5 + 1) % 16;
+            int at = 8 + 16 * ib + e % 16;
+            b.put(at, (byte) (e % 32 < 16 ? (b.get(at) & 0xF0) | nib : (b.get(at) & 0x0F) | nib << 4));
+            want[e] = 0.5f * (ls[ib] - 32) * IQ4NL[nib];
+        }
+        assertArrayEquals(want, row0(GgmlType.IQ4_XS, 256, b), 0f);
+    }
+
+    @Test
+    void q3_KHandMadeBlock() {
+        ByteBuffer b = buf(110);
+        b.putShort(108, Float16.fromFloat(0.25f));
+        int[] sc = new int[16];
+        for (int g = 0; g < 16; g++) { // the packing of ggml's quantize_row_q3_K_ref
+            sc[g] = (g * 23 + 7) % 64;
+            if (g < 8) {
+                b.put(96 + g, (byte) (sc[g] & 0xF));
+            } else {
+                b.put(96 + g - 8, (byte) (b.get(96 + g - 8) | (sc[g] & 0xF) << 4));
+            }
+            b.put(96 + 8 + g % 4, (byte) (b.get(96 + 8 + g % 4) | (sc[g] >> 4) << 2 * (g / 4)));
+        }
+        float[] want = new float[256];
+        for (int e = 0; e < 256; e++) {
+            int q3 = (e * 11 + 2) % 8; // 0..7: q3 - 4 in [-4, 3], its top bit in hmask
+            int n = e / 128;
+            int j = e % 128 / 32;
+            int k = e % 32;
+            b.put(32 + 32 * n + k, (byte) (b.get(32 + 32 * n + k) | (q3 & 3) << 2 * j));
+            b.put(k, (byte) (b.get(k) | (q3 >> 2) << 4 * n + j));
+            want[e] = 0.25f * (sc[e / 16] - 32) * (q3 - 4);
+        }
+        assertArrayEquals(want, row0(GgmlType.Q3_K, 256, b), 0f);
+    }
+
+    @Test
+    void bf16IsTheTopHalfOfAFloat() {
+        float[] v = {1f, -2.5f, 0x1p-130f, Float.NEGATIVE_INFINITY, 3.140625f, -0f, 65280f};
+        ByteBuffer b = buf(2 * v.length);
+        for (int i = 0; i < v.length; i++) {
+            b.putShort(2 * i, (short) (Float.floatToIntBits(v[i]) >>> 16)); // each exact in bfloat16
+        }
+        assertArrayEquals(v, row0(GgmlType.BF16, v.length, b), 0f);
+    }
+
     /** Random bytes of {@code rows x cols} of type t, with sane half-precision scales in their slots. */
     static ByteBuffer randomMatrix(GgmlType t, int rows, int cols, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
@@ -144,6 +243,9 @@ class BlockDecoderTest {
                     b.putShort(bb + 2, Float16.fromFloat((float) (r.nextDouble() * 0.002)));
                 }
                 case Q6_K -> b.putShort(bb + 208, Float16.fromFloat((float) (r.nextDouble() * 0.002)));
+                case Q5_0, IQ4_NL, IQ4_XS -> b.putShort(bb, Float16.fromFloat((float) (r.nextDouble() * 0.002 - 0.001)));
+                case Q3_K -> b.putShort(bb + 108, Float16.fromFloat((float) (r.nextDouble() * 0.002 - 0.001)));
+                case BF16 -> b.putShort(bb, (short) (Float.floatToIntBits((float) r.nextGaussian()) >>> 16));
                 default -> throw new IllegalArgumentException(t.toString());
             }
         }
@@ -215,6 +317,73 @@ class BlockDecoderTest {
                         }
                     }
                 }
+                case Q5_0 -> {
+                    float d = Float16.toFloat(b.getShort(bb));
+                    int qh = b.getInt(bb + 2);
+                    for (int j = 0; j < 16; j++) {
+                        int xh0 = ((qh >>> j) << 4) & 0x10;
+                        int xh1 = (qh >>> (j + 12)) & 0x10;
+                        int q = b.get(bb + 6 + j) & 0xFF;
+                        y[y0 + j] = ((q & 0x0F | xh0) - 16) * d;
+                        y[y0 + 16 + j] = ((q >> 4 | xh1) - 16) * d;
+                    }
+                }
+                case IQ4_NL -> {
+                    float d = Float16.toFloat(b.getShort(bb));
+                    for (int j = 0; j < 16; j++) {
+                        int q = b.get(bb + 2 + j) & 0xFF;
+                        y[y0 + j] = d * IQ4NL[q & 0xF];
+                        y[y0 + 16 + j] = d * IQ4NL[q >> 4];
+                    }
+                }
+                case IQ4_XS -> {
+                    float d = Float16.toFloat(b.getShort(bb));
+                    int scalesH = b.getShort(bb + 2) & 0xFFFF;
+                    for (int ib = 0; ib < 8; ib++) {
+                        int ls = ((b.get(bb + 4 + ib / 2) & 0xFF) >> 4 * (ib % 2)) & 0xF | ((scalesH >> 2 * ib) & 3) << 4;
+                        float dl = d * (ls - 32);
+                        for (int j = 0; j < 16; j++) {
+                            int q = b.get(bb + 8 + 16 * ib + j) & 0xFF;
+                            y[y0 + 32 * ib + j] = dl * IQ4NL[q & 0xF];
+                            y[y0 + 32 * ib + 16 + j] = dl * IQ4NL[q >> 4];
+                        }
+                    }
+                }
+                case Q3_K -> { // ggml's word-wise unpacking of the 12 scale bytes
+                    float dAll = Float16.toFloat(b.getShort(bb + 108));
+                    int a0 = b.getInt(bb + 96);
+                    int a1 = b.getInt(bb + 100);
+                    int tmp = b.getInt(bb + 104);
+                    int kmask1 = 0x03030303;
+                    int kmask2 = 0x0f0f0f0f;
+                    int[] aux = {
+                        (a0 & kmask2) | (((tmp >>> 0) & kmask1) << 4),
+                        (a1 & kmask2) | (((tmp >>> 2) & kmask1) << 4),
+                        ((a0 >>> 4) & kmask2) | (((tmp >>> 4) & kmask1) << 4),
+                        ((a1 >>> 4) & kmask2) | (((tmp >>> 6) & kmask1) << 4)};
+                    int yi = y0;
+                    int is = 0;
+                    int m = 1; // hmask bit: not reset between the two halves
+                    for (int n = 0; n < 256; n += 128) {
+                        int q = bb + 32 + n / 4;
+                        int shift = 0;
+                        for (int j = 0; j < 4; j++) {
+                            for (int half = 0; half < 2; half++) {
+                                int scale = (byte) (aux[is / 4] >>> 8 * (is % 4));
+                                is++;
+                                float dl = dAll * (scale - 32);
+                                for (int l = 0; l < 16; l++) {
+                                    int i = 16 * half + l;
+                                    int lo = ((b.get(q + i) & 0xFF) >> shift) & 3;
+                                    y[yi++] = dl * (lo - ((b.get(bb + i) & m) != 0 ? 0 : 4));
+                                }
+                            }
+                            shift += 2;
+                            m <<= 1;
+                        }
+                    }
+                }
+                case BF16 -> y[y0] = Float.intBitsToFloat((b.getShort(bb) & 0xFFFF) << 16);
                 default -> throw new IllegalArgumentException(t.toString());
             }
         }
@@ -222,7 +391,7 @@ class BlockDecoderTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = GgmlType.class, names = {"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"})
+    @EnumSource(value = GgmlType.class, names = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "Q5_0", "IQ4_NL", "IQ4_XS", "Q3_K"})
     void randomBlocksDecodeAndMultiplyLikeTheScalarReference(GgmlType t) {
         int rows = 11; // two 4-row groups and 3 rows left over
         int cols = t.blockSize() == 256 ? 512 : t.blockSize() == 32 ? 96 : 70; // 70: a tail after the vectors

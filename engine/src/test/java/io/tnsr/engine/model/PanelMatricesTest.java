@@ -11,12 +11,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The row-panel types (F32, Q8_0, Q6_K, Q4_0, Q4_K; {@link PanelKernels}): every (row, token) equals the scalar reference of the
- * type's documented order, bit for bit, for one token and for any number of tokens; rows past the last whole
+ * The row-panel types (F32, BF16, the int8 types, Q4_0, Q4_K; {@link PanelKernels}): every (row, token) equals the
+ * scalar reference of the type's documented order, bit for bit, for one token and for any number of tokens; rows past the last whole
  * panel and tokens past the last whole group are computed and stored like the others, and nothing outside the
- * output rows is written. The references: F32 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in order;
- * Q8_0 and Q6_K the same over each unit's quants ({@code q}, as floats; 32 elements, 16 for Q6_K) into a unit sum,
- * then {@code acc = Math.fma(usum, scale, acc)}; Q4_0 and Q4_K quantize x per block of 32
+ * output rows is written. The references: F32 and BF16 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in
+ * order; the int8 types (Q8_0, Q6_K, Q5_0, IQ4_NL, IQ4_XS, Q3_K) the same over each unit's quants ({@code q}, as
+ * floats; 32 elements, 16 for Q6_K and Q3_K) into a unit sum, then {@code acc = Math.fma(usum, scale, acc)}; Q4_0 and Q4_K quantize x per block of 32
  * ({@code xq = rint(x * 127 / amax)}), sum {@code (q - 8) * xq} as integers and do
  * {@code acc = Math.fma((float) isum, scale * (amax / 127), acc)}; Q4_K then also
  * {@code acc = Math.fma(Math.fma(scale, 8, -min), sx, acc)} with sx the sum of x over the sub-block, in order.
@@ -60,8 +60,41 @@ class PanelMatricesTest {
         };
     }
 
-    /** Q8_0 (unit 32) or Q6_K as repacked (unit 16): one int8 per element, one scale per unit. */
-    private static Case int8(int rows, int cols, int unit, SplittableRandom r) {
+    /** BF16: F32's chain over the widened values; bf16(v) is the top half of v's bits. */
+    private static Case bf16(int rows, int cols, SplittableRandom r) {
+        float[] w = new float[rows * cols];
+        ByteBuffer b = ByteBuffer.allocate(w.length * 2).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < w.length; i++) {
+            int bits = Float.floatToIntBits((float) r.nextGaussian()) >>> 16;
+            w[i] = Float.intBitsToFloat(bits << 16);
+            b.putShort(i * 2, (short) bits);
+        }
+        WeightMatrix m = new BF16Matrix("w", rows, cols, b);
+        return new Case() {
+            public WeightMatrix matrix() {
+                return m;
+            }
+
+            public float weight(int row, int col) {
+                return w[row * cols + col];
+            }
+
+            public float dot(int row, float[] x, int xo) {
+                float acc = 0f;
+                for (int c = 0; c < cols; c++) {
+                    acc = Math.fma(w[row * cols + c], x[xo + c], acc);
+                }
+                return acc;
+            }
+        };
+    }
+
+    /**
+     * The int8 types as repacked: one int8 per element, one scale per unit (32: Q8_0, Q5_0, IQ4_NL, IQ4_XS;
+     * 16: Q6_K, Q3_K).
+     */
+    private static Case int8(String type, int rows, int cols, SplittableRandom r) {
+        int unit = type.equals("Q6_K") || type.equals("Q3_K") ? 16 : 32;
         int blocks = cols / unit;
         byte[] q = new byte[rows * cols];
         float[] d = new float[rows * blocks];
@@ -72,7 +105,14 @@ class PanelMatricesTest {
             d[i] = (float) (r.nextDouble() * 0.02);
         }
         PackedBlocks packed = new PackedBlocks(q.clone(), d.clone());
-        WeightMatrix m = unit == 32 ? Int8PanelMatrix.q8_0("w", rows, cols, packed) : Int8PanelMatrix.q6_K("w", rows, cols, packed);
+        WeightMatrix m = switch (type) {
+            case "Q8_0" -> Int8PanelMatrix.q8_0("w", rows, cols, packed);
+            case "Q6_K" -> Int8PanelMatrix.q6_K("w", rows, cols, packed);
+            case "Q5_0" -> Int8PanelMatrix.q5_0("w", rows, cols, packed);
+            case "IQ4_NL" -> Int8PanelMatrix.iq4_nl("w", rows, cols, packed);
+            case "IQ4_XS" -> Int8PanelMatrix.iq4_xs("w", rows, cols, packed);
+            default -> Int8PanelMatrix.q3_K("w", rows, cols, packed);
+        };
         return new Case() {
             public WeightMatrix matrix() {
                 return m;
@@ -202,6 +242,15 @@ class PanelMatricesTest {
         "Q6_K, 1, 256",
         "Q6_K, P_2_5, 512",
         "Q6_K, P_5_3, 256",
+        "Q5_0, P_2_5, 96",
+        "IQ4_NL, 11, 64",
+        "IQ4_XS, P_5_3, 256",
+        "Q3_K, P_2_5, 512",
+        "BF16, 1, 5",         // one partial panel, odd columns
+        "BF16, 11, 70",
+        "BF16, P_9, 33",      // 9 whole panels (two groups of four, one left), an odd last column
+        "BF16, P_5_3, 96",
+        "BF16, P_4_1, 1",     // one column: only the low half of one pair
         "Q4_K, 1, 256",
         "Q4_K, 11, 256",
         "Q4_K, P_2_17, 512",
@@ -216,8 +265,8 @@ class PanelMatricesTest {
         SplittableRandom r = new SplittableRandom(rows * 31L + cols);
         Case k = switch (type) {
             case "F32" -> f32(rows, cols, r);
-            case "Q8_0" -> int8(rows, cols, 32, r);
-            case "Q6_K" -> int8(rows, cols, 16, r);
+            case "BF16" -> bf16(rows, cols, r);
+            case "Q8_0", "Q6_K", "Q5_0", "IQ4_NL", "IQ4_XS", "Q3_K" -> int8(type, rows, cols, r);
             case "Q4_K" -> q4_K(rows, cols, r);
             default -> q4_0(rows, cols, r);
         };

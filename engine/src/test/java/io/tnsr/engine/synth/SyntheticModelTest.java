@@ -31,7 +31,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The synthetic writer: the same spec and seed give the same bytes, release after release; K-quant models (at
- * shapes of multiples of 256) load and run, and hold the F32 model's weights of the same seed, quantized.
+ * shapes of multiples of 256) load and run, and hold the F32 model's weights of the same seed, quantized; models of
+ * the other quantized types and BF16 load and run near the F32 model.
  */
 class SyntheticModelTest {
     @TempDir
@@ -51,7 +52,10 @@ class SyntheticModelTest {
             "F32,  9a43eeb66185b07325cd893a943ac48e125c09fc19c3b4db853bc94f48b24434",
             "F16,  9d4e1c8f77aa3011f5eac57833c73d19450b01112b0b17eddcf7609a1539b9c7",
             "Q8_0, 7680a045ccc4aa72db1a54ad3a3c3e815e40661a72ceee92f5079c425ab4c9db",
-            "Q4_0, 758b755fd6b96e682edd9e6e950fc18ef1996553ecf6f1265a8192c82cfc24ba"})
+            "Q4_0, 758b755fd6b96e682edd9e6e950fc18ef1996553ecf6f1265a8192c82cfc24ba",
+            "BF16, e28fd2f57567bd6e4bb4e8006e5f68d2d37691dbee81de0903886eca5e57b7b9",
+            "Q5_0, f93a52ad1b644ff447a6546c105b49fe0bd987e244f9aa442b1cc3b662a41b84",
+            "IQ4_NL, be9fc55fbab1f937c5c3635caf3f500848d0c6749eb5520dc45006a7aea940f3"})
     void existingTypesWriteTheSameBytesAsBefore(GgmlType type, String sha) throws Exception {
         Path p = tmp.resolve("tiny.gguf");
         SyntheticModel.write(ModelSpec.tiny().withType(type), p);
@@ -144,9 +148,49 @@ class SyntheticModelTest {
         }
     }
 
+    /**
+     * The types whose quantizers are ggml's (QuantizedWeightsTest checks their bytes against llama-quantize's): every
+     * matrix of the type, the llama ftype in the metadata, and logits near the F32 model's of the same seed.
+     */
+    @ParameterizedTest
+    @CsvSource({
+        // type, general.file_type, max relative rms error of the logits: 1.5x the one measured (0.0044, 0.105, 0.199,
+        // 0.196, 0.424; Q4_K's 0.19, Q6_K's 0.040)
+        "BF16, 32, 0.0066",
+        "Q5_0, 8, 0.16",
+        "IQ4_NL, 25, 0.30",
+        "IQ4_XS, 30, 0.30",
+        "Q3_K, 11, 0.64"})
+    void ggmlQuantizedModelsLoadAndRunNearTheF32Model(GgmlType type, int fileType, double maxRel) throws IOException {
+        Path qp = tmp.resolve("q.gguf");
+        Path fp = tmp.resolve("f32.gguf");
+        SyntheticModel.write(small(type), qp);
+        SyntheticModel.write(small(GgmlType.F32), fp);
+        try (GgufFile q = GgufFile.open(qp); GgufFile f = GgufFile.open(fp)) {
+            assertEquals(fileType, q.metadata().getInt("general.file_type"));
+            for (GgufTensorInfo t : q.tensors().values()) {
+                assertEquals(t.dims().length == 2 ? type : GgmlType.F32, t.type(), t.name());
+                assertEquals(t.type().bytesFor(t.elementCount()), t.byteSize(), t.name());
+            }
+            int[] tokens = {1, 300, 301, 410, 77, 5};
+            float[] lq = logits(q, tokens);
+            float[] lf = logits(f, tokens);
+            double err = 0;
+            double norm = 0;
+            for (int i = 0; i < lf.length; i++) {
+                assertTrue(Float.isFinite(lq[i]), "logit " + i);
+                err += (lq[i] - lf[i]) * (double) (lq[i] - lf[i]);
+                norm += lf[i] * (double) lf[i];
+            }
+            double rel = Math.sqrt(err / norm);
+            System.out.printf(Locale.ROOT, "%s small model: logits' relative rms error vs F32 %.4f%n", type, rel);
+            assertTrue(rel <= maxRel, type + ": logits' relative rms error " + rel);
+        }
+    }
+
     @Test
     void kQuantsNeedRowsOfMultiplesOf256() {
-        for (GgmlType t : new GgmlType[] {GgmlType.Q4_K, GgmlType.Q6_K}) {
+        for (GgmlType t : new GgmlType[] {GgmlType.Q4_K, GgmlType.Q6_K, GgmlType.Q3_K, GgmlType.IQ4_XS}) {
             assertDoesNotThrow(() -> ModelSpec.stories110M().withType(t), "stories110M (768, 2048) qualifies");
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ModelSpec.tiny().withType(t));
             assertEquals(t + " weights need dim and FFN length multiples of 256, got 64 and 160", e.getMessage());
@@ -159,7 +203,8 @@ class SyntheticModelTest {
     void typesTheWriterCannotWriteAreRefusedByName() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ModelSpec.stories110M().withType(GgmlType.Q5_K));
-        assertEquals("synthetic weights can be F32, F16, Q8_0, Q4_0, Q4_K or Q6_K, not Q5_K", e.getMessage());
+        assertEquals("synthetic weights can be F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q4_0, Q4_K, IQ4_NL, IQ4_XS or Q3_K, not Q5_K",
+                e.getMessage());
     }
 
     /**

@@ -20,9 +20,9 @@ import java.util.SplittableRandom;
  * tensor type is benchmarked as soon as the engine supports it.
  *
  * <p>Values are seeded uniform in +-sqrt(3 / cols), written by the synthetic model writer
- * ({@link SyntheticModel#fillUniform}: ggml's reference Q8_0 / Q4_0 quantizers, round-to-nearest Q4_K / Q6_K
- * ones in ggml's layouts), so they are valid input for any correct kernel of the type. Columns must be a multiple
- * of the type's block size (256 for Q4_K and Q6_K).
+ * ({@link SyntheticModel#fillUniform}: ggml's own quantizers for Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q3_K and BF16,
+ * round-to-nearest Q4_K / Q6_K ones in ggml's layouts), so they are valid input for any correct kernel of the type.
+ * Columns must be a multiple of the type's block size (256 for Q4_K, Q6_K, Q3_K and IQ4_XS).
  * Files are generated once into {@code .build/models/kernels} and reused.
  */
 public final class MatrixFiles {
