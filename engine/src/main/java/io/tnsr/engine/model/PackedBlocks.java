@@ -18,6 +18,11 @@ import java.util.Objects;
  * {@code scales[s]} = d * sc and {@code mins[s]} = dmin * m, the 6-bit fields unpacked ({@link Q4KMatrix#repack});</li>
  * <li>Q6_K: each element's 6-bit value minus 32 as one int8, in element order; per 16-element group g,
  * {@code scales[g]} = d * scales_int8[g] ({@link Q6KBlocks#repack}).</li>
+ * <li>Q4_1: the 16 bytes of nibbles of each block as they are, {@code scales[b]} = d, {@code mins[b]} = -m
+ * ({@link Q4KMatrix#repackQ4_1});</li>
+ * <li>Q5_K, Q2_K: each element's q minus 16 (Q5_K) or 2 (Q2_K) as one int8, in element order; per sub-block (32,
+ * 16 elements) {@code scales[s]} = d * sc and {@code mins[s]} = dmin * m ({@link Int8MinMatrix#repackQ5K},
+ * {@link Int8MinMatrix#repackQ2K}).</li>
  * </ul>
  * Every product above is the float product the decoder computed before (the same bits).
  *
@@ -28,12 +33,13 @@ import java.util.Objects;
  * whose 6-bit scales cost ~10 scalar operations each to unpack, gain more. llama.cpp repacks Q4_0 for its
  * AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap, not in the page cache, and
  * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 192 (144), Q6_K 320 (210),
+ * Q4_1 192 (160), Q5_K 320 (176), Q2_K 384 (84),
  * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors
  * (the stage launcher sizes it from the file).
  *
  * @param quants [blocks * payload bytes]: the payloads, in the file's block order
  * @param scales [blocks]: each block's (sub-block's, group's) scale
- * @param mins   [blocks] for Q4_K (each sub-block's dmin * m), else empty
+ * @param mins   [blocks] for Q4_K, Q5_K, Q2_K (each sub-block's dmin * m) and Q4_1 (-m), else empty
  */
 record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
     PackedBlocks {
@@ -74,6 +80,9 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
             case Q8_0, Q4_0 -> scaleFirst(data, type.blockBytes(), blocks);
             case Q4_K -> Q4KMatrix.repack(data, blocks);
             case Q6_K -> Q6KBlocks.repack(data, blocks);
+            case Q4_1 -> Q4KMatrix.repackQ4_1(data, blocks);
+            case Q5_K -> Int8MinMatrix.repackQ5K(data, blocks);
+            case Q2_K -> Int8MinMatrix.repackQ2K(data, blocks);
             default -> throw new IllegalArgumentException(type + " is not a repacked type");
         };
     }
@@ -97,6 +106,9 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
             case Q4_0 -> blocks * (16 + Float.BYTES);
             case Q4_K -> blocks * (128 + 16 * Float.BYTES);
             case Q6_K -> blocks * (256 + 16 * Float.BYTES);
+            case Q4_1 -> blocks * (16 + 2 * Float.BYTES);
+            case Q5_K -> blocks * (256 + 16 * Float.BYTES);
+            case Q2_K -> blocks * (256 + 32 * Float.BYTES);
             default -> throw new IllegalArgumentException(type + " is not a repacked type");
         };
     }

@@ -8,9 +8,10 @@ import java.nio.ByteBuffer;
 
 /**
  * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F16 is read in
- * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); F32, Q8_0, Q4_0, Q4_K and Q6_K are
- * repacked at load into row panels on the heap (lanes are rows: {@link PanelKernels} for F32,
- * {@link Int8PanelMatrix} for Q8_0 and Q6_K, {@link Q4_0Matrix} and {@link Q4KMatrix} for the 4-bit types). One
+ * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); F32, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K
+ * and Q2_K are repacked at load into row panels on the heap (lanes are rows: {@link PanelKernels} for F32,
+ * {@link Int8PanelMatrix} for Q8_0 and Q6_K, {@link Q4_0Matrix} and {@link Q4KMatrix} for the 4-bit types,
+ * {@link Int8MinMatrix} for Q5_K and Q2_K). One
  * final subclass per layout; each widens its own weights in registers, never into a dequantized copy of the matrix.
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
@@ -18,7 +19,8 @@ import java.nio.ByteBuffer;
  * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
  * type's (F32: one FMA chain over the columns in order, lanes being rows; Q8_0 and Q6_K: the same per block, then
- * the block's scale; Q4_0 and Q4_K: an exact integer sum per block against 8-bit activations, then the scales;
+ * the block's scale; Q4_0, Q4_1, Q4_K, Q5_K and Q2_K: an exact integer sum per block against 8-bit activations, then
+ * the scales and, but for Q4_0, a min term;
  * F16: FMA chains over L-lane column chunks, then a lane reduction in lane order, see {@link TileKernels}), and every
  * kernel of the type follows it.
  *
@@ -118,6 +120,12 @@ public abstract class WeightMatrix {
                     () -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case Q6_K -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 16),
                     () -> Int8PanelMatrix.q6_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q4_1 -> repacked(file, t, Q4KMatrix.heapBytes(rows, cols),
+                    () -> Q4KMatrix.q4_1(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q5_K -> repacked(file, t, Int8MinMatrix.heapBytes(rows, cols, 32),
+                    () -> Int8MinMatrix.q5_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q2_K -> repacked(file, t, Int8MinMatrix.heapBytes(rows, cols, 16),
+                    () -> Int8MinMatrix.q2_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
                     + ", which this engine does not support (supported: " + SUPPORTED + ")");
         };
@@ -138,10 +146,10 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: Q6_K's 320 / 210 = 1.52 (Q4_K 1.33, Q4_0 1.11, Q8_0 1.06, F32 1 plus the padding of a last partial
-     * row panel; F16 stays mapped, 0).
+     * most: Q2_K's 384 / 84 = 4.57 (Q5_K 1.82, Q6_K 1.52, Q4_K 1.33, Q4_1 1.2, Q4_0 1.11, Q8_0 1.06, F32 1 plus the
+     * padding of a last partial row panel; F16 stays mapped, 0).
      */
-    public static final double HEAP_PER_FILE_BYTE = 1.5625;
+    public static final double HEAP_PER_FILE_BYTE = 4.625;
 
     /**
      * The error for a tensor that does not fit in the heap once repacked ({@code need} bytes): its name, type,
@@ -156,7 +164,7 @@ public abstract class WeightMatrix {
     }
 
     /** The weight types {@link #load} accepts. */
-    public static final String SUPPORTED = "F32, F16, Q8_0, Q4_0, Q4_K, Q6_K";
+    public static final String SUPPORTED = "F32, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q2_K";
 
     /** A quantized row must be whole blocks: {@code cols} when it is, else a clear error. */
     private static int checkBlocks(GgufFile file, GgufTensorInfo t, int cols) {
