@@ -27,8 +27,8 @@ public final class MakeModelCommand implements Callable<Integer> {
             description = "stories15M, stories110M or tiny (default: ${DEFAULT-VALUE}).")
     String preset;
 
-    @Option(names = "--type", paramLabel = "TYPE", description = {"Weight type: f32, f16, q8_0, q4_0, q4_k or q6_k (default: the preset's, f32).",
-            "q4_k and q6_k need --dim and --ffn multiples of 256 (stories110M's are; tiny's and stories15M's are not)."})
+    @Option(names = "--type", paramLabel = "TYPE", description = {"Weight type: f32, f16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k or q2_k (default: the preset's, f32).",
+            "The K-quants (q4_k, q5_k, q6_k, q2_k) need --dim and --ffn multiples of 256 (stories110M's are; tiny's and stories15M's are not)."})
     String type;
 
     @Option(names = "--dim", paramLabel = "N", description = "Embedding length.")

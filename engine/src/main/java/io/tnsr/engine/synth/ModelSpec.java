@@ -5,8 +5,8 @@ import java.util.Locale;
 
 /**
  * The shape of a synthetic llama model: every size, the weight type, and the seed of its random weights.
- * Quantized types (Q8_0, Q4_0, Q4_K, Q6_K) apply to every matrix, the embedding and classifier included; norms
- * stay F32. Q4_K and Q6_K come in super-blocks of 256, so they need dim and FFN length multiples of 256
+ * Quantized types (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q2_K) apply to every matrix, the embedding and classifier
+ * included; norms stay F32. The K-quants come in super-blocks of 256, so they need dim and FFN length multiples of 256
  * (stories110M's 768 and 2048; not tiny's 64 or stories15M's 288).
  *
  * @param name        written as general.name
@@ -42,8 +42,9 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
             throw new IllegalArgumentException("vocabulary must have at least " + MIN_VOCAB + " tokens, got " + vocabSize);
         }
         if (type != GgmlType.F32 && type != GgmlType.F16 && type != GgmlType.Q8_0 && type != GgmlType.Q4_0
-                && type != GgmlType.Q4_K && type != GgmlType.Q6_K) {
-            throw new IllegalArgumentException("synthetic weights can be F32, F16, Q8_0, Q4_0, Q4_K or Q6_K, not " + type);
+                && type != GgmlType.Q4_K && type != GgmlType.Q6_K && type != GgmlType.Q4_1 && type != GgmlType.Q5_K
+                && type != GgmlType.Q2_K) {
+            throw new IllegalArgumentException("synthetic weights can be F32, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K or Q2_K, not " + type);
         }
         if (type.blockSize() > 1 && (dim % type.blockSize() != 0 || ffnDim % type.blockSize() != 0)) {
             throw new IllegalArgumentException(type + " weights need dim and FFN length multiples of "
@@ -121,7 +122,11 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
             case "q4_0" -> GgmlType.Q4_0;
             case "q4_k" -> GgmlType.Q4_K;
             case "q6_k" -> GgmlType.Q6_K;
-            default -> throw new IllegalArgumentException("unknown weight type '" + name + "' (f32, f16, q8_0, q4_0, q4_k, q6_k)");
+            case "q4_1" -> GgmlType.Q4_1;
+            case "q5_k" -> GgmlType.Q5_K;
+            case "q2_k" -> GgmlType.Q2_K;
+            default -> throw new IllegalArgumentException("unknown weight type '" + name
+                    + "' (f32, f16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q2_k)");
         };
     }
 

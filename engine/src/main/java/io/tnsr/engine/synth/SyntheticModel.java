@@ -46,6 +46,9 @@ public final class SyntheticModel {
             case Q8_0 -> 7; // MOSTLY_Q8_0
             case Q4_K -> 14; // MOSTLY_Q4_K_S, the nearest label (llama-quantize mixes other types into both Q4_K ftypes)
             case Q6_K -> 18; // MOSTLY_Q6_K
+            case Q4_1 -> 3; // MOSTLY_Q4_1
+            case Q5_K -> 16; // MOSTLY_Q5_K_S, the nearest label (as for Q4_K)
+            case Q2_K -> 10; // MOSTLY_Q2_K
             default -> throw new IllegalArgumentException("cannot write " + s.type());
         });
         Vocabulary v = vocabulary(s.vocabSize());
@@ -112,8 +115,8 @@ public final class SyntheticModel {
     }
 
     /**
-     * Writes n values uniform in +-bound, drawn in order from {@code r}, as F32, F16, Q8_0 / Q4_0 blocks of 32 or
-     * Q4_K / Q6_K super-blocks of 256 (n is then a multiple of the block size): every synthetic weight the
+     * Writes n values uniform in +-bound, drawn in order from {@code r}, as F32, F16, Q8_0 / Q4_0 / Q4_1 blocks of 32
+     * or Q4_K / Q5_K / Q6_K / Q2_K super-blocks of 256 (n is then a multiple of the block size): every synthetic weight the
      * project writes (models here, the kernel benchmarks' single matrices) goes through this one writer and
      * {@link Quantize}. Values are drawn one at a time in element order whatever the type, so the chunking does
      * not change which value lands where.
@@ -121,7 +124,7 @@ public final class SyntheticModel {
     public static void fillUniform(ByteBuffer dst, GgmlType type, long n, SplittableRandom r, double bound) {
         int chunk = switch (type) {
             case F32, F16 -> Quantize.QK;
-            case Q8_0, Q4_0, Q4_K, Q6_K -> type.blockSize();
+            case Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q2_K -> type.blockSize();
             default -> throw new IllegalArgumentException("cannot write " + type);
         };
         if (n % type.blockSize() != 0) {
@@ -148,6 +151,9 @@ public final class SyntheticModel {
                 case Q4_0 -> Quantize.q4_0(block, 0, dst);
                 case Q4_K -> Quantize.q4_K(block, 0, dst);
                 case Q6_K -> Quantize.q6_K(block, 0, dst);
+                case Q4_1 -> Quantize.q4_1(block, 0, dst);
+                case Q5_K -> Quantize.q5_K(block, 0, dst);
+                case Q2_K -> Quantize.q2_K(block, 0, dst);
                 default -> throw new IllegalArgumentException("cannot write " + type);
             }
         }

@@ -40,8 +40,8 @@ public final class EngineBench implements Callable<Integer> {
     String preset;
 
     @Option(names = "--types", defaultValue = "f32,q8_0,q4_0", split = ",",
-            description = {"Weight types to measure: f32, f16, q8_0, q4_0, q4_k, q6_k (default: ${DEFAULT-VALUE}).",
-                    "q4_k and q6_k need a preset whose dim and FFN are multiples of 256 (stories110M); llama.cpp has no figure for them."})
+            description = {"Weight types to measure: f32, f16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q2_k (default: ${DEFAULT-VALUE}).",
+                    "The K-quants need a preset whose dim and FFN are multiples of 256 (stories110M); llama.cpp has no figure for them."})
     List<String> types;
 
     @Option(names = "--decode-tokens", defaultValue = "48", description = "Decode steps timed per repeat (default: ${DEFAULT-VALUE}).")
