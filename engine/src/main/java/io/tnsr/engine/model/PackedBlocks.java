@@ -20,9 +20,9 @@ import java.util.Objects;
  * {@code scales[g]} = d * scales_int8[g] ({@link Q6KBlocks#repack}).</li>
  * <li>Q4_1: the 16 bytes of nibbles of each block as they are, {@code scales[b]} = d, {@code mins[b]} = -m
  * ({@link Q4KMatrix#repackQ4_1});</li>
- * <li>Q5_K, Q2_K: each element's q minus 16 (Q5_K) or 2 (Q2_K) as one int8, in element order; per sub-block (32,
- * 16 elements) {@code scales[s]} = d * sc and {@code mins[s]} = dmin * m ({@link Int8MinMatrix#repackQ5K},
- * {@link Int8MinMatrix#repackQ2K}).</li>
+ * <li>Q5_K: each element's 5-bit q minus 16 as one int8, in element order; Q2_K: the 64 bytes of 2-bit quants of
+ * each super-block as they are; per sub-block (32, 16 elements) {@code scales[s]} = d * sc and {@code mins[s]} =
+ * dmin * m ({@link Q5KMatrix#repack}, {@link Q2KMatrix#repack}).</li>
  * </ul>
  * Every product above is the float product the decoder computed before (the same bits).
  *
@@ -33,7 +33,7 @@ import java.util.Objects;
  * whose 6-bit scales cost ~10 scalar operations each to unpack, gain more. llama.cpp repacks Q4_0 for its
  * AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap, not in the page cache, and
  * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 192 (144), Q6_K 320 (210),
- * Q4_1 192 (160), Q5_K 320 (176), Q2_K 384 (84),
+ * Q4_1 192 (160), Q5_K 320 (176), Q2_K 256 (84),
  * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors
  * (the stage launcher sizes it from the file).
  *
@@ -81,8 +81,8 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
             case Q4_K -> Q4KMatrix.repack(data, blocks);
             case Q6_K -> Q6KBlocks.repack(data, blocks);
             case Q4_1 -> Q4KMatrix.repackQ4_1(data, blocks);
-            case Q5_K -> Int8MinMatrix.repackQ5K(data, blocks);
-            case Q2_K -> Int8MinMatrix.repackQ2K(data, blocks);
+            case Q5_K -> Q5KMatrix.repack(data, blocks);
+            case Q2_K -> Q2KMatrix.repack(data, blocks);
             default -> throw new IllegalArgumentException(type + " is not a repacked type");
         };
     }
@@ -108,7 +108,7 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
             case Q6_K -> blocks * (256 + 16 * Float.BYTES);
             case Q4_1 -> blocks * (16 + 2 * Float.BYTES);
             case Q5_K -> blocks * (256 + 16 * Float.BYTES);
-            case Q2_K -> blocks * (256 + 32 * Float.BYTES);
+            case Q2_K -> blocks * (64 + 32 * Float.BYTES);
             default -> throw new IllegalArgumentException(type + " is not a repacked type");
         };
     }

@@ -11,7 +11,7 @@ import java.nio.ByteBuffer;
  * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); F32, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K
  * and Q2_K are repacked at load into row panels on the heap (lanes are rows: {@link PanelKernels} for F32,
  * {@link Int8PanelMatrix} for Q8_0 and Q6_K, {@link Q4_0Matrix} and {@link Q4KMatrix} for the 4-bit types,
- * {@link Int8MinMatrix} for Q5_K and Q2_K). One
+ * {@link Q5KMatrix} and {@link Q2KMatrix}). One
  * final subclass per layout; each widens its own weights in registers, never into a dequantized copy of the matrix.
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
@@ -122,10 +122,10 @@ public abstract class WeightMatrix {
                     () -> Int8PanelMatrix.q6_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case Q4_1 -> repacked(file, t, Q4KMatrix.heapBytes(rows, cols),
                     () -> Q4KMatrix.q4_1(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
-            case Q5_K -> repacked(file, t, Int8MinMatrix.heapBytes(rows, cols, 32),
-                    () -> Int8MinMatrix.q5_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
-            case Q2_K -> repacked(file, t, Int8MinMatrix.heapBytes(rows, cols, 16),
-                    () -> Int8MinMatrix.q2_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q5_K -> repacked(file, t, Q5KMatrix.heapBytes(rows, cols),
+                    () -> new Q5KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q2_K -> repacked(file, t, Q2KMatrix.heapBytes(rows, cols),
+                    () -> new Q2KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
                     + ", which this engine does not support (supported: " + SUPPORTED + ")");
         };
@@ -146,10 +146,10 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: Q2_K's 384 / 84 = 4.57 (Q5_K 1.82, Q6_K 1.52, Q4_K 1.33, Q4_1 1.2, Q4_0 1.11, Q8_0 1.06, F32 1 plus the
-     * padding of a last partial row panel; F16 stays mapped, 0).
+     * most: Q2_K's 256 / 84 = 3.05 (its float scale and min per 16 elements; Q5_K 1.82, Q6_K 1.52, Q4_K 1.33, Q4_1
+     * 1.2, Q4_0 1.11, Q8_0 1.06, F32 1 plus the padding of a last partial row panel; F16 stays mapped, 0).
      */
-    public static final double HEAP_PER_FILE_BYTE = 4.625;
+    public static final double HEAP_PER_FILE_BYTE = 3.125;
 
     /**
      * The error for a tensor that does not fit in the heap once repacked ({@code need} bytes): its name, type,

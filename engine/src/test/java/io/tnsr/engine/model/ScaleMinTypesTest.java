@@ -41,8 +41,8 @@ class ScaleMinTypesTest {
         PackedBlocks p = PackedBlocks.unpack(data, t, rows * (cols / t.blockSize()));
         return switch (t) {
             case Q4_1 -> Q4KMatrix.q4_1("w", rows, cols, p);
-            case Q5_K -> Int8MinMatrix.q5_K("w", rows, cols, p);
-            case Q2_K -> Int8MinMatrix.q2_K("w", rows, cols, p);
+            case Q5_K -> new Q5KMatrix("w", rows, cols, p);
+            case Q2_K -> new Q2KMatrix("w", rows, cols, p);
             default -> throw new IllegalArgumentException(t.toString());
         };
     }
@@ -421,7 +421,7 @@ class ScaleMinTypesTest {
         assertEquals(p.scales().length, p.mins().length, t + " mins");
         assertTrue(heap <= WeightMatrix.HEAP_PER_FILE_BYTE * blocks * t.blockBytes(), t + ": " + heap + " heap bytes");
         int cols = 2 * t.blockSize();
-        long panels = t == GgmlType.Q4_1 ? Q4KMatrix.heapBytes(3, cols) : Int8MinMatrix.heapBytes(3, cols, sub(t));
+        long panels = t == GgmlType.Q4_1 ? Q4KMatrix.heapBytes(3, cols) : t == GgmlType.Q5_K ? Q5KMatrix.heapBytes(3, cols) : Q2KMatrix.heapBytes(3, cols);
         long paddedRows = (3 + PanelKernels.P - 1) / PanelKernels.P * PanelKernels.P;
         assertTrue(panels <= WeightMatrix.HEAP_PER_FILE_BYTE * paddedRows * t.bytesFor(cols), t + ": panels " + panels);
     }

@@ -15,60 +15,47 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * K-quants with a scale and a min per sub-block whose quants are wider than a nibble's signed range or whose
- * sub-blocks are 16 elements: one int8 per element, {@code q - o}, and per sub-block a float scale and min; an
- * element is {@code q * scale - min}.
- * <ul>
- * <li>Q5_K (ggml block_q5_K): super-blocks of 256 elements, 176 bytes,
- * {@code [d: f16][dmin: f16][scales: 12 bytes][qh: 32 bytes][qs: 128 bytes]}; sub-block s (32 elements) has a
+ * Q5_K weights (ggml block_q5_K): super-blocks of 256 elements, 176 bytes each,
+ * {@code [d: f16][dmin: f16][scales: 12 bytes][qh: 32 bytes][qs: 128 bytes]}. Sub-block s (32 elements) has a
  * 6-bit scale sc and min m packed as Q4_K's ({@link Q4KMatrix#packedScale}); element e = 64 g + 32 h + l has
  * q = nibble h of qs[32 g + l] + 16 * bit (e / 32) of qh[l] (0..31) and is {@code d * sc * q - dmin * m}.
- * Sub-blocks of 32, o = 16.</li>
- * <li>Q2_K (ggml block_q2_K): super-blocks of 256 elements, 84 bytes,
- * {@code [scales: 16 bytes][qs: 64 bytes][d: f16][dmin: f16]}; sub-block s (16 elements) has
- * {@code scales[s] = m << 4 | sc}; element e = 128 n + 32 j + l has q = bits 2j, 2j + 1 of qs[32 n + l] (0..3)
- * and is {@code d * sc * q - dmin * m}. Sub-blocks of 16, o = 2.</li>
- * </ul>
  *
- * <p>Repacked at load ({@link #repackQ5K}, {@link #repackQ2K}: each element's {@code q - o} as an int8, the float
- * products {@code d * sc} and {@code dmin * m} per sub-block, the bits the decoder computes), then into row panels
+ * <p>Repacked at load ({@link #repack}: each element's {@code q - 16} as an int8, and per sub-block the float
+ * products {@code d * sc} and {@code dmin * m}, the bits the decoder computes), then into row panels
  * ({@link PanelKernels}): per panel and column pair (c, c + 1), 2P bytes, the first P for rows [0, L) (byte 2i
  * column c of row i, byte 2i + 1 column c + 1), the next P the same for rows [L, P); per panel the scales and the
  * negated mins, {@code [subBlocks][P]} floats each, as {@link Q4KMatrix}'s. With the bias, an element is
- * {@code (q - o) * scale + (o * scale - min)}.
+ * {@code (q - 16) * scale + (16 * scale - min)}. A 5-bit {@code q - 16} does not fit a signed nibble, hence a byte.
  *
  * <p>Multiplied as Q4_K is, in 16-bit integers against the activations quantized to 8 bits per block of 32
- * ({@link Int8Activations}), the way llama.cpp multiplies these types (against q8_K): a 2L-byte load sign-extended
- * to 16-bit lanes is one column pair of L rows, no nibble to extract. Result of a (row, token), one token or
- * many: for each sub-block, {@code isum} = the exact integer sum of {@code (q - o) * xq} over its columns, then
- * {@code acc = fma((float) isum, scale * s, acc)} and {@code acc = fma(fma(scale, o, -min), sx, acc)}, where s is
- * the scale of the activations' block of 32 holding the sub-block and sx the token's sum of x over the sub-block's
- * columns (floats, in order, from zero). Bounds: a 16-bit lane sums 16 products of its column parity (Q5_K), each
- * at most 16 * 127 in magnitude, 32512: exact; the even and odd lanes of a row together reach 65024, past 16 bits,
- * so {@link #rowSums} adds them as ints (Q4_0's cheaper trick needs the sum within 16 bits).
+ * ({@link Int8Activations}), as llama.cpp multiplies Q5_K (against q8_K): a 2L-byte load sign-extended to 16-bit
+ * lanes is one column pair of L rows, no nibble to extract. Result of a (row, token), one token or many: for each
+ * sub-block, {@code isum} = the exact integer sum of {@code (q - 16) * xq} over its 32 columns, then
+ * {@code acc = fma((float) isum, scale * s, acc)} and {@code acc = fma(fma(scale, 16, -min), sx, acc)}, where s is
+ * the activations' scale and sx the token's sum of x over the sub-block's columns (floats, in order, from zero).
+ * Bounds: a 16-bit lane sums the 16 products of its column parity, each at most 16 * 127 in magnitude: 32512,
+ * exact; the even and odd lanes of a row together reach 65024, past 16 bits, so {@link #rowSums} adds them as ints
+ * (Q4_0's cheaper trick needs the sum within 16 bits).
  *
- * <p>Why 8-bit activations and not exact dequantization with float activations ({@link Int8PanelMatrix} plus a
- * min term): the integer kernels do the work of two weights per 16-bit multiply-add where the float path converts
- * each weight and does one FMA per weight; docs/engine-speed.md has both speeds. The activations' rounding adds
- * about 0.4% relative error per dot product, under the weights' own (Q5_K about 3.5%, Q2_K 20%).
+ * <p>8-bit activations rather than exact dequantization against float activations ({@link Int8PanelMatrix}, whose
+ * Q6_K panels have the same byte per weight; it would add a min term): measured the same speed, Q5_K here
+ * against Q6_K there (one thread, three runs alternating in one JVM, minimum times: 2048 x 768, one token, 43-47
+ * vs 40-45 G weights/s, 16 tokens 76-79 vs 77-80; 4096 x 4096, one token, from memory, 31-36 vs 31-37), and it is
+ * llama.cpp's arithmetic, so logits follow llama.cpp's (ScaleMinLlamaCppLogitsTest). The
+ * activations' rounding adds about 0.4% relative error per dot product, a tenth of the weights' own (3.6%).
  *
  * <p>The loops repeat {@link Q4KMatrix}'s on purpose (one final class per layout keeps each kernel monomorphic).
- * Cost: one byte per element plus 8 bytes of scale and min per sub-block, per 256 elements Q5_K 320 bytes (file:
- * 176), Q2_K 384 (84).
+ * Cost: per 256 elements 320 bytes on the heap (file: 176).
  */
-final class Int8MinMatrix extends PanelMatrix {
+final class Q5KMatrix extends PanelMatrix {
+    private static final int QK = 256;
+    private static final int BYTES = 176;
+    private static final int SUB = 32; // elements per sub-block (one scale and min)
     /** Tokens per {@link #k2x2} call. */
     private static final int TOKENS = 2;
     private static final VectorSpecies<Short> S = Int8Activations.S;
-    private static final int QK = 256;
+    private static final FloatVector SIXTEEN = FloatVector.broadcast(F, 16f);
 
-    private final GgmlType type;
-    /** Elements per sub-block: 32 (Q5_K) or 16 (Q2_K). */
-    private final int sub;
-    /** Sub-block b's activations are block b >> shift of 32. */
-    private final int shift;
-    /** o: the quants are stored as {@code q - o}. */
-    private final float offset;
     private final int units;
     /** [panels][cols / 2][2P]: laid out as above ({@link #at}). */
     private final byte[] q;
@@ -83,29 +70,12 @@ final class Int8MinMatrix extends PanelMatrix {
     /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
     private final float[] sums;
 
-    /** Q5_K: {@code packed} as {@link #repackQ5K} gives it. */
-    static Int8MinMatrix q5_K(String name, int rows, int cols, PackedBlocks packed) {
-        return new Int8MinMatrix(name, rows, cols, GgmlType.Q5_K, 32, 16, packed);
-    }
-
-    /** Q2_K: {@code packed} as {@link #repackQ2K} gives it. */
-    static Int8MinMatrix q2_K(String name, int rows, int cols, PackedBlocks packed) {
-        return new Int8MinMatrix(name, rows, cols, GgmlType.Q2_K, 16, 2, packed);
-    }
-
-    private Int8MinMatrix(String name, int rows, int cols, GgmlType type, int sub, int offset, PackedBlocks packed) {
+    Q5KMatrix(String name, int rows, int cols, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
-        if (cols % Int8Activations.QK != 0) {
-            throw new IllegalArgumentException(name + ": " + cols + " columns, not a multiple of 32");
-        }
-        this.type = type;
-        this.sub = sub;
-        this.shift = sub == 32 ? 0 : 1;
-        this.offset = offset;
-        this.units = cols / sub;
-        packed.requireShape(name, rows, units, sub);
+        this.units = cols / SUB;
+        packed.requireShape(name, rows, units, SUB);
         if (packed.mins().length == 0) {
-            throw new IllegalArgumentException(name + ": " + type + " needs a min per sub-block, but the packed blocks have none");
+            throw new IllegalArgumentException(name + ": Q5_K needs a min per sub-block, but the packed blocks have none");
         }
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * P)];
         this.s = new float[arrayLength(name, rows, cols, (long) panels * units * P)];
@@ -129,58 +99,34 @@ final class Int8MinMatrix extends PanelMatrix {
         return (r / P) * cols * P + (c / 2) * 2 * P + (r % P) / L * P + 2 * (r % L) + c % 2;
     }
 
-    /** Heap bytes a rows x cols matrix takes once repacked, sub-blocks of {@code sub} (its rows rounded up to whole panels). */
-    static long heapBytes(long rows, long cols, int sub) {
-        return paddedRows(rows) * (cols + 2 * (cols / sub) * Float.BYTES);
+    /** Heap bytes a rows x cols Q5_K matrix takes once repacked (its rows rounded up to whole panels). */
+    static long heapBytes(long rows, long cols) {
+        return paddedRows(rows) * (cols + 2 * (cols / SUB) * Float.BYTES);
     }
 
     @Override
     public GgmlType type() {
-        return type;
+        return GgmlType.Q5_K;
     }
 
-    /** Splits {@code blocks} Q5_K super-blocks from {@code data} into {@code q - 16} per element and float sub-block scales and mins. */
-    static PackedBlocks repackQ5K(ByteBuffer data, int blocks) {
-        final int bytes = 176;
+    /** Splits {@code blocks} super-blocks from {@code data} into {@code q - 16} per element and float sub-block scales and mins. */
+    static PackedBlocks repack(ByteBuffer data, int blocks) {
         byte[] quants = new byte[Math.multiplyExact(blocks, QK)];
-        float[] scales = new float[Math.multiplyExact(blocks, QK / 32)];
+        float[] scales = new float[Math.multiplyExact(blocks, QK / SUB)];
         float[] mins = new float[scales.length];
-        byte[] sb = new byte[bytes];
+        byte[] sb = new byte[BYTES];
         for (int k = 0; k < blocks; k++) {
-            data.get(k * bytes, sb, 0, bytes);
+            data.get(k * BYTES, sb, 0, BYTES);
             float d = Blocks.half(sb, 0);
             float dmin = Blocks.half(sb, 2);
-            for (int j = 0; j < QK / 32; j++) {
+            for (int j = 0; j < QK / SUB; j++) {
                 scales[k * 8 + j] = d * Q4KMatrix.packedScale(sb, 4, j);
                 mins[k * 8 + j] = dmin * Q4KMatrix.packedScale(sb, 4, j + 8);
             }
-            for (int e = 0; e < QK; e++) { // e = 64 g + 32 h + l
+            for (int e = 0; e < QK; e++) { // e = 64 g + 32 h + l: nibble h of qs[32 g + l], bit e / 32 of qh[l]
                 int low = (sb[48 + (e / 64) * 32 + e % 32] >> ((e / 32) % 2 * 4)) & 0xF;
                 int high = (sb[16 + e % 32] >> (e / 32)) & 1;
                 quants[k * QK + e] = (byte) (low + 16 * high - 16);
-            }
-        }
-        return new PackedBlocks(quants, scales, mins);
-    }
-
-    /** Splits {@code blocks} Q2_K super-blocks from {@code data} into {@code q - 2} per element and float sub-block scales and mins. */
-    static PackedBlocks repackQ2K(ByteBuffer data, int blocks) {
-        final int bytes = 84;
-        byte[] quants = new byte[Math.multiplyExact(blocks, QK)];
-        float[] scales = new float[Math.multiplyExact(blocks, QK / 16)];
-        float[] mins = new float[scales.length];
-        byte[] sb = new byte[bytes];
-        for (int k = 0; k < blocks; k++) {
-            data.get(k * bytes, sb, 0, bytes);
-            float d = Blocks.half(sb, 80);
-            float dmin = Blocks.half(sb, 82);
-            for (int j = 0; j < QK / 16; j++) {
-                scales[k * 16 + j] = d * (sb[j] & 0xF);
-                mins[k * 16 + j] = dmin * ((sb[j] & 0xFF) >> 4);
-            }
-            for (int e = 0; e < QK; e++) { // e = 128 n + 32 j + l
-                int v = (sb[16 + (e / 128) * 32 + e % 32] >> ((e / 32) % 4 * 2)) & 3;
-                quants[k * QK + e] = (byte) (v - 2);
             }
         }
         return new PackedBlocks(quants, scales, mins);
@@ -196,7 +142,7 @@ final class Int8MinMatrix extends PanelMatrix {
         for (int t = 0; t < n; t++) {
             for (int u = 0; u < units; u++) {
                 float sum = 0f;
-                for (int c = u * sub, o = xo + t * cols; c < u * sub + sub; c++) {
+                for (int c = u * SUB, o = xo + t * cols; c < u * SUB + SUB; c++) {
                     sum += x[o + c];
                 }
                 sx[t * units + u] = sum;
@@ -206,18 +152,16 @@ final class Int8MinMatrix extends PanelMatrix {
 
     @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, s, mneg, p * cols * P, p * units * P, units, sub, shift, offset, acts.pairs(), acts.scales(), sx, out, oo);
+        m1(q, s, mneg, p * cols * P, p * units * P, units, acts.pairs(), acts.scales(), sx, out, oo);
     }
 
     /** One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). */
-    private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int sub, int shift, float offset,
-                           int[] xq, float[] xs, float[] sx, float[] out, int oo) {
+    private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
+                           float[] sx, float[] out, int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
-        FloatVector ov = FloatVector.broadcast(F, offset);
-        int half = sub / 2;
         for (int b = 0; b < units; b++) {
             ShortVector s0 = ShortVector.zero(S), s1 = s0; // the sub-block's sums, rows [0, L) and [L, P)
-            for (int k = b * half; k < b * half + half; k += 2) {
+            for (int k = b * SUB / 2; k < b * SUB / 2 + SUB / 2; k += 2) {
                 for (int u = 0; u < 2; u++) { // two pairs per trip: a constant-count inner loop C2 unrolls
                     int i = k + u;
                     int o = qo + i * 2 * P;
@@ -227,14 +171,14 @@ final class Int8MinMatrix extends PanelMatrix {
                 }
             }
             int sb = so + b * P;
-            FloatVector xsv = FloatVector.broadcast(F, xs[b >> shift]);
+            FloatVector xsv = FloatVector.broadcast(F, xs[b]);
             FloatVector sxv = FloatVector.broadcast(F, sx[b]);
             FloatVector d0 = FloatVector.fromArray(F, s, sb);
             FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
             a0 = rowSums(s0).fma(d0.mul(xsv), a0);
             a1 = rowSums(s1).fma(d1.mul(xsv), a1);
-            a0 = d0.fma(ov, FloatVector.fromArray(F, mneg, sb)).fma(sxv, a0);
-            a1 = d1.fma(ov, FloatVector.fromArray(F, mneg, sb + L)).fma(sxv, a1);
+            a0 = d0.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb)).fma(sxv, a0);
+            a1 = d1.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb + L)).fma(sxv, a1);
         }
         a0.intoArray(out, oo);
         a1.intoArray(out, oo + L);
@@ -252,11 +196,9 @@ final class Int8MinMatrix extends PanelMatrix {
      */
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
         int so = p * units * P;
-        int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens
-        subSums(q, p * cols * P, units, sub, acts.pairs(), u0 * (cols / 2), u1 * (cols / 2), sums);
+        int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * cols / 2, sums and scales at u<j> * units
+        subSums(q, p * cols * P, units, acts.pairs(), u0 * (cols / 2), u1 * (cols / 2), sums);
         float[] xs = acts.scales();
-        int blocks = cols / Int8Activations.QK;
-        FloatVector ov = FloatVector.broadcast(F, offset);
         FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
         FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
         for (int b = 0; b < units; b++) {
@@ -264,13 +206,13 @@ final class Int8MinMatrix extends PanelMatrix {
             int ib = b * 2 * P; // the integer sums of sub-block b
             FloatVector d0 = FloatVector.fromArray(F, s, sb);
             FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
-            FloatVector m0 = d0.fma(ov, FloatVector.fromArray(F, mneg, sb)); // o * scale - min
-            FloatVector m1 = d1.fma(ov, FloatVector.fromArray(F, mneg, sb + L));
-            FloatVector xsv = FloatVector.broadcast(F, xs[u0 * blocks + (b >> shift)]);
+            FloatVector m0 = d0.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb)); // 16 * scale - min
+            FloatVector m1 = d1.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb + L));
+            FloatVector xsv = FloatVector.broadcast(F, xs[u0 * units + b]);
             FloatVector sxv = FloatVector.broadcast(F, sx[u0 * units + b]);
             a0 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib).fma(d0.mul(xsv), a0));
             b0 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + L).fma(d1.mul(xsv), b0));
-            xsv = FloatVector.broadcast(F, xs[u1 * blocks + (b >> shift)]);
+            xsv = FloatVector.broadcast(F, xs[u1 * units + b]);
             sxv = FloatVector.broadcast(F, sx[u1 * units + b]);
             a1 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + P).fma(d0.mul(xsv), a1));
             b1 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + P + L).fma(d1.mul(xsv), b1));
@@ -287,12 +229,11 @@ final class Int8MinMatrix extends PanelMatrix {
      * sums[b][j][i] = the integer sum of sub-block b of row i (of the panel from {@code qo}) . token j's pairs (from
      * x0, x1), as a float.
      */
-    private static void subSums(byte[] q, int qo, int units, int sub, int[] xq, int x0, int x1, float[] sums) {
-        int half = sub / 2;
+    private static void subSums(byte[] q, int qo, int units, int[] xq, int x0, int x1, float[] sums) {
         for (int b = 0; b < units; b++) {
             ShortVector s0 = ShortVector.zero(S), s1 = s0; // sub-block sums, rows [0, L)
             ShortVector t0 = s0, t1 = s0;                  // sub-block sums, rows [L, P)
-            for (int i = b * half; i < b * half + half; i++) {
+            for (int i = b * SUB / 2; i < b * SUB / 2 + SUB / 2; i++) {
                 int o = qo + i * 2 * P;
                 ShortVector w0 = pair(q, o);
                 ShortVector w1 = pair(q, o + P);
@@ -312,7 +253,7 @@ final class Int8MinMatrix extends PanelMatrix {
     /**
      * Per row: its even lane plus its odd lane, as floats; exact. Seen as an int, a row is
      * {@code odd * 65536 + (even & 0xFFFF)}: {@code (v << 16) >> 16} is even, {@code v >> 16} odd, added as ints
-     * (their sum may pass 16 bits). Small enough for C2 to inline anywhere (see {@link Int8Activations#rowSums}).
+     * (their sum may pass 16 bits). Two small methods, as {@link Int8Activations#rowSums} (C2 inlines them anywhere).
      */
     private static FloatVector rowSums(ShortVector s) {
         return (FloatVector) evenPlusOdd(s.reinterpretAsInts()).convert(VectorOperators.I2F, 0);
@@ -326,10 +267,9 @@ final class Int8MinMatrix extends PanelMatrix {
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
         int sbase = (row / P) * units * P + row % P;
-        int o = (int) offset;
         for (int c = 0; c < cols; c++) {
-            int u = sbase + (c / sub) * P;
-            dst[off + c] = (q[at(cols, row, c)] + o) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
+            int u = sbase + (c / SUB) * P;
+            dst[off + c] = (q[at(cols, row, c)] + 16) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
         }
     }
 }
