@@ -11,8 +11,8 @@ import java.nio.ByteBuffer;
  * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); F32, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K
  * and Q2_K are repacked at load into row panels on the heap (lanes are rows: {@link PanelKernels} for F32,
  * {@link Int8PanelMatrix} for Q8_0 and Q6_K, {@link Q4_0Matrix} and {@link Q4KMatrix} for the 4-bit types,
- * {@link Q5KMatrix} and {@link Q2KMatrix}). One
- * final subclass per layout; each widens its own weights in registers, never into a dequantized copy of the matrix.
+ * {@link Q5KMatrix}, {@link Q2KMatrix}). One final subclass per layout; each widens its own weights in registers,
+ * never into a dequantized copy of the matrix.
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
  * output vectors out. With n = 1 it is decode's matrix-vector product; with n > 1 (a prefill block, or a
@@ -20,9 +20,8 @@ import java.nio.ByteBuffer;
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
  * type's (F32: one FMA chain over the columns in order, lanes being rows; Q8_0 and Q6_K: the same per block, then
  * the block's scale; Q4_0, Q4_1, Q4_K, Q5_K and Q2_K: an exact integer sum per block against 8-bit activations, then
- * the scales and, but for Q4_0, a min term;
- * F16: FMA chains over L-lane column chunks, then a lane reduction in lane order, see {@link TileKernels}), and every
- * kernel of the type follows it.
+ * the scales and, but for Q4_0, a min term; F16: FMA chains over L-lane column chunks, then a lane reduction in
+ * lane order, see {@link TileKernels}), and every kernel of the type follows it.
  *
  * <p>Performance caveat (JDK 17): a kernel inlined into a large caller (a whole layer's forward) can push C2 past
  * its node budget ({@code NodeCountInliningCutoff}); the Vector API calls it then leaves out of line return boxed
