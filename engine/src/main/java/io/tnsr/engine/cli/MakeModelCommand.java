@@ -28,9 +28,9 @@ public final class MakeModelCommand implements Callable<Integer> {
             description = "stories15M, stories110M or tiny (default: ${DEFAULT-VALUE}).")
     String preset;
 
-    @Option(names = "--type", paramLabel = "TYPE", description = {"Weight type: f32, f16, bf16, q8_0, q6_k, q5_0, q4_0, q4_k,"
-            + " iq4_nl, iq4_xs or q3_k (default: the preset's, f32).",
-            "q4_k, q6_k, q3_k and iq4_xs need --dim and --ffn multiples of 256 (stories110M's are; tiny's and stories15M's"
+    @Option(names = "--type", paramLabel = "TYPE", description = {"Weight type: f32, f16, bf16, q8_0, q6_k, q5_k, q5_0, q4_k,"
+            + " q4_1, q4_0, iq4_nl, iq4_xs, q3_k or q2_k (default: the preset's, f32).",
+            "The K-quants and iq4_xs need --dim and --ffn multiples of 256 (stories110M's are; tiny's and stories15M's"
             + " are not); the other quantized types multiples of 32."})
     String type;
 

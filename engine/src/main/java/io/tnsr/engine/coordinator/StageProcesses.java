@@ -185,7 +185,7 @@ public final class StageProcesses implements Stages {
 
     /**
      * A stage's heap limit: 768 MiB for the runtime, plus room for the quantized tensors, which are repacked onto
-     * the heap at load (up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x their bytes in the file: Q3_K's 2.91x).
+     * the heap at load (up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x their bytes in the file: Q2_K's 3.05x).
      * Sized from the whole file, an upper bound for any layer range: a limit, not memory the JVM takes up front.
      */
     static long heapMiB(Path model) {

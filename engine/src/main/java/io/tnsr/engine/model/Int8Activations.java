@@ -12,8 +12,8 @@ import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The activations of one matmul call quantized to 8 bits per block of 32, for the 4-bit types' integer kernels
- * ({@link Q4_0Matrix}, {@link Q4KMatrix}), as llama.cpp quantizes them to q8_0 / q8_K for its own dot products.
+ * The activations of one matmul call quantized to 8 bits per block of 32, for the integer kernels
+ * ({@link Q4_0Matrix}, {@link Q4KMatrix}, {@link Q5KMatrix}, {@link Q2KMatrix}), as llama.cpp quantizes them to q8_0 / q8_K for its own dot products.
  *
  * <pre>{@code
  * prepare(x, xo, n):  acts.quantize(x, xo, n, cols)           // once per call, before any kernel

@@ -4,7 +4,7 @@ import static io.tnsr.engine.model.PanelKernels.P;
 
 /**
  * A matrix stored in row panels ({@link PanelKernels}): the loops over panels and token groups, the same for every
- * panel type (F32, BF16, the int8 types of {@link Int8PanelMatrix}, Q4_0, Q4_K); each type supplies its kernels for one panel and one token
+ * panel type (F32, BF16, the int8 types of {@link Int8PanelMatrix}, Q4_0, Q4_1, Q4_K, Q5_K, Q2_K); each type supplies its kernels for one panel and one token
  * ({@link #panel}) and for one panel and a group of tokens ({@link #group}).
  *
  * <pre>{@code

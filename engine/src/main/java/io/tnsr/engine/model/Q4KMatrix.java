@@ -38,6 +38,11 @@ import jdk.incubator.vector.VectorSpecies;
  * computed once per matmul call for every token). Signed nibbles, not q itself: a row's two 16-bit sums then add
  * up within Q4_0's bound (the cheap {@code rowSums}), and the activations' rounding meets |q - 8| &lt;= 8, not
  * q &lt;= 15. The loops repeat Q4_0's on purpose (see there).
+ *
+ * <p>Also Q4_1 (ggml block_q4_1: blocks of 32 elements, 20 bytes, {@code [d: f16][m: f16][qs: 16 bytes]}, element
+ * i &lt; 16 = (qs[i] &amp; 0xF) * d + m, element 16 + i = (qs[i] &gt;&gt; 4) * d + m): a block is one such sub-block
+ * with scale d and min -m ({@link #repackQ4_1}), computed the same way, with 8-bit activations as llama.cpp's
+ * q4_1 x q8_1 dot product.
  */
 final class Q4KMatrix extends PanelMatrix {
     private static final int QK = 256;
@@ -48,6 +53,7 @@ final class Q4KMatrix extends PanelMatrix {
     private static final VectorSpecies<Short> S = Int8Activations.S;
     private static final FloatVector EIGHT = FloatVector.broadcast(F, 8f);
 
+    private final GgmlType type;
     private final int units;
     /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
     private final byte[] q;
@@ -63,21 +69,35 @@ final class Q4KMatrix extends PanelMatrix {
     private final float[] sums;
 
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
+        this(name, rows, cols, GgmlType.Q4_K, packed);
+    }
+
+    /** Q4_1: {@code packed} as {@link #repackQ4_1} gives it. */
+    static Q4KMatrix q4_1(String name, int rows, int cols, PackedBlocks packed) {
+        return new Q4KMatrix(name, rows, cols, GgmlType.Q4_1, packed);
+    }
+
+    private Q4KMatrix(String name, int rows, int cols, GgmlType type, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
+        this.type = type;
         this.units = cols / SUB;
         packed.requireShape(name, rows, units, SUB / 2);
         if (packed.mins().length == 0) {
-            throw new IllegalArgumentException(name + ": Q4_K needs a min per sub-block, but the packed blocks have none");
+            throw new IllegalArgumentException(name + ": " + type + " needs a min per sub-block, but the packed blocks have none");
         }
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
         this.s = new float[arrayLength(name, rows, cols, (long) panels * units * P)];
         this.mneg = new float[s.length];
         this.sums = new float[units * 2 * P];
-        byte[] quants = packed.quants(); // row r's at r * cols / 2: element c in byte (c / 64) * 32 + c % 32
+        // Row r's nibbles at r * cols / 2. Q4_K: element c in byte (c / 64) * 32 + c % 32, low nibble when
+        // (c / 32) is even; Q4_1: in byte (c / 32) * 16 + c % 16, low nibble when c % 32 < 16.
+        byte[] quants = packed.quants();
+        boolean q4_1 = type == GgmlType.Q4_1;
         for (int r = 0; r < rows; r++) {
             for (int c = 0; c < cols; c++) {
-                int b = quants[r * (cols / 2) + (c / 64) * 32 + c % 32];
-                Q4_0Matrix.putNibble(q, cols, r, c, (c / 32) % 2 == 0 ? b & 0xF : (b >> 4) & 0xF);
+                int b = quants[r * (cols / 2) + (q4_1 ? (c / 32) * 16 + c % 16 : (c / 64) * 32 + c % 32)];
+                boolean low = q4_1 ? c % 32 < 16 : (c / 32) % 2 == 0;
+                Q4_0Matrix.putNibble(q, cols, r, c, low ? b & 0xF : (b >> 4) & 0xF);
             }
             int sbase = (r / P) * units * P + r % P;
             for (int u = 0; u < units; u++) {
@@ -94,7 +114,7 @@ final class Q4KMatrix extends PanelMatrix {
 
     @Override
     public GgmlType type() {
-        return GgmlType.Q4_K;
+        return type;
     }
 
     /**
@@ -102,7 +122,7 @@ final class Q4KMatrix extends PanelMatrix {
      * {@code sb}: fields 0-3 and 8-11 are the low 6 bits of bytes 0-7; fields 4-7 and 12-15 take 4 bits from
      * bytes 8-11 (low nibble for scales, high for mins) and their top 2 bits from the top of bytes 0-7.
      */
-    private static int packedScale(byte[] qs, int sb, int k) {
+    static int packedScale(byte[] qs, int sb, int k) {
         int s = k & 7;
         int lowByte = (k >> 3) * 4 + s; // where the low 6 bits (s < 4) or the top 2 bits (s >= 4) live
         if (s < 4) {
@@ -127,6 +147,23 @@ final class Q4KMatrix extends PanelMatrix {
                 mins[k * (QK / SUB) + s] = dmin * packedScale(sb, 4, s + 8);
             }
             data.get(k * BYTES + 16, quants, k * (QK / 2), QK / 2);
+        }
+        return new PackedBlocks(quants, scales, mins);
+    }
+
+    /**
+     * Splits {@code blocks} Q4_1 blocks ({@code [d: f16][m: f16][qs: 16 bytes]}, element i &lt; 16 = (qs[i] &amp; 0xF) * d
+     * + m, element 16 + i = (qs[i] &gt;&gt; 4) * d + m) from {@code data} into their nibbles as they are, the scale d and
+     * the min -m: a 32-element Q4_K sub-block.
+     */
+    static PackedBlocks repackQ4_1(ByteBuffer data, int blocks) {
+        byte[] quants = new byte[Math.multiplyExact(blocks, SUB / 2)];
+        float[] scales = new float[blocks];
+        float[] mins = new float[blocks];
+        for (int k = 0; k < blocks; k++) {
+            scales[k] = Blocks.half(data.getShort(k * 20));
+            mins[k] = -Blocks.half(data.getShort(k * 20 + 2));
+            data.get(k * 20 + 4, quants, k * (SUB / 2), SUB / 2);
         }
         return new PackedBlocks(quants, scales, mins);
     }

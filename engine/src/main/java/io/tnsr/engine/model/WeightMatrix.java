@@ -11,8 +11,9 @@ import java.nio.ByteBuffer;
  * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); every other type is repacked at load into
  * row panels on the heap (lanes are rows): F32 ({@link PanelKernels}), BF16 at 16 bits ({@link BF16Matrix}), the types
  * of one small integer per element and a float scale per 16 or 32 elements, Q8_0, Q6_K, Q5_0, IQ4_NL, IQ4_XS and Q3_K,
- * as int8 ({@link Int8PanelMatrix}, via {@link Q6KBlocks} and {@link Int8Blocks}), and the 4-bit Q4_0 and Q4_K
- * ({@link Q4_0Matrix}, {@link Q4KMatrix}). One final subclass per layout; each widens its own weights in registers,
+ * as int8 ({@link Int8PanelMatrix}, via {@link Q6KBlocks} and {@link Int8Blocks}), the 4-bit Q4_0, Q4_1 and Q4_K
+ * ({@link Q4_0Matrix}, {@link Q4KMatrix}), Q5_K ({@link Q5KMatrix}) and Q2_K ({@link Q2KMatrix}). One final subclass
+ * per layout; each widens its own weights in registers,
  * never into a dequantized copy of the matrix.
  *
  * <p>The one operation the forward pass needs is {@link #matmul}: {@code n} input vectors in, {@code n}
@@ -20,9 +21,9 @@ import java.nio.ByteBuffer;
  * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
  * type's (F32 and BF16: one FMA chain over the columns in order, lanes being rows; the int8 types: the same per unit
- * of 16 or 32 elements, then the unit's scale; Q4_0 and Q4_K: an exact integer sum per block against 8-bit activations, then the scales;
- * F16: FMA chains over L-lane column chunks, then a lane reduction in lane order, see {@link TileKernels}), and every
- * kernel of the type follows it.
+ * of 16 or 32 elements, then the unit's scale; Q4_0, Q4_1, Q4_K, Q5_K and Q2_K: an exact integer sum per block
+ * against 8-bit activations, then the scales and, but for Q4_0, a min term; F16: FMA chains over L-lane column
+ * chunks, then a lane reduction in lane order, see {@link TileKernels}), and every kernel of the type follows it.
  *
  * <p>Performance caveat (JDK 17): a kernel inlined into a large caller (a whole layer's forward) can push C2 past
  * its node budget ({@code NodeCountInliningCutoff}); the Vector API calls it then leaves out of line return boxed
@@ -129,6 +130,12 @@ public abstract class WeightMatrix {
             case Q3_K -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 16),
                     () -> Int8PanelMatrix.q3_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case BF16 -> repacked(file, t, BF16Matrix.heapBytes(rows, cols), () -> new BF16Matrix(name, rows, cols, data));
+            case Q4_1 -> repacked(file, t, Q4KMatrix.heapBytes(rows, cols),
+                    () -> Q4KMatrix.q4_1(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q5_K -> repacked(file, t, Q5KMatrix.heapBytes(rows, cols),
+                    () -> new Q5KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q2_K -> repacked(file, t, Q2KMatrix.heapBytes(rows, cols),
+                    () -> new Q2KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             default -> throw new GgufException(file.path(), "tensor '" + name + "' has type " + t.type()
                     + ", which this engine does not support (supported: " + SUPPORTED + ")");
         };
@@ -149,10 +156,11 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: Q3_K's 320 / 110 = 2.91 (IQ4_XS 2.12, IQ4_NL 2.0, Q5_0 1.64, Q6_K 1.52, Q4_K 1.33, Q4_0 1.11, Q8_0 1.06,
-     * F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0).
+     * most: Q2_K's 256 / 84 = 3.05 (its float scale and min per 16 elements; Q3_K 2.91, IQ4_XS 2.12, IQ4_NL 2.0, Q5_K
+     * 1.82, Q5_0 1.64, Q6_K 1.52, Q4_K 1.33, Q4_1 1.2, Q4_0 1.11, Q8_0 1.06, F32 and BF16 1 plus the padding of a last
+     * partial row panel; F16 stays mapped, 0).
      */
-    public static final double HEAP_PER_FILE_BYTE = 2.9375;
+    public static final double HEAP_PER_FILE_BYTE = 3.125;
 
     /**
      * The error for a tensor that does not fit in the heap once repacked ({@code need} bytes): its name, type,
@@ -167,7 +175,7 @@ public abstract class WeightMatrix {
     }
 
     /** The weight types {@link #load} accepts. */
-    public static final String SUPPORTED = "F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q4_0, Q4_K, IQ4_NL, IQ4_XS, Q3_K";
+    public static final String SUPPORTED = "F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_0, Q4_K, Q4_1, Q4_0, IQ4_NL, IQ4_XS, Q3_K, Q2_K";
 
     /** A quantized row must be whole blocks: {@code cols} when it is, else a clear error. */
     private static int checkBlocks(GgufFile file, GgufTensorInfo t, int cols) {

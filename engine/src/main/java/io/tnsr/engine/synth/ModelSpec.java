@@ -6,10 +6,10 @@ import java.util.Locale;
 
 /**
  * The shape of a synthetic model (llama, or qwen2 / qwen3 in llama.cpp's GGUF conventions): every size, the weight
- * type, and the seed of its random weights. The weight type (F16, BF16 and the quantized Q8_0, Q6_K, Q5_0, Q4_0, Q4_K,
- * IQ4_NL, IQ4_XS, Q3_K) applies to every matrix, the embedding and classifier included; norms stay F32. Q4_K, Q6_K,
- * Q3_K and IQ4_XS come in super-blocks of 256, so they need dim and FFN length multiples of 256 (stories110M's 768 and
- * 2048; not tiny's 64 or stories15M's 288); the other quantized types need multiples of 32.
+ * type, and the seed of its random weights. The weight type (F16, BF16 and the quantized Q8_0, Q6_K, Q5_K, Q5_0, Q4_K,
+ * Q4_1, Q4_0, IQ4_NL, IQ4_XS, Q3_K, Q2_K) applies to every matrix, the embedding and classifier included; norms stay
+ * F32. The K-quants and IQ4_XS come in super-blocks of 256, so they need dim and FFN length multiples of 256
+ * (stories110M's 768 and 2048; not tiny's 64 or stories15M's 288); the other quantized types need multiples of 32.
  *
  * @param name        written as general.name
  * @param tied        no output.weight: the classifier reuses token_embd.weight
@@ -26,9 +26,9 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
 
     /** The weight types the synthetic writer can write ({@link SyntheticModel#fillUniform}). */
     public static final java.util.Set<GgmlType> WRITABLE = java.util.Collections.unmodifiableSet(java.util.EnumSet.of(
-            GgmlType.F32, GgmlType.F16, GgmlType.BF16, GgmlType.Q8_0, GgmlType.Q6_K, GgmlType.Q5_0, GgmlType.Q4_0,
-            GgmlType.Q4_K, GgmlType.IQ4_NL, GgmlType.IQ4_XS, GgmlType.Q3_K));
-    private static final String WRITABLE_NAMES = "F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q4_0, Q4_K, IQ4_NL, IQ4_XS or Q3_K";
+            GgmlType.F32, GgmlType.F16, GgmlType.BF16, GgmlType.Q8_0, GgmlType.Q6_K, GgmlType.Q5_K, GgmlType.Q5_0,
+            GgmlType.Q4_K, GgmlType.Q4_1, GgmlType.Q4_0, GgmlType.IQ4_NL, GgmlType.IQ4_XS, GgmlType.Q3_K, GgmlType.Q2_K));
+    private static final String WRITABLE_NAMES = "F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_0, Q4_K, Q4_1, Q4_0, IQ4_NL, IQ4_XS, Q3_K or Q2_K";
 
     /** Smallest vocabulary: unk, BOS, EOS, 256 byte tokens and a few pieces. */
     public static final int MIN_VOCAB = 300;
@@ -180,8 +180,11 @@ public record ModelSpec(String name, int dim, int layers, int heads, int kvHeads
             case "iq4_nl" -> GgmlType.IQ4_NL;
             case "iq4_xs" -> GgmlType.IQ4_XS;
             case "q3_k" -> GgmlType.Q3_K;
+            case "q4_1" -> GgmlType.Q4_1;
+            case "q5_k" -> GgmlType.Q5_K;
+            case "q2_k" -> GgmlType.Q2_K;
             default -> throw new IllegalArgumentException("unknown weight type '" + name
-                    + "' (f32, f16, bf16, q8_0, q6_k, q5_0, q4_0, q4_k, iq4_nl, iq4_xs, q3_k)");
+                    + "' (f32, f16, bf16, q8_0, q6_k, q5_k, q5_0, q4_k, q4_1, q4_0, iq4_nl, iq4_xs, q3_k, q2_k)");
         };
     }
 

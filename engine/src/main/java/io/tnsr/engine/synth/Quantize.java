@@ -11,6 +11,11 @@ import java.nio.ByteBuffer;
  * it on llama-quantize's files): one block of {@link #QK} (Q3_K, IQ4_XS: {@link #QK_K}) floats in, one block of bytes
  * out.
  *
+ * <p>Q4_1, Q5_K and Q2_K follow ggml's reference quantizers too (quantize_row_q4_1_ref, quantize_row_q5_K_ref,
+ * quantize_row_q2_K_ref, the K-quants with make_qkx2_quants' search for each sub-block's scale and min), which is
+ * what llama-quantize runs without an importance matrix; floats are rounded as in C without contracted
+ * multiply-adds, so a build of ggml that fuses them may differ in the odd byte.
+ *
  * <p>Q4_K and Q6_K write ggml's block layouts (block_q4_K, block_q6_K: one super-block of {@link #QK_K} floats
  * in) but pick their scales with a plain round-to-nearest search, without the iterative refinement of ggml's
  * make_qkx2_quants / make_qx_quants, so their bytes differ from llama-quantize's (their error is of the same
@@ -516,6 +521,262 @@ public final class Quantize {
 
     /** ggml's GROUP_MAX_EPS: a group whose largest magnitude is below it quantizes to zero. */
     private static final float GROUP_MAX_EPS = 1e-15f;
+
+    /**
+     * block_q4_1, 20 bytes: d = (max - min) / 15 and m = min of the block (f16), q = min(15, trunc((x - min) / d +
+     * 0.5)); element i and i + 16 share byte i (low and high nibble). Decodes to {@code q * d + m}.
+     */
+    public static void q4_1(float[] x, int off, ByteBuffer dst) {
+        float min = Float.MAX_VALUE;
+        float max = -Float.MAX_VALUE;
+        for (int j = 0; j < QK; j++) {
+            float v = x[off + j];
+            if (v < min) {
+                min = v;
+            }
+            if (v > max) {
+                max = v;
+            }
+        }
+        float d = (max - min) / 15f;
+        float id = d != 0f ? 1f / d : 0f;
+        dst.putShort(Float16.fromFloat(d));
+        dst.putShort(Float16.fromFloat(min));
+        for (int j = 0; j < QK / 2; j++) {
+            int lo = Math.min(15, (int) ((x[off + j] - min) * id + 0.5f));
+            int hi = Math.min(15, (int) ((x[off + QK / 2 + j] - min) * id + 0.5f));
+            dst.put((byte) (lo | hi << 4));
+        }
+    }
+
+    /**
+     * block_q5_K, 176 bytes: d, dmin (f16), scales[12] (eight 6-bit scales and mins packed as Q4_K's), qh[32] (bit
+     * e / 32 of qh[e % 32]: the fifth bit of element e), qs[128] (low 4 bits, laid out as Q4_K's nibbles). Element e
+     * of sub-block j = e / 32 decodes to {@code d * sc[j] * q - dmin * m[j]}, q in 0..31. As
+     * quantize_row_q5_K_ref: each sub-block's scale and min from make_qkx2_quants (weights rms(x) + |x|), then 6-bit
+     * scales and mins relative to their largest, then q re-rounded against the stored scales.
+     */
+    public static void q5_K(float[] x, int off, ByteBuffer dst) {
+        int[] l = new int[QK_K];
+        float[] mins = new float[8];
+        float[] scales = new float[8];
+        float[] weights = new float[32];
+        int[] laux = new int[32];
+        float maxScale = 0f;
+        float maxMin = 0f;
+        for (int j = 0; j < 8; j++) {
+            float sumX2 = 0f;
+            for (int i = 0; i < 32; i++) {
+                sumX2 += x[off + 32 * j + i] * x[off + 32 * j + i];
+            }
+            float avX = (float) Math.sqrt(sumX2 / 32f);
+            for (int i = 0; i < 32; i++) {
+                weights[i] = avX + Math.abs(x[off + 32 * j + i]);
+            }
+            scales[j] = makeQkx2Quants(32, 31, x, off + 32 * j, weights, l, 32 * j, mins, j, laux, -0.5f, 0.1f, 15, false);
+            maxScale = Math.max(maxScale, scales[j]);
+            maxMin = Math.max(maxMin, mins[j]);
+        }
+        float invScale = maxScale > 0f ? 63f / maxScale : 0f;
+        float invMin = maxMin > 0f ? 63f / maxMin : 0f;
+        byte[] sc = new byte[12];
+        int[] ls = new int[8];
+        int[] lm = new int[8];
+        for (int j = 0; j < 8; j++) {
+            ls[j] = Math.min(63, nearestInt(invScale * scales[j]) & 0xFF);
+            lm[j] = Math.min(63, nearestInt(invMin * mins[j]) & 0xFF);
+            if (j < 4) {
+                sc[j] = (byte) ls[j];
+                sc[j + 4] = (byte) lm[j];
+            } else {
+                sc[j + 4] = (byte) ((ls[j] & 0xF) | (lm[j] & 0xF) << 4);
+                sc[j - 4] |= (byte) ((ls[j] >> 4) << 6);
+                sc[j] |= (byte) ((lm[j] >> 4) << 6);
+            }
+        }
+        short dBits = Float16.fromFloat(maxScale / 63f);
+        short dminBits = Float16.fromFloat(maxMin / 63f);
+        for (int j = 0; j < 8; j++) {
+            float d = Float16.toFloat(dBits) * ls[j];
+            if (d == 0f) {
+                continue; // the sub-block keeps make_qkx2_quants' q, as ggml's does
+            }
+            float dm = Float16.toFloat(dminBits) * lm[j];
+            for (int i = 0; i < 32; i++) {
+                l[32 * j + i] = Math.max(0, Math.min(31, nearestInt((x[off + 32 * j + i] + dm) / d)));
+            }
+        }
+        byte[] qh = new byte[32];
+        byte[] ql = new byte[128];
+        for (int n = 0, m1 = 1, m2 = 2; n < QK_K; n += 64, m1 <<= 2, m2 <<= 2) {
+            for (int j = 0; j < 32; j++) {
+                int l1 = l[n + j];
+                if (l1 > 15) {
+                    l1 -= 16;
+                    qh[j] |= (byte) m1;
+                }
+                int l2 = l[n + j + 32];
+                if (l2 > 15) {
+                    l2 -= 16;
+                    qh[j] |= (byte) m2;
+                }
+                ql[n / 2 + j] = (byte) (l1 | l2 << 4);
+            }
+        }
+        dst.putShort(dBits);
+        dst.putShort(dminBits);
+        dst.put(sc);
+        dst.put(qh);
+        dst.put(ql);
+    }
+
+    /**
+     * block_q2_K, 84 bytes: scales[16] ({@code m << 4 | sc}, 4 bits each, one per 16 elements), qs[64] (element
+     * 128 n + 32 k + l at bits 2k of qs[32 n + l]), d, dmin (f16). Element e decodes to
+     * {@code d * sc[e / 16] * q - dmin * m[e / 16]}, q in 0..3. As quantize_row_q2_K_ref: each sub-block's scale and
+     * min from make_qkx2_quants (weights |x|, absolute error), 4-bit scales and mins relative to their largest, then
+     * q re-rounded against the stored scales.
+     */
+    public static void q2_K(float[] x, int off, ByteBuffer dst) {
+        int[] l = new int[QK_K];
+        int[] laux = new int[16];
+        float[] weights = new float[16];
+        float[] mins = new float[16];
+        float[] scales = new float[16];
+        float maxScale = 0f;
+        float maxMin = 0f;
+        for (int j = 0; j < 16; j++) {
+            for (int i = 0; i < 16; i++) {
+                weights[i] = Math.abs(x[off + 16 * j + i]);
+            }
+            scales[j] = makeQkx2Quants(16, 3, x, off + 16 * j, weights, l, 16 * j, mins, j, laux, -0.5f, 0.1f, 15, true);
+            maxScale = Math.max(maxScale, scales[j]);
+            maxMin = Math.max(maxMin, mins[j]);
+        }
+        byte[] sc = new byte[16];
+        short dBits = 0;
+        short dminBits = 0;
+        if (maxScale > 0f) {
+            float iscale = 15f / maxScale;
+            for (int j = 0; j < 16; j++) {
+                sc[j] = (byte) nearestInt(iscale * scales[j]);
+            }
+            dBits = Float16.fromFloat(maxScale / 15f);
+        }
+        if (maxMin > 0f) {
+            float iscale = 15f / maxMin;
+            for (int j = 0; j < 16; j++) {
+                sc[j] |= (byte) (nearestInt(iscale * mins[j]) << 4);
+            }
+            dminBits = Float16.fromFloat(maxMin / 15f);
+        }
+        for (int j = 0; j < 16; j++) {
+            float d = Float16.toFloat(dBits) * (sc[j] & 0xF);
+            if (d == 0f) {
+                continue; // the sub-block keeps make_qkx2_quants' q, as ggml's does
+            }
+            float dm = Float16.toFloat(dminBits) * ((sc[j] & 0xFF) >> 4);
+            for (int i = 0; i < 16; i++) {
+                l[16 * j + i] = Math.max(0, Math.min(3, nearestInt((x[off + 16 * j + i] + dm) / d)));
+            }
+        }
+        dst.put(sc);
+        for (int j = 0; j < QK_K; j += 128) {
+            for (int i = 0; i < 32; i++) {
+                dst.put((byte) (l[j + i] | l[j + i + 32] << 2 | l[j + i + 64] << 4 | l[j + i + 96] << 6));
+            }
+        }
+        dst.putShort(dBits);
+        dst.putShort(dminBits);
+    }
+
+    /**
+     * ggml's make_qkx2_quants: a scale and a min (returned; {@code theMin[mi]} = minus the min, at least 0) for the n
+     * values of x from {@code xo}, and their levels 0..nmax in {@code l} from {@code lo}. Starts from the range
+     * (min at most 0), then tries nstep + 1 slightly different level spacings, fitting scale and min to each by
+     * weighted least squares, and keeps the one of least weighted error (absolute with {@code useMad}, else
+     * squared). A port line by line, in float.
+     */
+    private static float makeQkx2Quants(int n, int nmax, float[] x, int xo, float[] weights, int[] l, int lo,
+                                        float[] theMin, int mi, int[] laux, float rmin, float rdelta, int nstep,
+                                        boolean useMad) {
+        float min = x[xo];
+        float max = x[xo];
+        float sumW = weights[0];
+        float sumX = sumW * x[xo];
+        for (int i = 1; i < n; i++) {
+            if (x[xo + i] < min) {
+                min = x[xo + i];
+            }
+            if (x[xo + i] > max) {
+                max = x[xo + i];
+            }
+            float w = weights[i];
+            sumW += w;
+            sumX += w * x[xo + i];
+        }
+        if (min > 0) {
+            min = 0;
+        }
+        if (max == min) {
+            for (int i = 0; i < n; i++) {
+                l[lo + i] = 0;
+            }
+            theMin[mi] = -min;
+            return 0f;
+        }
+        float iscale = nmax / (max - min);
+        float scale = 1 / iscale;
+        float bestError = 0;
+        for (int i = 0; i < n; i++) {
+            int q = nearestInt(iscale * (x[xo + i] - min));
+            l[lo + i] = Math.max(0, Math.min(nmax, q));
+            float diff = scale * l[lo + i] + min - x[xo + i];
+            diff = useMad ? Math.abs(diff) : diff * diff;
+            bestError += weights[i] * diff;
+        }
+        if (nstep < 1) {
+            theMin[mi] = -min;
+            return scale;
+        }
+        for (int is = 0; is <= nstep; is++) {
+            iscale = (rmin + rdelta * is + nmax) / (max - min);
+            float sumL = 0;
+            float sumL2 = 0;
+            float sumXl = 0;
+            for (int i = 0; i < n; i++) {
+                int q = Math.max(0, Math.min(nmax, nearestInt(iscale * (x[xo + i] - min))));
+                laux[i] = q;
+                float w = weights[i];
+                sumL += w * q;
+                sumL2 += w * q * q;
+                sumXl += w * q * x[xo + i];
+            }
+            float det = sumW * sumL2 - sumL * sumL;
+            if (det > 0) {
+                float thisScale = (sumW * sumXl - sumX * sumL) / det;
+                float thisMin = (sumL2 * sumX - sumL * sumXl) / det;
+                if (thisMin > 0) {
+                    thisMin = 0;
+                    thisScale = sumXl / sumL2;
+                }
+                float curError = 0;
+                for (int i = 0; i < n; i++) {
+                    float diff = thisScale * laux[i] + thisMin - x[xo + i];
+                    diff = useMad ? Math.abs(diff) : diff * diff;
+                    curError += weights[i] * diff;
+                }
+                if (curError < bestError) {
+                    System.arraycopy(laux, 0, l, lo, n);
+                    bestError = curError;
+                    scale = thisScale;
+                    min = thisMin;
+                }
+            }
+        }
+        theMin[mi] = -min;
+        return scale;
+    }
 
     /** ggml's nearest_int: round half to even, as the FPU rounds. */
     private static int nearestInt(float v) {

@@ -65,6 +65,9 @@ public final class SyntheticModel {
             case IQ4_NL -> 25; // MOSTLY_IQ4_NL
             case IQ4_XS -> 30; // MOSTLY_IQ4_XS
             case BF16 -> 32; // MOSTLY_BF16
+            case Q4_1 -> 3; // MOSTLY_Q4_1
+            case Q5_K -> 16; // MOSTLY_Q5_K_S, the nearest label (as for Q4_K)
+            case Q2_K -> 10; // MOSTLY_Q2_K
             default -> throw new IllegalArgumentException("cannot write " + s.type());
         });
         Vocabulary v = vocabulary(s.vocabSize());
@@ -155,8 +158,8 @@ public final class SyntheticModel {
     }
 
     /**
-     * Writes n values uniform in +-bound, drawn in order from {@code r}, as F32, F16, BF16, Q8_0 / Q4_0 / Q5_0 /
-     * IQ4_NL blocks of 32 or Q4_K / Q6_K / Q3_K / IQ4_XS super-blocks of 256 (n is then a multiple of the block size): every synthetic weight the
+     * Writes n values uniform in +-bound, drawn in order from {@code r}, as F32, F16, BF16, Q8_0 / Q4_0 / Q4_1 / Q5_0 /
+     * IQ4_NL blocks of 32 or Q4_K / Q5_K / Q6_K / Q3_K / Q2_K / IQ4_XS super-blocks of 256 (n is then a multiple of the block size): every synthetic weight the
      * project writes (models here, the kernel benchmarks' single matrices) goes through this one writer and
      * {@link Quantize}. Values are drawn one at a time in element order whatever the type, so the chunking does
      * not change which value lands where.
@@ -164,7 +167,7 @@ public final class SyntheticModel {
     public static void fillUniform(ByteBuffer dst, GgmlType type, long n, SplittableRandom r, double bound) {
         int chunk = switch (type) {
             case F32, F16, BF16 -> Quantize.QK;
-            case Q8_0, Q4_0, Q4_K, Q6_K, Q5_0, IQ4_NL, IQ4_XS, Q3_K -> type.blockSize();
+            case Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q2_K, Q5_0, IQ4_NL, IQ4_XS, Q3_K -> type.blockSize();
             default -> throw new IllegalArgumentException("cannot write " + type);
         };
         if (n % type.blockSize() != 0) {
@@ -200,6 +203,9 @@ public final class SyntheticModel {
                 case IQ4_NL -> Quantize.iq4_nl(block, 0, dst);
                 case IQ4_XS -> Quantize.iq4_xs(block, 0, dst);
                 case Q3_K -> Quantize.q3_K(block, 0, dst);
+                case Q4_1 -> Quantize.q4_1(block, 0, dst);
+                case Q5_K -> Quantize.q5_K(block, 0, dst);
+                case Q2_K -> Quantize.q2_K(block, 0, dst);
                 default -> throw new IllegalArgumentException("cannot write " + type);
             }
         }

@@ -32,7 +32,7 @@ class MakeModelCommandTest {
 
     @ParameterizedTest
     @CsvSource({"q4_k, Q4_K", "Q6_K, Q6_K", "q8_0, Q8_0", "bf16, BF16", "q5_0, Q5_0", "iq4_nl, IQ4_NL", "IQ4_XS, IQ4_XS",
-        "q3_k, Q3_K"})
+        "q3_k, Q3_K", "q4_1, Q4_1", "Q5_K, Q5_K", "q2_k, Q2_K"})
     void writesEveryMatrixInTheType(String arg, GgmlType type) {
         Path out = tmp.resolve(arg + ".gguf");
         Object[] r = run("--preset", "stories110M", "--dim", "256", "--ffn", "512", "--heads", "4", "--layers", "1",
@@ -51,9 +51,9 @@ class MakeModelCommandTest {
         Object[] r = run("--preset", "tiny", "--type", "q4_k", "--out", tmp.resolve("x.gguf").toString());
         assertEquals(2, r[0]);
         assertTrue(((String) r[2]).contains("Q4_K weights need dim and FFN length multiples of 256, got 64 and 160"), (String) r[2]);
-        r = run("--type", "q5_k", "--out", tmp.resolve("y.gguf").toString());
+        r = run("--type", "q8_1", "--out", tmp.resolve("y.gguf").toString());
         assertEquals(2, r[0]);
-        assertTrue(((String) r[2]).contains("unknown weight type 'q5_k' (f32, f16, bf16, q8_0, q6_k, q5_0, q4_0, q4_k, iq4_nl, iq4_xs, q3_k)"), (String) r[2]);
+        assertTrue(((String) r[2]).contains("unknown weight type 'q8_1' (f32, f16, bf16, q8_0, q6_k, q5_k, q5_0, q4_k, q4_1, q4_0, iq4_nl, iq4_xs, q3_k, q2_k)"), (String) r[2]);
     }
 
     @Test

@@ -67,7 +67,7 @@ class SyntheticModelTest {
         return new ModelSpec("synthetic-k", 256, 2, 4, 2, 512, 512, 64, false, type, 11, false);
     }
 
-    private static float[] logits(GgufFile f, int[] tokens) {
+    static float[] logits(GgufFile f, int[] tokens) {
         LlamaConfig c = LlamaConfig.fromGguf(f);
         LayerRange range = new LayerRange(f, c, 0, c.layers(),
                 new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, c.contextLength()), tokens.length, 1);
@@ -202,8 +202,8 @@ class SyntheticModelTest {
     @Test
     void typesTheWriterCannotWriteAreRefusedByName() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> ModelSpec.stories110M().withType(GgmlType.Q5_K));
-        assertEquals("synthetic weights can be F32, F16, BF16, Q8_0, Q6_K, Q5_0, Q4_0, Q4_K, IQ4_NL, IQ4_XS or Q3_K, not Q5_K",
+                () -> ModelSpec.stories110M().withType(GgmlType.Q8_1));
+        assertEquals("synthetic weights can be F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_0, Q4_K, Q4_1, Q4_0, IQ4_NL, IQ4_XS, Q3_K or Q2_K, not Q8_1",
                 e.getMessage());
     }
 

@@ -40,9 +40,9 @@ public final class EngineBench implements Callable<Integer> {
     String preset;
 
     @Option(names = "--types", defaultValue = "f32,q8_0,q4_0", split = ",",
-            description = {"Weight types to measure: f32, f16, bf16, q8_0, q6_k, q5_0, q4_0, q4_k, iq4_nl, iq4_xs, q3_k"
-                    + " (default: ${DEFAULT-VALUE}).",
-                    "q4_k, q6_k, q3_k and iq4_xs need a preset whose dim and FFN are multiples of 256 (stories110M);"
+            description = {"Weight types to measure: f32, f16, bf16, q8_0, q6_k, q5_k, q5_0, q4_k, q4_1, q4_0, iq4_nl,"
+                    + " iq4_xs, q3_k, q2_k (default: ${DEFAULT-VALUE}).",
+                    "The K-quants and iq4_xs need a preset whose dim and FFN are multiples of 256 (stories110M);"
                     + " llama.cpp's fixed figures cover f32, q8_0 and q4_0 only."})
     List<String> types;
 

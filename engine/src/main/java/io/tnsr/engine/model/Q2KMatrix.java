@@ -1,0 +1,252 @@
+package io.tnsr.engine.model;
+
+import static io.tnsr.engine.model.Int8Activations.high;
+import static io.tnsr.engine.model.Int8Activations.low;
+import static io.tnsr.engine.model.Int8Activations.pair;
+import static io.tnsr.engine.model.Int8Activations.rowSums;
+import static io.tnsr.engine.model.Int8Activations.xpair;
+import static io.tnsr.engine.model.PanelKernels.P;
+import static io.tnsr.engine.model.TileKernels.F;
+import static io.tnsr.engine.model.TileKernels.L;
+
+import io.tnsr.engine.gguf.GgmlType;
+import java.nio.ByteBuffer;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * Q2_K weights (ggml block_q2_K): super-blocks of 256 elements, 84 bytes each,
+ * {@code [scales: 16 bytes][qs: 64 bytes][d: f16][dmin: f16]}. Sub-block s (16 elements) has
+ * {@code scales[s] = m << 4 | sc}; element e = 128 n + 32 j + l has q = bits 2j, 2j + 1 of qs[32 n + l] (0..3)
+ * and is {@code d * sc * q - dmin * m}.
+ *
+ * <p>Repacked at load ({@link #repack}: the 64 bytes of quants as they are, and per sub-block the float products
+ * {@code d * sc} and {@code dmin * m}, the bits the decoder computes), then into row panels laid out as Q4_0's
+ * ({@link Q4_0Matrix}): per panel and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its
+ * low nibble and of row L + i in its high nibble, byte 2i + 1 the same for column c + 1, each nibble {@code q - 2}
+ * as a signed 4-bit number; per panel the scales and the negated mins, {@code [subBlocks][P]} floats each, as
+ * {@link Q4KMatrix}'s. With the bias, an element is {@code (q - 2) * scale + (2 * scale - min)}. Nibbles, not a
+ * byte per element: decode of a large matrix streams its panels from memory, and a byte per element (1.5 bytes per
+ * weight with the scales) ran at 21 G weights/s against 41 in nibbles (4096 x 4096, one token, one thread).
+ *
+ * <p>Multiplied as Q4_K is, in 16-bit integers against the activations quantized to 8 bits per block of 32
+ * ({@link Int8Activations}), as llama.cpp multiplies Q2_K (against q8_K). Result of a (row, token), one token or
+ * many: for each sub-block, {@code isum} = the exact integer sum of {@code (q - 2) * xq} over its 16 columns, then
+ * {@code acc = fma((float) isum, scale * s, acc)} and {@code acc = fma(fma(scale, 2, -min), sx, acc)}, where s is
+ * the scale of the activations' block of 32 holding the sub-block and sx the token's sum of x over the sub-block's
+ * columns (floats, in order, from zero). A 16-bit lane sums 8 products of at most 2 * 127, a row's two lanes 4064:
+ * Q4_0's {@code rowSums} is exact. The activations' rounding adds about 0.4% relative error per dot product, far
+ * under the weights' own (about 23%).
+ *
+ * <p>The loops repeat {@link Q4KMatrix}'s on purpose (one final class per layout keeps each kernel monomorphic).
+ * Cost: per 256 elements 256 bytes on the heap (file: 84), half of it the float scale and min per 16 elements.
+ */
+final class Q2KMatrix extends PanelMatrix {
+    private static final int QK = 256;
+    private static final int BYTES = 84;
+    private static final int SUB = 16; // elements per sub-block (one scale and min)
+    /** Tokens per {@link #k2x2} call. */
+    private static final int TOKENS = 2;
+    private static final VectorSpecies<Short> S = Int8Activations.S;
+    private static final FloatVector TWO = FloatVector.broadcast(F, 2f);
+
+    private final int units;
+    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
+    private final byte[] q;
+    /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
+    private final float[] s;
+    /** [panels][units][P]: minus the min of row r's sub-block b, laid out as {@link #s}. */
+    private final float[] mneg;
+    /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
+    private float[] sx = new float[0];
+    /** The activations of the call in progress, quantized. */
+    private final Int8Activations acts = new Int8Activations();
+    /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
+    private final float[] sums;
+
+    Q2KMatrix(String name, int rows, int cols, PackedBlocks packed) {
+        super(name, rows, cols, TOKENS);
+        this.units = cols / SUB;
+        packed.requireShape(name, rows, units, SUB / 4);
+        if (packed.mins().length == 0) {
+            throw new IllegalArgumentException(name + ": Q2_K needs a min per sub-block, but the packed blocks have none");
+        }
+        this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
+        this.s = new float[arrayLength(name, rows, cols, (long) panels * units * P)];
+        this.mneg = new float[s.length];
+        this.sums = new float[units * 2 * P];
+        // Row r's quants at r * cols / 4, the file's bytes: element e of super-block k at bits 2 ((e / 32) % 4) of
+        // byte k * 64 + (e / 128) * 32 + e % 32.
+        byte[] quants = packed.quants();
+        for (int r = 0; r < rows; r++) {
+            for (int c = 0; c < cols; c++) {
+                int e = c % QK;
+                int b = quants[r * (cols / 4) + (c / QK) * 64 + e / 128 * 32 + e % 32];
+                Q4_0Matrix.putNibble(q, cols, r, c, ((b >> (e / 32 % 4 * 2)) & 3) + 6); // stored minus 8: q - 2
+            }
+            int sbase = (r / P) * units * P + r % P;
+            for (int u = 0; u < units; u++) {
+                s[sbase + u * P] = packed.scales()[r * units + u];
+                mneg[sbase + u * P] = -packed.mins()[r * units + u];
+            }
+        }
+    }
+
+    /** Heap bytes a rows x cols Q2_K matrix takes once repacked (its rows rounded up to whole panels). */
+    static long heapBytes(long rows, long cols) {
+        return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) * Float.BYTES);
+    }
+
+    @Override
+    public GgmlType type() {
+        return GgmlType.Q2_K;
+    }
+
+    /** Splits {@code blocks} super-blocks from {@code data} into their 64 bytes of quants and float sub-block scales and mins. */
+    static PackedBlocks repack(ByteBuffer data, int blocks) {
+        byte[] quants = new byte[Math.multiplyExact(blocks, QK / 4)];
+        float[] scales = new float[Math.multiplyExact(blocks, QK / SUB)];
+        float[] mins = new float[scales.length];
+        byte[] sb = new byte[BYTES];
+        for (int k = 0; k < blocks; k++) {
+            data.get(k * BYTES, sb, 0, BYTES);
+            float d = Blocks.half(sb, 80);
+            float dmin = Blocks.half(sb, 82);
+            for (int j = 0; j < QK / SUB; j++) {
+                scales[k * 16 + j] = d * (sb[j] & 0xF);
+                mins[k * 16 + j] = dmin * ((sb[j] & 0xFF) >> 4);
+            }
+            System.arraycopy(sb, 16, quants, k * (QK / 4), QK / 4);
+        }
+        return new PackedBlocks(quants, scales, mins);
+    }
+
+    /** Quantizes tokens [0, n) of x; sx[t * units + u] = sum of x[t] over sub-block u's columns, in order from zero. */
+    @Override
+    protected void prepare(float[] x, int xo, int n) {
+        acts.quantize(x, xo, n, cols);
+        if (sx.length < n * units) {
+            sx = new float[n * units]; // grows to the largest call once; steady state allocates nothing
+        }
+        for (int t = 0; t < n; t++) {
+            for (int u = 0; u < units; u++) {
+                float sum = 0f;
+                for (int c = u * SUB, o = xo + t * cols; c < u * SUB + SUB; c++) {
+                    sum += x[o + c];
+                }
+                sx[t * units + u] = sum;
+            }
+        }
+    }
+
+    @Override
+    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
+        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), acts.scales(), sx, out, oo);
+    }
+
+    /** One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). */
+    private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
+                           float[] sx, float[] out, int oo) {
+        FloatVector a0 = FloatVector.zero(F), a1 = a0;
+        for (int b = 0; b < units; b++) {
+            ShortVector s0 = ShortVector.zero(S), s1 = s0; // the sub-block's sums, rows [0, L) and [L, P)
+            for (int k = b * SUB / 2; k < b * SUB / 2 + SUB / 2; k += 2) {
+                for (int u = 0; u < 2; u++) { // two pairs per trip: a constant-count inner loop C2 unrolls
+                    int i = k + u;
+                    ShortVector v = pair(q, qo + i * P);
+                    ShortVector xv = xpair(xq, i);
+                    s0 = low(v).mul(xv).add(s0);
+                    s1 = high(v).mul(xv).add(s1);
+                }
+            }
+            int sb = so + b * P;
+            FloatVector xsv = FloatVector.broadcast(F, xs[b >> 1]); // two sub-blocks per block of 32 activations
+            FloatVector sxv = FloatVector.broadcast(F, sx[b]);
+            FloatVector d0 = FloatVector.fromArray(F, s, sb);
+            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
+            a0 = rowSums(s0).fma(d0.mul(xsv), a0);
+            a1 = rowSums(s1).fma(d1.mul(xsv), a1);
+            a0 = d0.fma(TWO, FloatVector.fromArray(F, mneg, sb)).fma(sxv, a0);
+            a1 = d1.fma(TWO, FloatVector.fromArray(F, mneg, sb + L)).fma(sxv, a1);
+        }
+        a0.intoArray(out, oo);
+        a1.intoArray(out, oo + L);
+    }
+
+    @Override
+    protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
+        k2x2(p, t0, valid, out, oo, os);
+    }
+
+    /**
+     * Panel p . prepared tokens t0 + j, j in [0, valid) (valid 1..2): out[oo + j * os + i] for the panel's P rows
+     * i. A missing second token repeats the first and is not stored. In two passes like Q4_K's ({@link #subSums},
+     * then the scales and the min terms in {@link #m1}'s order), for the same reason (C2's node budget).
+     */
+    private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
+        int so = p * units * P;
+        int blocks = cols / Int8Activations.QK;
+        int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens
+        subSums(q, p * cols * L, units, acts.pairs(), u0 * (cols / 2), u1 * (cols / 2), sums);
+        float[] xs = acts.scales();
+        FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
+        FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
+        for (int b = 0; b < units; b++) {
+            int sb = so + b * P;
+            int ib = b * 2 * P; // the integer sums of sub-block b
+            FloatVector d0 = FloatVector.fromArray(F, s, sb);
+            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
+            FloatVector m0 = d0.fma(TWO, FloatVector.fromArray(F, mneg, sb)); // 2 * scale - min
+            FloatVector m1 = d1.fma(TWO, FloatVector.fromArray(F, mneg, sb + L));
+            FloatVector xsv = FloatVector.broadcast(F, xs[u0 * blocks + (b >> 1)]);
+            FloatVector sxv = FloatVector.broadcast(F, sx[u0 * units + b]);
+            a0 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib).fma(d0.mul(xsv), a0));
+            b0 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + L).fma(d1.mul(xsv), b0));
+            xsv = FloatVector.broadcast(F, xs[u1 * blocks + (b >> 1)]);
+            sxv = FloatVector.broadcast(F, sx[u1 * units + b]);
+            a1 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + P).fma(d0.mul(xsv), a1));
+            b1 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + P + L).fma(d1.mul(xsv), b1));
+        }
+        a0.intoArray(out, oo);
+        b0.intoArray(out, oo + L);
+        if (valid > 1) {
+            a1.intoArray(out, oo + os);
+            b1.intoArray(out, oo + os + L);
+        }
+    }
+
+    /**
+     * sums[b][j][i] = the integer sum of sub-block b of row i (of the panel from {@code qo}) . token j's pairs (from
+     * x0, x1), as a float.
+     */
+    private static void subSums(byte[] q, int qo, int units, int[] xq, int x0, int x1, float[] sums) {
+        for (int b = 0; b < units; b++) {
+            ShortVector s0 = ShortVector.zero(S), s1 = s0; // sub-block sums, rows [0, L)
+            ShortVector t0 = s0, t1 = s0;                  // sub-block sums, rows [L, P)
+            for (int i = b * SUB / 2; i < b * SUB / 2 + SUB / 2; i++) {
+                ShortVector v = pair(q, qo + i * P);
+                ShortVector w0 = low(v);
+                ShortVector w1 = high(v);
+                ShortVector xv = xpair(xq, x0 + i);
+                s0 = w0.mul(xv).add(s0); t0 = w1.mul(xv).add(t0);
+                xv = xpair(xq, x1 + i);
+                s1 = w0.mul(xv).add(s1); t1 = w1.mul(xv).add(t1);
+            }
+            int sb = b * 2 * P;
+            rowSums(s0).intoArray(sums, sb);
+            rowSums(t0).intoArray(sums, sb + L);
+            rowSums(s1).intoArray(sums, sb + P);
+            rowSums(t1).intoArray(sums, sb + P + L);
+        }
+    }
+
+    @Override
+    protected void decodeRow(int row, float[] dst, int off) {
+        int sbase = (row / P) * units * P + row % P;
+        for (int c = 0; c < cols; c++) {
+            int u = sbase + (c / SUB) * P;
+            dst[off + c] = (Q4_0Matrix.nibble(q, cols, row, c) + 2) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
+        }
+    }
+}
