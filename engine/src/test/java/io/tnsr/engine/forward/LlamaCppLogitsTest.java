@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.tnsr.engine.gguf.GgmlType;
-import io.tnsr.engine.gguf.GgufException;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.testing.SharedData;
 import io.tnsr.engine.testing.TestJson;
@@ -17,13 +15,10 @@ import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -78,19 +73,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * vector {@code exp} of softmax and SwiGLU, {@code lanewise(EXP)}, returns other last bits before C2 compiles it
  * than after, so the first forward pass of a fresh JVM can differ from later ones in the last ulp, which the layers
  * after it grow to about 1e-6 of the logits' rms: 1.0e-6 measured on q256-bf16.)
- *
- * <h2>Pending types</h2>
- * Files holding a weight type of {@link #PENDING_TYPES} may fail to load with the engine's "type not supported"
- * error for that type, and only with it: the test is then aborted (shown as skipped) naming the type. Any other
- * failure fails; a file that loads is checked in full.
  */
 class LlamaCppLogitsTest {
-
-    /**
-     * Weight types being added on other branches. A file holding one of them may be refused with "does not support"
-     * for that type; nothing else is excused. Empty this set when those types are merged.
-     */
-    static final Set<GgmlType> PENDING_TYPES = EnumSet.noneOf(GgmlType.class);
 
     /** Relative rms and relative max allowed (both over the rms of llama.cpp's logits); see the class javadoc. */
     record Tolerance(double relRms, double relMax) {
@@ -197,22 +181,9 @@ class LlamaCppLogitsTest {
         }
     }
 
-    /**
-     * The model as in-process stages split at {@code bounds}; a refusal of a {@link #PENDING_TYPES} type aborts the
-     * test (naming the type), any other failure propagates.
-     */
+    /** The model as in-process stages split at {@code bounds}. */
     static InProcessPipeline load(GgufFile f, int maxTokens, int... bounds) {
-        try {
-            return new InProcessPipeline(f, maxTokens, 1, bounds);
-        } catch (GgufException e) {
-            for (GgmlType t : PENDING_TYPES) {
-                if (e.getMessage().contains("has type " + t + ", which this engine does not support")) {
-                    System.out.println(f.path().getFileName() + ": skipped, " + t + " is pending: " + e.getMessage());
-                    Assumptions.abort(t + " is in PENDING_TYPES: " + e.getMessage());
-                }
-            }
-            throw e;
-        }
+        return new InProcessPipeline(f, maxTokens, 1, bounds);
     }
 
     private static Path model(Golden g) {
