@@ -1,5 +1,6 @@
 package io.tnsr.engine.gguf;
 
+import io.tnsr.engine.util.TaskProgress;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -152,16 +153,19 @@ public final class GgufWriter {
                 offset = align(offset + t.bytes);
             }
             out.pad(align(out.position()) - out.position());
-            for (Tensor t : tensors) {
-                ByteBuffer data = ByteBuffer.allocate((int) t.bytes).order(ByteOrder.LITTLE_ENDIAN);
-                t.filler.fill(data);
-                if (data.hasRemaining()) {
-                    throw new IllegalStateException("tensor " + t.name + ": filler left " + data.remaining()
-                            + " of " + t.bytes + " bytes unwritten");
+            try (TaskProgress progress = TaskProgress.start("writing " + path.getFileName(), offset, TaskProgress.MIB)) {
+                for (Tensor t : tensors) {
+                    ByteBuffer data = ByteBuffer.allocate((int) t.bytes).order(ByteOrder.LITTLE_ENDIAN);
+                    t.filler.fill(data);
+                    if (data.hasRemaining()) {
+                        throw new IllegalStateException("tensor " + t.name + ": filler left " + data.remaining()
+                                + " of " + t.bytes + " bytes unwritten");
+                    }
+                    data.flip();
+                    out.bytes(data);
+                    out.pad(align(out.position()) - out.position());
+                    progress.stepBy(align(t.bytes));
                 }
-                data.flip();
-                out.bytes(data);
-                out.pad(align(out.position()) - out.position());
             }
             out.flush();
         } catch (IOException | RuntimeException e) {

@@ -95,6 +95,22 @@ public final class TaskProgress implements AutoCloseable {
         bar.stepTo(now);
     }
 
+    /**
+     * Prints {@code line} to {@code out} (stdout or stderr) above the bar: the bar's line is cleared first and drawn
+     * again after, so that a report printed while the work goes on stays whole.
+     */
+    public synchronized void println(java.io.PrintStream out, String line) {
+        if (bar == null) {
+            out.println(line);
+            return;
+        }
+        System.err.print("\r\033[K");
+        System.err.flush();
+        out.println(line);
+        out.flush();
+        bar.refresh();
+    }
+
     /** Whether this one may draw (it does once the work has taken a second). */
     public boolean shown() {
         return task != null;

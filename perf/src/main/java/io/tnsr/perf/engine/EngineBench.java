@@ -8,6 +8,7 @@ import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.util.TaskProgress;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -236,8 +237,15 @@ public final class EngineBench implements Callable<Integer> {
      */
     private String measureInChild(String type, double bw, double peak) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(childCommand(type, bw, peak)).start();
-        Thread out = pump(p.getInputStream(), System.out, "engine-bench " + type + " stdout");
-        Thread err = pump(p.getErrorStream(), System.err, "engine-bench " + type + " stderr");
+        int workloads = 2 + batches.size() + (decodeAt > 0 ? 1 : 0); // one row each
+        try (TaskProgress progress = TaskProgress.start("engine-bench " + type, workloads, TaskProgress.ITEMS)) {
+            Thread out = pump(p.getInputStream(), System.out, progress, "engine-bench " + type + " stdout");
+            Thread err = pump(p.getErrorStream(), System.err, progress, "engine-bench " + type + " stderr");
+            return awaitChild(p, type, out, err);
+        }
+    }
+
+    private String awaitChild(Process p, String type, Thread out, Thread err) throws InterruptedException {
         try {
             if (!p.waitFor(CHILD_TIMEOUT_MINUTES, TimeUnit.MINUTES)) {
                 return "the " + type + " run did not finish within " + CHILD_TIMEOUT_MINUTES + " minutes: killed";
@@ -250,13 +258,19 @@ public final class EngineBench implements Callable<Integer> {
         }
     }
 
-    /** A daemon thread copying {@code in}'s lines to {@code to} until the stream ends. */
-    private static Thread pump(java.io.InputStream in, java.io.PrintStream to, String name) {
+    /**
+     * A daemon thread copying {@code in}'s lines to {@code to} until the stream ends, above {@code progress}'s bar; a
+     * row on stdout is one workload done.
+     */
+    private static Thread pump(java.io.InputStream in, java.io.PrintStream to, TaskProgress progress, String name) {
         Thread t = new Thread(() -> {
             try (var r = new java.io.BufferedReader(new java.io.InputStreamReader(in, java.nio.charset.StandardCharsets.UTF_8))) {
                 for (String line; (line = r.readLine()) != null; ) {
                     if (!line.startsWith("WARNING: Using incubator modules")) {
-                        to.println(line);
+                        progress.println(to, line);
+                        if (to == System.out) {
+                            progress.stepBy(1);
+                        }
                     }
                 }
             } catch (IOException e) {
