@@ -2,6 +2,7 @@ package io.tnsr.engine.kernels;
 
 import io.tnsr.engine.memory.Region;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -122,7 +123,7 @@ public final class VectorOps {
         }
         float sum = sumLanes(FloatVector.zero(F).add(acc));
         for (int i = bound; i < n; i++) {
-            float e = (float) Math.exp(x[off + i] - max);
+            float e = exp(x[off + i] - max);
             x[off + i] = e;
             sum += e;
         }
@@ -138,9 +139,8 @@ public final class VectorOps {
 
     /**
      * SwiGLU of one row: gate[go..go+n) = silu(gate) * up[uo..uo+n), silu(g) = g / (1 + e^-g). Call it once per
-     * row (n = the FFN width), never over several rows at once: the tail (n % lanes elements) takes
-     * {@code Math.exp}, the rest {@link #exp}, so which path an element takes must not depend on how many rows a
-     * call carries (batched and one-token runs give the same bits).
+     * row (n = the FFN width): the tail (n % lanes elements) takes the scalar {@link #exp(float)}, the rest the vector
+     * one, which give the same bits, as do the division and the multiplication.
      */
     public static void swiglu(float[] gate, int go, float[] up, int uo, int n) {
         int i = 0;
@@ -150,20 +150,72 @@ public final class VectorOps {
         }
         for (; i < n; i++) {
             float g = gate[go + i];
-            gate[go + i] = g / (1f + (float) Math.exp(-g)) * up[uo + i];
+            gate[go + i] = g / (1f + exp(-g)) * up[uo + i];
         }
     }
 
+    /** 1.5 * 2^23: adding it rounds a float of magnitude below 2^22 to an integer, to nearest even. */
+    private static final float ROUNDER = 12582912f;
+    private static final float LOG2E = 1.44269504088896341f;
+    /** ln 2 split in two (Cody and Waite): {@code n * LN2_HI} is exact for the n that occur. */
+    private static final float LN2_HI = 0.693359375f;
+    private static final float LN2_LO = -2.12194440e-4f;
+    /** Above it e^x overflows a float; below {@link #EXP_LO} it is below the smallest normal. */
+    private static final float EXP_HI = 88.72283935546875f;
+    private static final float EXP_LO = -87.3365447505531f;
+    /** Cephes' expf polynomial for e^r - 1 - r on [-ln2/2, ln2/2], highest degree first. */
+    private static final float P0 = 1.9875691500e-4f, P1 = 1.3981999507e-3f, P2 = 8.3334519073e-3f,
+            P3 = 4.1665795894e-2f, P4 = 1.6666665459e-1f, P5 = 5.0000001201e-1f;
+
     /**
-     * e^x per lane: the Vector API's EXP, which JDK 17 compiles on x86 to a call into Intel's SVML (libjsvml) for
-     * the vector width in use. Within 2 ulp of {@code (float) Math.exp} (0.4% of SwiGLU's outputs differed, by at
-     * most 2 ulp, over 32768 normal samples) and 7x faster: 0.77 against 5.6 ns per element (2-core EPYC,
-     * AVX-512); scalar exponentials would cost about 4% of a Q4_0 decode step and 6-8% of batched decode and
-     * prefill (docs/engine-speed.md). Not bit-identical
-     * across vector widths: one JVM uses one width throughout.
+     * e^x per lane from operations whose results Java specifies to the bit (fused multiply-adds, additions, lane
+     * comparisons, bit moves): the same bits in the interpreter, C1 and C2, at every vector width, and the same as
+     * {@link #exp(float)} for a single float. The Vector API's own {@code EXP} is not: compiled it calls Intel's SVML,
+     * interpreted it calls {@code Math.exp} per lane, and the two differ in the last bit, so a JVM's first forward
+     * passes gave other bits than its later ones. Cephes' expf: x = n ln2 + r with n = round(x / ln2) (the
+     * 1.5 * 2^23 rounding trick), r by two FMAs with ln2 in two parts, e^r by a degree-7 polynomial, then 2^n into the
+     * exponent bits. Within 2 ulp of {@code Math.exp} over the normal range (VectorOpsTest); 0 below e^-87.34 (where
+     * floats turn subnormal), +inf above e^88.72.
      */
     static FloatVector exp(FloatVector x) {
-        return x.lanewise(VectorOperators.EXP);
+        FloatVector c = x.max(EXP_LO).min(EXP_HI);
+        FloatVector t = c.fma(LOG2E, ROUNDER);               // ROUNDER + round(c / ln2), exactly
+        FloatVector n = t.sub(ROUNDER);
+        FloatVector r = n.fma(FloatVector.broadcast(F, -LN2_HI), c);
+        r = n.fma(FloatVector.broadcast(F, -LN2_LO), r);
+        FloatVector p = r.fma(P0, P1).fma(r, FloatVector.broadcast(F, P2)).fma(r, FloatVector.broadcast(F, P3))
+                .fma(r, FloatVector.broadcast(F, P4)).fma(r, FloatVector.broadcast(F, P5));
+        p = p.mul(r.mul(r)).add(r).add(1f);
+        // 2^n as 2^h * 2^(n - h), h = n >> 1, each a valid exponent for n in [-126, 128]; p * 2^h is exact, so the
+        // product rounds once, as p * 2^n would (t's low mantissa bits hold n + 0x400000 as an integer)
+        IntVector ni = t.reinterpretAsInts().sub(0x4B400000);
+        IntVector h = ni.lanewise(VectorOperators.ASHR, 1);
+        FloatVector e = p.mul(h.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats())
+                .mul(ni.sub(h).add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats());
+        e = e.blend(0f, x.lt(EXP_LO));
+        return e.blend(Float.POSITIVE_INFINITY, x.compare(VectorOperators.GT, EXP_HI));
+    }
+
+    /** e^x for one float, bit for bit as one lane of {@link #exp(FloatVector)}. */
+    public static float exp(float x) {
+        if (x < EXP_LO) {
+            return 0f;
+        }
+        if (x > EXP_HI) {
+            return Float.POSITIVE_INFINITY;
+        }
+        if (x != x) {
+            return x;
+        }
+        float t = Math.fma(x, LOG2E, ROUNDER);
+        float n = t - ROUNDER;
+        float r = Math.fma(n, -LN2_HI, x);
+        r = Math.fma(n, -LN2_LO, r);
+        float p = Math.fma(Math.fma(Math.fma(Math.fma(Math.fma(r, P0, P1), r, P2), r, P3), r, P4), r, P5);
+        p = p * (r * r) + r + 1f;
+        int ni = Float.floatToRawIntBits(t) - 0x4B400000;
+        int h = ni >> 1;
+        return p * Float.intBitsToFloat((h + 127) << 23) * Float.intBitsToFloat((ni - h + 127) << 23);
     }
 
     /** dst[do..do+n) += src[so..so+n). */

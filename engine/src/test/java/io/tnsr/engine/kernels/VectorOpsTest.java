@@ -9,8 +9,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * SwiGLU and softmax, whose exponentials come from the Vector API (SVML on x86) in their vector part and from
- * {@code Math.exp} in their tail: both within a few ulp of a double-precision reference, at lengths below, at and
+ * SwiGLU and softmax, whose exponentials come from {@link VectorOps#exp} (the same bits in a vector lane and for
+ * one float, compiled or not): within a few ulp of a double-precision reference, at lengths below, at and
  * past the vector width (with and without a tail), for inputs where e^x overflows or underflows; and a row's bits
  * do not depend on where it sits in the array or what surrounds it (what makes batched runs equal one-token runs).
  */
@@ -121,5 +121,34 @@ class VectorOpsTest {
             assertClose(e / sum, x[i], 8, "element " + i);
         }
         assertClose(1 / sum, x[LANES], 8, "the maximum");
+    }
+
+    @Test
+    void expIsTheSameInEveryLaneAndAsOneFloatAndWithinTwoUlpOfMathExp() {
+        SplittableRandom r = new SplittableRandom(11);
+        float[] x = new float[LANES * 8192];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) (r.nextDouble() * 180 - 90);
+        }
+        float[] special = {0f, -0f, 1f, -1f, 88.37f, 88.38f, 88.7f, 89f, -87.33f, -87.34f, -87.4f, -103f, -200f, 1e-8f,
+            -1e-8f, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY, Float.MIN_VALUE, 0.3465736f, -0.3465736f};
+        System.arraycopy(special, 0, x, 0, special.length);
+        float[] v = new float[x.length];
+        for (int i = 0; i < x.length; i += LANES) {
+            VectorOps.exp(jdk.incubator.vector.FloatVector.fromArray(VectorOps.F, x, i)).intoArray(v, i);
+        }
+        for (int i = 0; i < x.length; i++) {
+            float one = VectorOps.exp(x[i]);
+            assertEquals(Float.floatToRawIntBits(one), Float.floatToRawIntBits(v[i]), "e^" + x[i] + ": lane " + v[i] + ", one float " + one);
+            double e = Math.exp(x[i]);
+            if (e >= Float.MIN_NORMAL && e <= Float.MAX_VALUE) {
+                assertClose(e, one, 2, "e^" + x[i]);
+            } else if (e > Float.MAX_VALUE) {
+                assertEquals(Float.POSITIVE_INFINITY, one, "e^" + x[i]);
+            } else {
+                assertTrue(one == 0f || Math.abs(one - e) <= Float.MIN_NORMAL, "e^" + x[i] + " = " + one);
+            }
+        }
+        assertTrue(Float.isNaN(VectorOps.exp(Float.NaN)));
     }
 }
