@@ -73,6 +73,7 @@ JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -XX:+UseParallelGC
   -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec
   -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matmulTokens
+  -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::subSums
   -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")
 # JDK 24 and later warn once per JVM when Agrona and the Disruptor use sun.misc.Unsafe's memory access (pom.xml,
 # profile jdk-24-and-later, passes the same to tests).

@@ -192,7 +192,12 @@ final class Q5KMatrix extends PanelMatrix {
     /**
      * Panel p . prepared tokens t0 + j, j in [0, valid) (valid 1..2): out[oo + j * os + i] for the panel's P rows
      * i. A missing second token repeats the first and is not stored. In two passes like Q4_K's ({@link #subSums},
-     * then the scales and the min terms in {@link #m1}'s order), for the same reason (C2's node budget).
+     * then the scales and the min terms in {@link #m1}'s order), for the same reason (C2's node budget). The
+     * launchers and tests keep subSums out of line ({@code -XX:CompileCommand=dontinline,...::subSums}, see
+     * {@link WeightMatrix}): inlined into this method, one engine-bench JVM in the few run boxed its vectors in
+     * prefill and batched decode (Q2_K 32-41 MB per token, prefill 28 instead of ~300 tokens/s); out of line, four
+     * JVMs of Q2_K and Q5_K allocated nothing there. Made too large to inline instead (two sub-blocks per trip,
+     * written out), subSums boxed in every JVM (160-380 MB per token).
      */
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
         int so = p * units * P;

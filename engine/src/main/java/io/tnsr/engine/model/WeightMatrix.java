@@ -28,7 +28,8 @@ import java.nio.ByteBuffer;
  * <p>Performance caveat (JDK 17): a kernel inlined into a large caller (a whole layer's forward) can push C2 past
  * its node budget ({@code NodeCountInliningCutoff}); the Vector API calls it then leaves out of line return boxed
  * vectors, megabytes per token. The launchers and tests run with
- * {@code -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec} (and {@code ::matmulTokens}) so that each
+ * {@code -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec} (and {@code ::matmulTokens}, and
+ * {@code ::subSums}, the integer pass of Q5_K's and Q2_K's batched kernels) so that each
  * type's kernels compile as units of their own (without it, Q8_0 decode ran a third slower and allocated 42 MB per
  * token). engine-bench's B/tok column and the perf gate's allocation metrics show when a kernel boxes.
  */
