@@ -1,5 +1,6 @@
 package io.tnsr.engine.coordinator;
 
+import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.link.LinkKey;
 import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.process.ChildJvm;
@@ -184,18 +185,23 @@ public final class StageProcesses implements Stages {
     }
 
     /**
-     * A stage's heap limit: 768 MiB for the runtime, plus room for the quantized tensors, which are repacked onto
-     * the heap at load (up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x their bytes in the file: Q2_K's 3.05x).
-     * Sized from the whole file, an upper bound for any layer range: a limit, not memory the JVM takes up front.
+     * A stage's heap limit: 768 MiB for the runtime, plus room for the tensors that are repacked onto the heap at load
+     * ({@link WeightMatrix#heapBytes}: each type's own ratio to its bytes in the file, from F32's 1.02 to Q2_K's 3.06;
+     * F16 stays mapped). Sized from the whole file, an upper bound for any layer range: a limit, not memory the JVM
+     * takes up front. A file that cannot be read counts its size at the largest ratio (the stage reports it itself).
      */
     static long heapMiB(Path model) {
-        long fileBytes;
-        try {
-            fileBytes = Files.size(model);
-        } catch (IOException e) {
-            fileBytes = 0; // the stage itself reports the unreadable file
+        try (GgufFile f = GgufFile.open(model)) {
+            return 768 + (WeightMatrix.heapBytes(f) >> 20);
+        } catch (RuntimeException e) { // GgufException, UncheckedIOException: not a readable GGUF file
+            long fileBytes;
+            try {
+                fileBytes = Files.size(model);
+            } catch (IOException missing) {
+                fileBytes = 0;
+            }
+            return 768 + ((long) (fileBytes * WeightMatrix.HEAP_PER_FILE_BYTE) >> 20);
         }
-        return 768 + ((long) (fileBytes * WeightMatrix.HEAP_PER_FILE_BYTE) >> 20);
     }
 
     private List<String> command(int i, StageSpec s) {

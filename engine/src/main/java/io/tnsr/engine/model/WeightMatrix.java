@@ -164,6 +164,44 @@ public abstract class WeightMatrix {
     public static final double HEAP_PER_FILE_BYTE = 3.125;
 
     /**
+     * Heap bytes a tensor of {@code type} takes once loaded, per byte of it in the file, at most (the ratios above,
+     * rounded up; F16 stays mapped: 0; a 1-D F32 norm is copied: 1).
+     */
+    public static double heapPerFileByte(GgmlType type) {
+        return switch (type) {
+            case F16 -> 0;
+            case F32, BF16 -> 1.02;
+            case Q8_0 -> 1.07;
+            case Q4_0 -> 1.12;
+            case Q4_1 -> 1.21;
+            case Q4_K -> 1.34;
+            case Q6_K -> 1.53;
+            case Q5_0 -> 1.65;
+            case Q5_K -> 1.83;
+            case IQ4_NL -> 2.01;
+            case IQ4_XS -> 2.13;
+            case Q3_K -> 2.92;
+            case Q2_K -> 3.06;
+            default -> HEAP_PER_FILE_BYTE;
+        };
+    }
+
+    /**
+     * Heap bytes loading {@code file}'s tensors takes at most: each tensor at its type's {@link #heapPerFileByte},
+     * plus the repack of the largest one in flight ({@link PackedBlocks}, as large again).
+     */
+    public static long heapBytes(GgufFile file) {
+        double sum = 0;
+        double largest = 0;
+        for (GgufTensorInfo t : file.tensors().values()) {
+            double b = t.byteSize() * heapPerFileByte(t.type());
+            sum += b;
+            largest = Math.max(largest, b);
+        }
+        return (long) (sum + largest);
+    }
+
+    /**
      * The error for a tensor that does not fit in the heap once repacked ({@code need} bytes): its name, type,
      * size and the heap limit, and how to raise it; not an OutOfMemoryError later.
      */
