@@ -60,7 +60,7 @@ public final class Sampler {
         }
         double sum = 0;
         for (int i = 0; i < vocab; i++) {
-            float p = (float) Math.exp(logits[off + i] * inv - max);
+            float p = io.tnsr.engine.kernels.VectorOps.exp(logits[off + i] * inv - max); // the same bits compiled or not
             probs[i] = p;
             sum += p;
         }

@@ -147,6 +147,29 @@ class ServeTest {
         }
     }
 
+    /**
+     * Seeded sampling, too: the stage processes start cold (their first steps interpreted, then compiled) while the
+     * single-process run here is warm, and every e^x (softmax, SwiGLU, the sampler's) gives the same bits either way.
+     */
+    @Test
+    void seededSequencesServedTogetherGiveTheTokensTheyGiveAlone() throws Exception {
+        List<SequenceState> served = new ArrayList<>();
+        List<SamplingConfig> configs = new ArrayList<>();
+        try (Server server = new Server()) {
+            for (int k = 0; k < PROMPTS.size(); k++) {
+                configs.add(new SamplingConfig(0.9f, k == 1 ? 40 : 0, k == 2 ? 0.9f : 1f, 1000 + k));
+                served.add(server.submit(k, PROMPTS.get(k), 32, configs.get(k)));
+            }
+            for (int k = 0; k < PROMPTS.size(); k++) {
+                server.awaitFinished(k);
+            }
+            for (int k = 0; k < PROMPTS.size(); k++) {
+                int[] expected = alone(server.h, PROMPTS.get(k), 32, configs.get(k));
+                assertArrayEquals(expected, served.get(k).generatedTokens(), "seeded sequence " + k + ": the tokens it gives alone");
+            }
+        }
+    }
+
     @Test
     void aCancelledSequenceStopsWithinAStepFreesItsCacheInEveryStageAndTheOthersAreUntouched() throws Exception {
         try (Server server = new Server()) {
