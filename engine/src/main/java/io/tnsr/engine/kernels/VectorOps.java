@@ -115,13 +115,13 @@ public final class VectorOps {
             max = Math.max(max, x[off + i]);
         }
         FloatVector vmax = FloatVector.broadcast(F, max);
-        FloatVector acc = FloatVector.zero(F);
         for (int i = 0; i < bound; i += F.length()) {
-            FloatVector e = exp(FloatVector.fromArray(F, x, off + i).sub(vmax));
-            e.intoArray(x, off + i);
-            acc = e.add(acc);
+            exp(FloatVector.fromArray(F, x, off + i).sub(vmax)).intoArray(x, off + i);
         }
-        float sum = sumLanes(FloatVector.zero(F).add(acc));
+        // Summed in a pass of its own, behind a call that takes and returns plain values: with exp inlined above, C2
+        // reached its node budget (NodeCountInliningCutoff) before the lane sum and passed the accumulator boxed,
+        // 96 B per call.
+        float sum = vectorSum(x, off, bound);
         for (int i = bound; i < n; i++) {
             float e = exp(x[off + i] - max);
             x[off + i] = e;
@@ -135,6 +135,15 @@ public final class VectorOps {
         for (int i = bound; i < n; i++) {
             x[off + i] *= inv;
         }
+    }
+
+    /** x[off..off+bound) added lane-wise in vector order, then the lanes in order; bound a multiple of the lanes. */
+    private static float vectorSum(float[] x, int off, int bound) {
+        FloatVector acc = FloatVector.zero(F);
+        for (int i = 0; i < bound; i += F.length()) {
+            acc = FloatVector.fromArray(F, x, off + i).add(acc);
+        }
+        return sumLanes(FloatVector.zero(F).add(acc));
     }
 
     /**
@@ -160,58 +169,50 @@ public final class VectorOps {
     /** ln 2 split in two (Cody and Waite): {@code n * LN2_HI} is exact for the n that occur. */
     private static final float LN2_HI = 0.693359375f;
     private static final float LN2_LO = -2.12194440e-4f;
-    /** Above it e^x overflows a float; below {@link #EXP_LO} it is below the smallest normal. */
-    private static final float EXP_HI = 88.72283935546875f;
-    private static final float EXP_LO = -87.3365447505531f;
+    /**
+     * The clamp of x: e^x of EXP_HI (88.8) overflows to +inf and of EXP_LO (-104) underflows to 0 by themselves, so
+     * every x beyond either gives what e^x gives (n stays within [-150, 128], whose halves are valid exponents).
+     */
+    private static final float EXP_HI = 88.8f;
+    private static final float EXP_LO = -104f;
     /** Cephes' expf polynomial for e^r - 1 - r on [-ln2/2, ln2/2], highest degree first. */
     private static final float P0 = 1.9875691500e-4f, P1 = 1.3981999507e-3f, P2 = 8.3334519073e-3f,
             P3 = 4.1665795894e-2f, P4 = 1.6666665459e-1f, P5 = 5.0000001201e-1f;
 
     /**
-     * e^x per lane from operations whose results Java specifies to the bit (fused multiply-adds, additions, lane
-     * comparisons, bit moves): the same bits in the interpreter, C1 and C2, at every vector width, and the same as
-     * {@link #exp(float)} for a single float. The Vector API's own {@code EXP} is not: compiled it calls Intel's SVML,
+     * e^x per lane from operations whose results Java specifies to the bit (multiplies, adds, one fused multiply-add,
+     * lane comparisons, bit moves): the same bits in the interpreter, C1 and C2, at every vector width, and the same
+     * as {@link #exp(float)} for a single float. The Vector API's own {@code EXP} is not: compiled it calls Intel's SVML,
      * interpreted it calls {@code Math.exp} per lane, and the two differ in the last bit, so a JVM's first forward
      * passes gave other bits than its later ones. Cephes' expf: x = n ln2 + r with n = round(x / ln2) (the
-     * 1.5 * 2^23 rounding trick), r by two FMAs with ln2 in two parts, e^r by a degree-7 polynomial, then 2^n into the
-     * exponent bits. Within 2 ulp of {@code Math.exp} over the normal range (VectorOpsTest); 0 below e^-87.34 (where
+     * 1.5 * 2^23 rounding trick), r with ln2 in two parts, e^r by Cephes' polynomial (multiplies and adds, unfused, as
+     * Cephes has them; scalar operands only: a broadcast constant kept live across softmax's loop was boxed, 96 B a
+     * call), then 2^n into the exponent bits. Within 2 ulp of {@code Math.exp} over the normal range (VectorOpsTest); 0 below e^-87.34 (where
      * floats turn subnormal), +inf above e^88.72.
      */
     static FloatVector exp(FloatVector x) {
         FloatVector c = x.max(EXP_LO).min(EXP_HI);
         FloatVector t = c.fma(LOG2E, ROUNDER);               // ROUNDER + round(c / ln2), exactly
         FloatVector n = t.sub(ROUNDER);
-        FloatVector r = n.fma(FloatVector.broadcast(F, -LN2_HI), c);
-        r = n.fma(FloatVector.broadcast(F, -LN2_LO), r);
-        FloatVector p = r.fma(P0, P1).fma(r, FloatVector.broadcast(F, P2)).fma(r, FloatVector.broadcast(F, P3))
-                .fma(r, FloatVector.broadcast(F, P4)).fma(r, FloatVector.broadcast(F, P5));
+        FloatVector r = c.sub(n.mul(LN2_HI)).sub(n.mul(LN2_LO)); // n * LN2_HI is exact
+        FloatVector p = r.mul(P0).add(P1).mul(r).add(P2).mul(r).add(P3).mul(r).add(P4).mul(r).add(P5);
         p = p.mul(r.mul(r)).add(r).add(1f);
-        // 2^n as 2^h * 2^(n - h), h = n >> 1, each a valid exponent for n in [-126, 128]; p * 2^h is exact, so the
-        // product rounds once, as p * 2^n would (t's low mantissa bits hold n + 0x400000 as an integer)
+        // 2^n as 2^h * 2^(n - h), h = n >> 1, each a valid exponent for n in [-150, 128]; p * 2^h is exact, so the
+        // product rounds once (to a subnormal, 0 or +inf where e^x is one), as p * 2^n would. t's low mantissa bits
+        // hold n + 0x400000 as an integer.
         IntVector ni = t.reinterpretAsInts().sub(0x4B400000);
         IntVector h = ni.lanewise(VectorOperators.ASHR, 1);
-        FloatVector e = p.mul(h.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats())
+        return p.mul(h.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats())
                 .mul(ni.sub(h).add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats());
-        e = e.blend(0f, x.lt(EXP_LO));
-        return e.blend(Float.POSITIVE_INFINITY, x.compare(VectorOperators.GT, EXP_HI));
     }
 
     /** e^x for one float, bit for bit as one lane of {@link #exp(FloatVector)}. */
     public static float exp(float x) {
-        if (x < EXP_LO) {
-            return 0f;
-        }
-        if (x > EXP_HI) {
-            return Float.POSITIVE_INFINITY;
-        }
-        if (x != x) {
-            return x;
-        }
-        float t = Math.fma(x, LOG2E, ROUNDER);
+        float c = Math.min(Math.max(x, EXP_LO), EXP_HI);
+        float t = Math.fma(c, LOG2E, ROUNDER);
         float n = t - ROUNDER;
-        float r = Math.fma(n, -LN2_HI, x);
-        r = Math.fma(n, -LN2_LO, r);
-        float p = Math.fma(Math.fma(Math.fma(Math.fma(Math.fma(r, P0, P1), r, P2), r, P3), r, P4), r, P5);
+        float r = c - n * LN2_HI - n * LN2_LO;
+        float p = ((((r * P0 + P1) * r + P2) * r + P3) * r + P4) * r + P5;
         p = p * (r * r) + r + 1f;
         int ni = Float.floatToRawIntBits(t) - 0x4B400000;
         int h = ni >> 1;
