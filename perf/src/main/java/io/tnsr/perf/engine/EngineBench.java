@@ -1,5 +1,6 @@
 package io.tnsr.perf.engine;
 
+import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.process.ChildJvm;
 import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.forward.LayerRange;
@@ -46,6 +47,11 @@ public final class EngineBench implements Callable<Integer> {
                     "The K-quants and iq4_xs need a preset whose dim and FFN are multiples of 256 (stories110M);"
                     + " llama.cpp's fixed figures cover f32, q8_0 and q4_0 only."})
     List<String> types;
+
+    @Option(names = "--arch", defaultValue = "llama", paramLabel = "NAME",
+            description = {"Architecture of the synthetic model: llama, qwen2 (Q/K/V biases) or qwen3 (per-head Q/K norms,",
+                    "head size 128 as Qwen3's files have it, so Q is wider than the model) (default: ${DEFAULT-VALUE})."})
+    String arch;
 
     @Option(names = "--decode-tokens", defaultValue = "48", description = "Decode steps timed per repeat (default: ${DEFAULT-VALUE}).")
     int decodeSteps;
@@ -111,8 +117,14 @@ public final class EngineBench implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         List<ModelSpec> specs = new ArrayList<>(); // every type checked against the preset before the probes run
+        Architecture a = Architecture.fromGgufName(arch.trim().toLowerCase(java.util.Locale.ROOT));
+        if (a == null) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--arch: unknown architecture '" + arch + "' ("
+                    + Architecture.supportedList() + ")");
+        }
         for (String t : types) {
-            specs.add(ModelSpec.preset(preset).withType(ModelSpec.parseType(t)));
+            ModelSpec m = ModelSpec.preset(preset).withType(ModelSpec.parseType(t));
+            specs.add(a == Architecture.LLAMA ? m : m.withArch(a, a == Architecture.QWEN3 ? 128 : 0));
         }
         int context = specs.isEmpty() ? 0 : specs.get(0).contextLength();
         if (decodeAt < 0 || decodeAt > 0 && decodeAt + decodeSteps + 1 > context) {
@@ -202,7 +214,9 @@ public final class EngineBench implements Callable<Integer> {
         GgmlType type = spec.type();
         // workload key -> llama.cpp's tokens/s: from --llama-cpp, else the fixed figures (measured on stories110M only)
         Map<String, LlamaCppFigures.Range> llamaCpp = measured.getOrDefault(type,
-                preset.equalsIgnoreCase("stories110M") ? REFERENCE_FIGURES.getOrDefault(type, Map.of()) : Map.of());
+                preset.equalsIgnoreCase("stories110M") && spec.arch() == Architecture.LLAMA
+                        ? REFERENCE_FIGURES.getOrDefault(type, Map.of()) : Map.of());
+        String label = spec.arch() == Architecture.LLAMA ? type.toString() : spec.arch().ggufName() + " " + type;
         try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
             LlamaConfig c = LlamaConfig.fromGguf(file);
             Work work = Work.of(file, c);
@@ -213,17 +227,17 @@ public final class EngineBench implements Callable<Integer> {
                     maxTokens, maxSeqs);
             Runner r = new Runner(range, maxTokens, maxSeqs);
             r.warmupNanos = (long) (warmupSeconds * 1e9);
-            report("decode, 1 sequence, " + type, "decode1", type, llamaCpp, r.decode(1, decodeSteps, repeats),
+            report("decode, 1 sequence, " + label, "decode1", type, llamaCpp, r.decode(1, decodeSteps, repeats),
                     work.ceiling(1, 1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken);
-            report("prefill " + prefill + " tokens, " + type, "prefill" + prefill, type, llamaCpp, r.prefill(prefill, repeats),
+            report("prefill " + prefill + " tokens, " + label, "prefill" + prefill, type, llamaCpp, r.prefill(prefill, repeats),
                     work.ceiling(prefill, 1, 1, prefill / 2, bw, peak), r.allocatedPerToken);
             for (int b : batches) {
                 int steps = Math.max(8, decodeSteps / 4);
-                report("decode, " + b + " sequences batched, " + type, "decode" + b, type, llamaCpp, r.decode(b, steps, repeats),
+                report("decode, " + b + " sequences batched, " + label, "decode" + b, type, llamaCpp, r.decode(b, steps, repeats),
                         work.ceiling(b, b, b, 16 + steps / 2, bw, peak), r.allocatedPerToken);
             }
             if (decodeAt > 0) {
-                report("decode at position " + decodeAt + ", " + type, "decodeAt" + decodeAt, type, llamaCpp,
+                report("decode at position " + decodeAt + ", " + label, "decodeAt" + decodeAt, type, llamaCpp,
                         r.decodeAt(decodeAt, decodeSteps, repeats),
                         work.ceiling(1, 1, 1, decodeAt + decodeSteps / 2, bw, peak), r.allocatedPerToken);
             }
@@ -290,7 +304,7 @@ public final class EngineBench implements Callable<Integer> {
         }
         cmd.addAll(ChildJvm.classPath());
         cmd.add(EngineBench.class.getName());
-        cmd.addAll(List.of("--preset", preset, "--types", type,
+        cmd.addAll(List.of("--preset", preset, "--arch", arch, "--types", type,
                 "--decode-tokens", String.valueOf(decodeSteps), "--prefill", String.valueOf(prefill),
                 "--batches", batches.stream().map(String::valueOf).collect(Collectors.joining(",")),
                 "--decode-at", String.valueOf(decodeAt), "--repeats", String.valueOf(repeats),
