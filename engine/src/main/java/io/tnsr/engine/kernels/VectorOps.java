@@ -91,8 +91,8 @@ public final class VectorOps {
     }
 
     /**
-     * In-place softmax of x[off..off+n): e^(x - max) over the sum of them. The exponentials of the vector part come
-     * from {@link #exp} (the tail's, n % lanes of them, from {@code Math.exp}); the sum adds lane-wise partial sums
+     * In-place softmax of x[off..off+n): e^(x - max) over the sum of them. The exponentials come from {@link #exp}
+     * (the tail's, n % lanes of them, from {@link #exp(float)}, the same bits); the sum adds lane-wise partial sums
      * in a fixed order, so a row's result depends only on its values and n.
      */
     public static void softmax(float[] x, int off, int n) {

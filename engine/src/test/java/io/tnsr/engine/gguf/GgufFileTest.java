@@ -98,11 +98,12 @@ class GgufFileTest {
 
     @Test
     void unsupportedTensorTypeNamesTheTensorAndTheType() throws IOException {
-        Path p = tmp.resolve("q41.gguf");
-        new GgufWriter().addTensor("blk.0.attn_q.weight", GgmlType.Q4_1, new long[] {32, 2}, b -> b.put(new byte[b.remaining()])).write(p);
+        Path p = tmp.resolve("q51.gguf");
+        new GgufWriter().addTensor("blk.0.attn_q.weight", GgmlType.Q5_1, new long[] {32, 2}, b -> b.put(new byte[b.remaining()])).write(p);
         try (GgufFile f = GgufFile.open(p)) {
             GgufException e = assertThrows(GgufException.class, () -> WeightMatrix.load(f, "blk.0.attn_q.weight", 2, 32));
-            assertTrue(e.getMessage().contains("blk.0.attn_q.weight") && e.getMessage().contains("Q4_1"), e.getMessage());
+            assertTrue(e.getMessage().contains("blk.0.attn_q.weight") && e.getMessage().contains("Q5_1"), e.getMessage());
+            assertTrue(e.getMessage().contains("(supported: " + WeightMatrix.SUPPORTED + ")"), "names the supported types: " + e.getMessage());
         }
     }
 
