@@ -77,12 +77,13 @@ public final class AttentionKernels {
                     l2 = FloatVector.broadcast(F, q[qo + j + 2]).fma(key(page, o + 2 * dimStride), l2);
                     l3 = FloatVector.broadcast(F, q[qo + j + 3]).fma(key(page, o + 3 * dimStride), l3);
                 }
-                s = s.add(l0).add(l1).add(l2).add(l3);
+                // -0 + s is s: the adds' receiver is a fresh vector, never the loop-carried s (see PanelKernels).
+                s = FloatVector.broadcast(F, -0f).add(s).add(l0).add(l1).add(l2).add(l3);
             }
             for (int j = chunks * L; j < headDim; j++) { // the scalar tail: s += q * k, two roundings
-                s = s.add(key(page, base + j * dimStride).mul(q[qo + j]));
+                s = FloatVector.broadcast(F, -0f).add(s).add(key(page, base + j * dimStride).mul(q[qo + j]));
             }
-            s.mul(scale).intoArray(scores, so + i);
+            FloatVector.broadcast(F, scale).mul(s).intoArray(scores, so + i);
         }
     }
 
@@ -147,17 +148,17 @@ public final class AttentionKernels {
                     a2 = page.floats(F, o + 2 * L * Float.BYTES).fma(wi, a2);
                     a3 = page.floats(F, o + 3 * L * Float.BYTES).fma(wi, a3);
                 }
-                a0.intoArray(out, oo + d);
-                a1.intoArray(out, oo + d + L);
-                a2.intoArray(out, oo + d + 2 * L);
-                a3.intoArray(out, oo + d + 3 * L);
+                FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo + d);
+                FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + d + L);
+                FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + d + 2 * L);
+                FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + d + 3 * L);
             }
             for (; d < bound; d += L) {
                 FloatVector acc = FloatVector.fromArray(F, out, oo + d);
                 for (int i = 0, o = values + d * Float.BYTES; i < count; i++, o += stride) {
                     acc = page.floats(F, o).fma(FloatVector.broadcast(F, w[wo + i]), acc);
                 }
-                acc.intoArray(out, oo + d);
+                FloatVector.broadcast(F, -0f).add(acc).intoArray(out, oo + d);
             }
         }
         for (; d < headDim; d++) {

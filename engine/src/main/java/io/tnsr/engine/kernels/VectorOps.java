@@ -42,10 +42,11 @@ public final class VectorOps {
      * The lanes of {@code v} added in order, lane 0 first: what {@code reduceLanes(ADD)} computes on JDK 17. Its
      * order is unspecified, and JDK 25's C2 adds the lanes as a tree (most results then differ from the
      * interpreter's in the last bit), so the engine's kernels sum lanes through this, one implementation per JDK
-     * ({@code LaneSum}).
+     * ({@code LaneSum}). The lanes are read from -0 + v (the same bits): a fresh vector, whose class C2 knows even when
+     * v is an accumulator leaving its loop (see PanelKernels on stores).
      */
     public static float sumLanes(FloatVector v) {
-        return LaneSum.of(v);
+        return LaneSum.of(FloatVector.broadcast(F, -0f).add(v));
     }
 
     /** Sum of a[ao..ao+n) * b[bo..bo+n). */

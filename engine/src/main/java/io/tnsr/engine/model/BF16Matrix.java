@@ -163,10 +163,10 @@ final class BF16Matrix extends PanelMatrix {
             a3 = low(v).fma(xl, a3);
             a3 = high(v).fma(xh, a3);
         }
-        a0.intoArray(out, oo);
-        a1.intoArray(out, oo + L);
-        a2.intoArray(out, oo + P);
-        a3.intoArray(out, oo + P + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + P);
+        FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + P + L);
     }
 
     /** One panel (P rows) . one token: out[oo..oo+P). */
@@ -188,8 +188,8 @@ final class BF16Matrix extends PanelMatrix {
             a0 = low(w, o).fma(xv, a0);
             a1 = low(w, o + L).fma(xv, a1);
         }
-        a0.intoArray(out, oo);
-        a1.intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
     }
 
     /**

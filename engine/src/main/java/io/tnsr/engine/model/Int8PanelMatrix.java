@@ -162,10 +162,10 @@ final class Int8PanelMatrix extends PanelMatrix {
             a2 = s2.fma(scales(q, so + 2 * L * Float.BYTES), a2);
             a3 = s3.fma(scales(q, so + 3 * L * Float.BYTES), a3);
         }
-        a0.intoArray(out, oo);
-        a1.intoArray(out, oo + L);
-        a2.intoArray(out, oo + 2 * L);
-        a3.intoArray(out, oo + 3 * L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * L);
+        FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * L);
     }
 
     @Override
@@ -213,19 +213,19 @@ final class Int8PanelMatrix extends PanelMatrix {
             a2 = s2.fma(d0, a2); b2 = t2.fma(d1, b2);
             a3 = s3.fma(d0, a3); b3 = t3.fma(d1, b3);
         }
-        a0.intoArray(out, oo);
-        b0.intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
         if (valid > 1) {
-            a1.intoArray(out, oo + os);
-            b1.intoArray(out, oo + os + L);
+            FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + os);
+            FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + os + L);
         }
         if (valid > 2) {
-            a2.intoArray(out, oo + 2 * os);
-            b2.intoArray(out, oo + 2 * os + L);
+            FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * os);
+            FloatVector.broadcast(F, -0f).add(b2).intoArray(out, oo + 2 * os + L);
         }
         if (valid > 3) {
-            a3.intoArray(out, oo + 3 * os);
-            b3.intoArray(out, oo + 3 * os + L);
+            FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * os);
+            FloatVector.broadcast(F, -0f).add(b3).intoArray(out, oo + 3 * os + L);
         }
     }
 

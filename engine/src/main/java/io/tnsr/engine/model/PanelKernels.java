@@ -29,6 +29,13 @@ import jdk.incubator.vector.FloatVector;
  * Hazards: the kernels always store whole panels (P outputs per token), so a last partial panel goes through a
  * scratch array and only its valid rows are copied out; and their 16 accumulators are C2's (JDK 17) limit:
  * more, and it spills or boxes vectors (see TileKernels).
+ *
+ * <p>Every kernel here and in the other panel types stores an accumulator as
+ * {@code FloatVector.broadcast(F, -0f).add(acc).intoArray(...)}: -0 + a is a, bit for bit, and the store's receiver
+ * is then a fresh vector whose class C2 knows without a profile. An accumulator leaving its loop is a phi of the
+ * declared type FloatVector, and a store called on it is inlined only with a receiver profile; a JVM that compiled a
+ * kernel without one boxes the accumulators at every call, for good (a one-stage pipeline in CI once allocated 44 KB
+ * per frame; run with {@code -XX:TypeProfileWidth=0}, such stores are among the sites that allocate).
  */
 final class PanelKernels {
     /** Rows per panel: two vectors. */
@@ -93,14 +100,14 @@ final class PanelKernels {
             a6 = FloatVector.fromArray(F, w, o + 3 * ps).fma(xv, a6);
             a7 = FloatVector.fromArray(F, w, o + 3 * ps + L).fma(xv, a7);
         }
-        a0.intoArray(out, oo);
-        a1.intoArray(out, oo + L);
-        a2.intoArray(out, oo + P);
-        a3.intoArray(out, oo + P + L);
-        a4.intoArray(out, oo + 2 * P);
-        a5.intoArray(out, oo + 2 * P + L);
-        a6.intoArray(out, oo + 3 * P);
-        a7.intoArray(out, oo + 3 * P + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + P);
+        FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + P + L);
+        FloatVector.broadcast(F, -0f).add(a4).intoArray(out, oo + 2 * P);
+        FloatVector.broadcast(F, -0f).add(a5).intoArray(out, oo + 2 * P + L);
+        FloatVector.broadcast(F, -0f).add(a6).intoArray(out, oo + 3 * P);
+        FloatVector.broadcast(F, -0f).add(a7).intoArray(out, oo + 3 * P + L);
     }
 
     /** One panel (P rows) . one token: out[oo..oo+P). */
@@ -111,8 +118,8 @@ final class PanelKernels {
             a0 = FloatVector.fromArray(F, w, wo + c * P).fma(xv, a0);
             a1 = FloatVector.fromArray(F, w, wo + c * P + L).fma(xv, a1);
         }
-        a0.intoArray(out, oo);
-        a1.intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
     }
 
     /**
@@ -178,35 +185,35 @@ final class PanelKernels {
             xv = FloatVector.broadcast(F, x[x7 + c]);
             a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
         }
-        a0.intoArray(out, oo);
-        b0.intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
         if (valid > 1) {
-            a1.intoArray(out, oo + os);
-            b1.intoArray(out, oo + os + L);
+            FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + os);
+            FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + os + L);
         }
         if (valid > 2) {
-            a2.intoArray(out, oo + 2 * os);
-            b2.intoArray(out, oo + 2 * os + L);
+            FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * os);
+            FloatVector.broadcast(F, -0f).add(b2).intoArray(out, oo + 2 * os + L);
         }
         if (valid > 3) {
-            a3.intoArray(out, oo + 3 * os);
-            b3.intoArray(out, oo + 3 * os + L);
+            FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * os);
+            FloatVector.broadcast(F, -0f).add(b3).intoArray(out, oo + 3 * os + L);
         }
         if (valid > 4) {
-            a4.intoArray(out, oo + 4 * os);
-            b4.intoArray(out, oo + 4 * os + L);
+            FloatVector.broadcast(F, -0f).add(a4).intoArray(out, oo + 4 * os);
+            FloatVector.broadcast(F, -0f).add(b4).intoArray(out, oo + 4 * os + L);
         }
         if (valid > 5) {
-            a5.intoArray(out, oo + 5 * os);
-            b5.intoArray(out, oo + 5 * os + L);
+            FloatVector.broadcast(F, -0f).add(a5).intoArray(out, oo + 5 * os);
+            FloatVector.broadcast(F, -0f).add(b5).intoArray(out, oo + 5 * os + L);
         }
         if (valid > 6) {
-            a6.intoArray(out, oo + 6 * os);
-            b6.intoArray(out, oo + 6 * os + L);
+            FloatVector.broadcast(F, -0f).add(a6).intoArray(out, oo + 6 * os);
+            FloatVector.broadcast(F, -0f).add(b6).intoArray(out, oo + 6 * os + L);
         }
         if (valid > 7) {
-            a7.intoArray(out, oo + 7 * os);
-            b7.intoArray(out, oo + 7 * os + L);
+            FloatVector.broadcast(F, -0f).add(a7).intoArray(out, oo + 7 * os);
+            FloatVector.broadcast(F, -0f).add(b7).intoArray(out, oo + 7 * os + L);
         }
     }
 }

@@ -133,8 +133,8 @@ final class Q4_0Matrix extends PanelMatrix {
             a0 = rowSums(s0).fma(FloatVector.fromArray(F, d, so + b * P).mul(sx), a0);
             a1 = rowSums(s1).fma(FloatVector.fromArray(F, d, so + b * P + L).mul(sx), a1);
         }
-        a0.intoArray(out, oo);
-        a1.intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
     }
 
     @Override
@@ -170,11 +170,11 @@ final class Q4_0Matrix extends PanelMatrix {
             a1 = FloatVector.fromArray(F, sums, sb + P).fma(d0.mul(sx), a1);
             b1 = FloatVector.fromArray(F, sums, sb + P + L).fma(d1.mul(sx), b1);
         }
-        a0.intoArray(out, oo);
-        b0.intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
         if (valid > 1) {
-            a1.intoArray(out, oo + os);
-            b1.intoArray(out, oo + os + L);
+            FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + os);
+            FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + os + L);
         }
     }
 

@@ -180,8 +180,8 @@ final class Q5KMatrix extends PanelMatrix {
             a0 = d0.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb)).fma(sxv, a0);
             a1 = d1.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb + L)).fma(sxv, a1);
         }
-        a0.intoArray(out, oo);
-        a1.intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
     }
 
     @Override
@@ -222,11 +222,11 @@ final class Q5KMatrix extends PanelMatrix {
             a1 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + P).fma(d0.mul(xsv), a1));
             b1 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + P + L).fma(d1.mul(xsv), b1));
         }
-        a0.intoArray(out, oo);
-        b0.intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
         if (valid > 1) {
-            a1.intoArray(out, oo + os);
-            b1.intoArray(out, oo + os + L);
+            FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + os);
+            FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + os + L);
         }
     }
 
