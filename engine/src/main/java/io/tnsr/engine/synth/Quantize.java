@@ -50,14 +50,7 @@ public final class Quantize {
      * i and i + 16 share byte i (low and high nibble); 18 bytes.
      */
     public static void q4_0(float[] x, int off, ByteBuffer dst) {
-        float amax = 0f;
-        float max = 0f;
-        for (int i = 0; i < QK; i++) {
-            if (amax < Math.abs(x[off + i])) {
-                amax = Math.abs(x[off + i]);
-                max = x[off + i];
-            }
-        }
+        float max = signedAbsMax(x, off, QK);
         float d = max / -8f;
         float id = d != 0f ? 1f / d : 0f;
         dst.putShort(Float16.fromFloat(d));
@@ -214,14 +207,7 @@ public final class Quantize {
      * element i at bit i of qh; 22 bytes {@code [d: f16][qh: u32][qs: 16]}.
      */
     public static void q5_0(float[] x, int off, ByteBuffer dst) {
-        float amax = 0f;
-        float max = 0f;
-        for (int i = 0; i < QK; i++) {
-            if (amax < Math.abs(x[off + i])) {
-                amax = Math.abs(x[off + i]);
-                max = x[off + i];
-            }
-        }
+        float max = signedAbsMax(x, off, QK);
         float d = max / -16f;
         float id = d != 0f ? 1f / d : 0f;
         byte[] qs = new byte[QK / 2];
@@ -517,6 +503,19 @@ public final class Quantize {
             return (short) ((bits >>> 16) | 64);
         }
         return (short) ((bits + (0x7fff + ((bits >>> 16) & 1))) >>> 16);
+    }
+
+    /** The element of largest magnitude among x[off..off+n), with its sign (the first of equal magnitudes); 0 if all are. */
+    private static float signedAbsMax(float[] x, int off, int n) {
+        float amax = 0f;
+        float max = 0f;
+        for (int i = 0; i < n; i++) {
+            if (amax < Math.abs(x[off + i])) {
+                amax = Math.abs(x[off + i]);
+                max = x[off + i];
+            }
+        }
+        return max;
     }
 
     /** ggml's GROUP_MAX_EPS: a group whose largest magnitude is below it quantizes to zero. */
