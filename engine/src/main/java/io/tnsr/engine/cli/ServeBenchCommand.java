@@ -5,7 +5,6 @@ import io.tnsr.engine.loadgen.BenchStats;
 import io.tnsr.engine.loadgen.CompletionRequests;
 import io.tnsr.engine.loadgen.LoadRunner;
 import io.tnsr.engine.loadgen.OpenAiClient;
-import io.tnsr.engine.loadgen.Progress;
 import io.tnsr.engine.loadgen.PromptSource;
 import io.tnsr.engine.loadgen.UnreachableServerException;
 import io.tnsr.engine.metrics.Correction;
@@ -13,6 +12,7 @@ import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.metrics.LatencySummary;
 import io.tnsr.engine.metrics.MetricsLog;
 import io.tnsr.engine.util.Jackson;
+import io.tnsr.engine.util.TaskProgress;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -27,6 +27,9 @@ import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -246,11 +249,40 @@ public final class ServeBenchCommand implements Callable<Integer> {
         return warm;
     }
 
+    /**
+     * Runs one phase with a progress bar on a terminal: requests done of the phase's count, or with no count, seconds of
+     * its duration; failures and requests in flight beside it.
+     */
     private static LoadRunner.Result phase(LoadRunner runner, LoadRunner.Plan plan, long firstIndex, BenchStats stats,
                                            String label) {
-        try (Progress p = new Progress(System.err, System.console() != null, label, plan.requests(), plan.durationNanos(),
-                stats, runner::sent)) {
-            return runner.run(plan, firstIndex, stats);
+        boolean byRequests = plan.requests() != Long.MAX_VALUE;
+        long total = byRequests ? plan.requests() : Math.max(1, plan.durationNanos() / 1_000_000_000L);
+        long t0 = System.nanoTime();
+        try (TaskProgress p = TaskProgress.start("serve-bench " + label, total,
+                byRequests ? TaskProgress.ITEMS : new TaskProgress.Unit(" s", 1))) {
+            Runnable update = () -> {
+                long done = stats.done();
+                long failed = stats.failed();
+                p.message(" " + Math.max(0, runner.sent() - done) + " in flight" + (failed > 0 ? ", " + failed + " failed" : ""));
+                p.stepTo(byRequests ? done : Math.min(total, (System.nanoTime() - t0) / 1_000_000_000L));
+            };
+            ScheduledExecutorService ticker = null;
+            if (p.shown()) {
+                ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+                    Thread t = new Thread(r, "serve-bench-progress");
+                    t.setDaemon(true);
+                    return t;
+                });
+                ticker.scheduleAtFixedRate(update, 200, 200, TimeUnit.MILLISECONDS);
+            }
+            try {
+                return runner.run(plan, firstIndex, stats);
+            } finally {
+                if (ticker != null) {
+                    ticker.shutdownNow();
+                    update.run();
+                }
+            }
         }
     }
 

@@ -45,6 +45,8 @@ public final class TaskProgress implements AutoCloseable {
     private final AtomicLong done = new AtomicLong();
     /** Drawn from the first step after {@link #DELAY_NANOS}; null before. */
     private ProgressBar bar;
+    /** Shown after the counts ({@link #message}). */
+    private String message = "";
 
     private TaskProgress(String task, long total, Unit unit) {
         this.task = task;
@@ -91,8 +93,19 @@ public final class TaskProgress implements AutoCloseable {
                     .showSpeed()
                     .startsFrom(0, Duration.ofNanos(elapsed))
                     .build();
+            bar.setExtraMessage(message);
         }
         bar.stepTo(now);
+    }
+
+    /** A short note shown after the counts, such as what is in flight; replaces the last one. */
+    public synchronized void message(String m) {
+        if (task != null) {
+            message = m;
+            if (bar != null) {
+                bar.setExtraMessage(m);
+            }
+        }
     }
 
     /**
