@@ -89,16 +89,19 @@ public final class StageProcesses implements Stages {
         await("READY", deadline, (i, rest) -> { });
     }
 
-    /** Starts stage i's process and the thread that reads its stdout. */
+    /** Starts stage i's process and the threads that read its stdout and its stderr. */
     private void spawn(int i, StageSpec s) {
         List<String> cmd = command(i, s);
         try {
-            Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            Process p = new ProcessBuilder(cmd).start();
             processes[i] = p;
             int gen = generation[i];
             Thread reader = new Thread(() -> pump(i, gen, p), "stage" + i + "-stdout");
             reader.setDaemon(true);
             reader.start();
+            Thread errors = new Thread(() -> copyErrors(p), "stage" + i + "-stderr");
+            errors.setDaemon(true);
+            errors.start();
         } catch (IOException e) {
             throw new PipelineException("cannot start stage " + i + ": " + e.getMessage(), e);
         }
@@ -242,6 +245,22 @@ public final class StageProcesses implements Stages {
             cmd.add("--quiet");
         }
         return cmd;
+    }
+
+    /**
+     * A stage's stderr, line by line, to this process's ({@link ConsoleLog#show}, so that a progress bar stays whole),
+     * without the JVM's incubator-module warning, which every stage would print once.
+     */
+    private static void copyErrors(Process p) {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8))) {
+            for (String line; (line = r.readLine()) != null; ) {
+                if (!line.startsWith("WARNING: Using incubator modules")) {
+                    ConsoleLog.show(line);
+                }
+            }
+        } catch (IOException ignored) {
+            // the process went away; its exit is reported by pump
+        }
     }
 
     private void pump(int i, int gen, Process p) {

@@ -11,6 +11,8 @@ package io.tnsr.engine.util;
  */
 public final class ConsoleLog {
     private static volatile boolean verbose = true;
+    /** Where lines go: stderr, or above a progress bar while one is drawn ({@link TaskProgress}). */
+    private static volatile java.util.function.Consumer<String> printer = ConsoleLog::stderr;
 
     private ConsoleLog() {
     }
@@ -28,12 +30,21 @@ public final class ConsoleLog {
     /** A routine line, shown only when {@link #verbose()}. */
     public static void info(String line) {
         if (verbose) {
-            System.err.println(line);
+            printer.accept(line);
         }
     }
 
     /** A line the user must see (the pipeline is ready, a warning, a failure): always shown. */
     public static void show(String line) {
+        printer.accept(line);
+    }
+
+    /** Lines go to {@code p} from now on (a drawn progress bar prints them above itself); null: to stderr again. */
+    static void printTo(java.util.function.Consumer<String> p) {
+        printer = p == null ? ConsoleLog::stderr : p;
+    }
+
+    private static void stderr(String line) {
         System.err.println(line);
     }
 }

@@ -94,6 +94,7 @@ public final class TaskProgress implements AutoCloseable {
                     .startsFrom(0, Duration.ofNanos(elapsed))
                     .build();
             bar.setExtraMessage(message);
+            ConsoleLog.printTo(line -> println(System.err, line)); // other lines on stderr go above the bar
         }
         bar.stepTo(now);
     }
@@ -133,6 +134,7 @@ public final class TaskProgress implements AutoCloseable {
     @Override
     public synchronized void close() {
         if (bar != null) {
+            ConsoleLog.printTo(null);
             bar.stepTo(done.get());
             bar.close();
         }

@@ -227,19 +227,28 @@ public final class EngineBench implements Callable<Integer> {
                     maxTokens, maxSeqs);
             Runner r = new Runner(range, maxTokens, maxSeqs);
             r.warmupNanos = (long) (warmupSeconds * 1e9);
-            report("decode, 1 sequence, " + label, "decode1", type, llamaCpp, r.decode(1, decodeSteps, repeats),
-                    work.ceiling(1, 1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken);
-            report("prefill " + prefill + " tokens, " + label, "prefill" + prefill, type, llamaCpp, r.prefill(prefill, repeats),
-                    work.ceiling(prefill, 1, 1, prefill / 2, bw, peak), r.allocatedPerToken);
-            for (int b : batches) {
-                int steps = Math.max(8, decodeSteps / 4);
-                report("decode, " + b + " sequences batched, " + label, "decode" + b, type, llamaCpp, r.decode(b, steps, repeats),
-                        work.ceiling(b, b, b, 16 + steps / 2, bw, peak), r.allocatedPerToken);
-            }
-            if (decodeAt > 0) {
-                report("decode at position " + decodeAt + ", " + label, "decodeAt" + decodeAt, type, llamaCpp,
-                        r.decodeAt(decodeAt, decodeSteps, repeats),
-                        work.ceiling(1, 1, 1, decodeAt + decodeSteps / 2, bw, peak), r.allocatedPerToken);
+            int workloads = 2 + batches.size() + (decodeAt > 0 ? 1 : 0);
+            // A bar on a terminal (--no-fork); a forked run's stdout is a pipe, where the parent draws the bar.
+            try (TaskProgress progress = TaskProgress.start("engine-bench " + label, workloads, TaskProgress.ITEMS)) {
+                progress.println(System.out, report("decode, 1 sequence, " + label, "decode1", type, llamaCpp,
+                        r.decode(1, decodeSteps, repeats), work.ceiling(1, 1, 1, 16 + decodeSteps / 2, bw, peak), r.allocatedPerToken));
+                progress.stepBy(1);
+                progress.println(System.out, report("prefill " + prefill + " tokens, " + label, "prefill" + prefill, type, llamaCpp,
+                        r.prefill(prefill, repeats), work.ceiling(prefill, 1, 1, prefill / 2, bw, peak), r.allocatedPerToken));
+                progress.stepBy(1);
+                for (int b : batches) {
+                    int steps = Math.max(8, decodeSteps / 4);
+                    progress.println(System.out, report("decode, " + b + " sequences batched, " + label, "decode" + b, type,
+                            llamaCpp, r.decode(b, steps, repeats), work.ceiling(b, b, b, 16 + steps / 2, bw, peak),
+                            r.allocatedPerToken));
+                    progress.stepBy(1);
+                }
+                if (decodeAt > 0) {
+                    progress.println(System.out, report("decode at position " + decodeAt + ", " + label, "decodeAt" + decodeAt,
+                            type, llamaCpp, r.decodeAt(decodeAt, decodeSteps, repeats),
+                            work.ceiling(1, 1, 1, decodeAt + decodeSteps / 2, bw, peak), r.allocatedPerToken));
+                    progress.stepBy(1);
+                }
             }
         }
     }
@@ -325,7 +334,7 @@ public final class EngineBench implements Callable<Integer> {
      * One row: {@code key} names the workload as {@link LlamaCppFigures} does ("decode1", "prefill128", "decode8",
      * "decodeAt960") in {@code llamaCpp}; the target ratio is the fixed one for that workload and type, if any.
      */
-    private static void report(String workload, String key, GgmlType type, Map<String, LlamaCppFigures.Range> llamaCpp,
+    private static String report(String workload, String key, GgmlType type, Map<String, LlamaCppFigures.Range> llamaCpp,
                                double[] rates, double[] ceiling, double allocPerToken) {
         double[] s = rates.clone();
         Arrays.sort(s);
@@ -336,7 +345,7 @@ public final class EngineBench implements Callable<Integer> {
         String ratio = ref == null ? "-" : String.format(Locale.ROOT, "%.2fx", median / ref.middle());
         String target = targetRatio == null ? "-" : String.format(Locale.ROOT, "%.1fx%s", targetRatio,
                 median >= targetRatio * ref.middle() ? "" : "!");
-        System.out.printf(Locale.ROOT, "%-34s %9.1f %15s %9.1f %-4s %5.0f%% %11s %6s %6s %6.0f%n", workload, median,
+        return String.format(Locale.ROOT, "%-34s %9.1f %15s %9.1f %-4s %5.0f%% %11s %6s %6s %6.0f", workload, median,
                 String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), ceiling[0],
                 ceiling[1] == 0 ? "mem" : "flop", 100 * median / ceiling[0], refText, ratio, target, allocPerToken);
     }

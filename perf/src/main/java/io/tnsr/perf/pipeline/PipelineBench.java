@@ -16,6 +16,8 @@ import io.tnsr.engine.synth.ModelCache;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.Tokenizers;
+import io.tnsr.engine.util.ConsoleLog;
+import io.tnsr.engine.util.TaskProgress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -67,6 +69,9 @@ public final class PipelineBench implements Callable<Integer> {
             + "scenario, stages, micro_batches, batch, layers, decode_tokens_per_second (one per repeat), median.")
     boolean json;
 
+    @Option(names = {"-v", "--verbose"}, description = "Show every stage's start-up and session lines on stderr.")
+    boolean verbose;
+
     /** One measured layout. */
     record Scenario(String name, int stages, int microBatches, int batch, boolean spin) {
     }
@@ -81,6 +86,7 @@ public final class PipelineBench implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        ConsoleLog.setVerbose(verbose);
         if (repeats < 1) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--repeats must be at least 1, got " + repeats);
         }
@@ -124,38 +130,41 @@ public final class PipelineBench implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "%-42s %-18s %14s %20s %8s%n", "scenario", "layers", "decode tok/s", "spread", "ratio");
         }
         double base = 0;
-        for (Scenario sc : list) {
-            double[] rates = new double[repeats];
-            String layout = "";
-            for (int r = 0; r < repeats; r++) {
-                // The last stage also runs the classifier: balance the work (8 + 4 for the stories110M shape).
-                PipelineConfig pc = PipelineConfig.defaults(cfg.layers(), sc.stages(), WaitMode.BLOCK)
-                        .withStages(PipelineConfig.balancedSplit(cfg.layers(), sc.stages(), classifierLayers));
-                layout = layoutOf(pc);
-                rates[r] = run(model, cfg, tok, pc, sc);
+        try (TaskProgress progress = TaskProgress.start("pipeline-bench", (long) list.size() * repeats, TaskProgress.ITEMS)) {
+            for (Scenario sc : list) {
+                double[] rates = new double[repeats];
+                String layout = "";
+                for (int r = 0; r < repeats; r++) {
+                    // The last stage also runs the classifier: balance the work (8 + 4 for the stories110M shape).
+                    PipelineConfig pc = PipelineConfig.defaults(cfg.layers(), sc.stages(), WaitMode.BLOCK)
+                            .withStages(PipelineConfig.balancedSplit(cfg.layers(), sc.stages(), classifierLayers));
+                    layout = layoutOf(pc);
+                    rates[r] = run(model, cfg, tok, pc, sc);
+                    progress.stepBy(1);
+                }
+                double[] s = rates.clone();
+                Arrays.sort(s);
+                double median = s[s.length / 2];
+                if (base == 0) {
+                    base = median;
+                }
+                if (json) {
+                    Map<String, Object> row = new LinkedHashMap<>();
+                    row.put("scenario", sc.name());
+                    row.put("stages", sc.stages());
+                    row.put("micro_batches", sc.microBatches());
+                    row.put("batch", sc.batch());
+                    row.put("layers", layout);
+                    row.put("model", spec.describe());
+                    row.put("tokens", tokens);
+                    row.put("decode_tokens_per_second", rates);
+                    row.put("median", median);
+                    progress.println(System.out, JSON.writeValueAsString(row));
+                    continue;
+                }
+                progress.println(System.out, String.format(Locale.ROOT, "%-42s %-18s %14.1f %20s %7.2fx", sc.name(), layout, median,
+                        String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), median / base));
             }
-            double[] s = rates.clone();
-            Arrays.sort(s);
-            double median = s[s.length / 2];
-            if (base == 0) {
-                base = median;
-            }
-            if (json) {
-                Map<String, Object> row = new LinkedHashMap<>();
-                row.put("scenario", sc.name());
-                row.put("stages", sc.stages());
-                row.put("micro_batches", sc.microBatches());
-                row.put("batch", sc.batch());
-                row.put("layers", layout);
-                row.put("model", spec.describe());
-                row.put("tokens", tokens);
-                row.put("decode_tokens_per_second", rates);
-                row.put("median", median);
-                System.out.println(JSON.writeValueAsString(row));
-                continue;
-            }
-            System.out.printf(Locale.ROOT, "%-42s %-18s %14.1f %20s %7.2fx%n", sc.name(), layout, median,
-                    String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), median / base);
         }
         return 0;
     }
