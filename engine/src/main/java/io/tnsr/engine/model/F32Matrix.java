@@ -20,6 +20,9 @@ import java.nio.FloatBuffer;
 final class F32Matrix extends PanelMatrix {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
+    /** Most tokens per {@link #matmulTokens} call that go through {@link PanelKernels#k8x2}. */
+    static final int STREAMED_TOKENS = 16;
+
     /** [panels][cols][P]: row r, column c at (r / P) * cols * P + c * P + r % P. */
     private final float[] w;
 
@@ -52,6 +55,35 @@ final class F32Matrix extends PanelMatrix {
     @Override
     protected void wholePanels(float[] x, int xo, float[] out, int oo) {
         PanelKernels.matvec(w, 0, fullPanels, cols, x, xo, out, oo);
+    }
+
+    /**
+     * Up to {@link #STREAMED_TOKENS} tokens (batched decode): groups of four panels through {@link PanelKernels#k8x2},
+     * chunk of columns after chunk, pair of tokens after pair; the panels left over through {@link PanelKernels#k2x8}.
+     * More tokens (prefill) reuse each panel from L2 often enough that k2x8 alone runs near the FMA peak.
+     */
+    @Override
+    protected void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
+        if (n > STREAMED_TOKENS) {
+            super.matmulTokens(x, xo, n, out, oo);
+            return;
+        }
+        prepare(x, xo, n);
+        int quads = fullPanels / 4;
+        int ps = cols * P;
+        for (int g = 0; g < quads; g++) {
+            for (int t = 0; t < n; t++) { // the chains start from zero
+                java.util.Arrays.fill(out, oo + t * rows + g * 4 * P, oo + t * rows + (g + 1) * 4 * P, 0f);
+            }
+            for (int c0 = 0; c0 < cols; c0 += PanelKernels.CHUNK) {
+                int c1 = Math.min(cols, c0 + PanelKernels.CHUNK);
+                for (int t0 = 0; t0 < n; t0 += 2) {
+                    PanelKernels.k8x2(w, g * 4 * ps, cols, c0, c1, x, xo + t0 * cols, Math.min(2, n - t0), out,
+                            oo + t0 * rows + g * 4 * P, rows);
+                }
+            }
+        }
+        groups(x, xo, n, out, oo, quads * 4);
     }
 
     @Override

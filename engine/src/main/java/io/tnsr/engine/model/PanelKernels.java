@@ -26,6 +26,14 @@ import jdk.incubator.vector.FloatVector;
  *     for (t0 = 0; t0 < n; t0 += TOKENS)     // ...then from L2 for every further group of 8 tokens
  *         k2x8(w, p * cols * P, cols, x, t0 * cols, min(TOKENS, n - t0), out, t0 * rows + p * P, rows);
  * }</pre>
+ * and for a few tokens (F32Matrix: batched decode), four panels at a time, as four streams:
+ * <pre>{@code
+ * for (g = 0; g < panels / 4; g++)               // zero out's rows of the four panels, then
+ *     for (c0 = 0; c0 < cols; c0 += CHUNK)       // a chunk of columns read from memory once...
+ *         for (t0 = 0; t0 < n; t0 += 2)          // ...then from L2 for every further pair of tokens
+ *             k8x2(w, g * 4 * cols * P, cols, c0, min(cols, c0 + CHUNK), x, t0 * cols, min(2, n - t0), out,
+ *                  t0 * rows + g * 4 * P, rows);
+ * }</pre>
  * Hazards: the kernels always store whole panels (P outputs per token), so a last partial panel goes through a
  * scratch array and only its valid rows are copied out; and their 16 accumulators are C2's (JDK 17) limit:
  * more, and it spills or boxes vectors (see TileKernels).
@@ -120,6 +128,85 @@ final class PanelKernels {
         }
         FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
         FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
+    }
+
+    /** Columns per {@link #k8x2} call: four panels' share of them (128 KB) stays in L2 for the next pairs of tokens. */
+    static final int CHUNK = 256;
+
+    /**
+     * Four panels (from {@code wo}, {@code cols} columns each) . tokens j in [0, valid) (valid 1..2; token j at
+     * {@code xo + j * cols}), over columns [c0, c1) only: out[oo + j * os + i] for the 4P rows i. The sums start from
+     * what out holds (zeros before the first chunk, then the previous columns' sums, stored by the call before): the same FMA
+     * chain per (row, token) over the columns in order as {@link #m1} and {@link #k2x8}, cut at c1 and resumed, so
+     * the same bits. A missing second token repeats the first and is not stored.
+     *
+     * <p>For a few tokens (batched decode), where the weights come from memory once per call: four panels are four
+     * streams, as {@link #m4} reads one token's (k2x8's one panel at a time read 16 GB/s); a chunk of columns keeps
+     * the four panels' part in L2 for the other pairs of tokens, at any width of the matrix.
+     */
+    static void k8x2(float[] w, int wo, int cols, int c0, int c1, float[] x, int xo, int valid, float[] out, int oo,
+                     int os) {
+        int ps = cols * P;
+        int x0 = xo;
+        int x1 = xo + Math.min(1, valid - 1) * cols;
+        int o1 = oo + Math.min(1, valid - 1) * os;
+        // The sums so far, from out (zeros before the first chunk): fresh loads, never a phi of two branches (a merged
+        // vector's class is unknown to C2, which then boxes it).
+        FloatVector a0 = FloatVector.fromArray(F, out, oo);             // token 0: rows [0, L), [L, P) of panels 0..3
+        FloatVector a1 = FloatVector.fromArray(F, out, oo + L);
+        FloatVector a2 = FloatVector.fromArray(F, out, oo + P);
+        FloatVector a3 = FloatVector.fromArray(F, out, oo + P + L);
+        FloatVector a4 = FloatVector.fromArray(F, out, oo + 2 * P);
+        FloatVector a5 = FloatVector.fromArray(F, out, oo + 2 * P + L);
+        FloatVector a6 = FloatVector.fromArray(F, out, oo + 3 * P);
+        FloatVector a7 = FloatVector.fromArray(F, out, oo + 3 * P + L);
+        FloatVector b0 = FloatVector.fromArray(F, out, o1);             // token 1
+        FloatVector b1 = FloatVector.fromArray(F, out, o1 + L);
+        FloatVector b2 = FloatVector.fromArray(F, out, o1 + P);
+        FloatVector b3 = FloatVector.fromArray(F, out, o1 + P + L);
+        FloatVector b4 = FloatVector.fromArray(F, out, o1 + 2 * P);
+        FloatVector b5 = FloatVector.fromArray(F, out, o1 + 2 * P + L);
+        FloatVector b6 = FloatVector.fromArray(F, out, o1 + 3 * P);
+        FloatVector b7 = FloatVector.fromArray(F, out, o1 + 3 * P + L);
+        for (int c = c0; c < c1; c++) {
+            int o = wo + c * P;
+            FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
+            FloatVector yv = FloatVector.broadcast(F, x[x1 + c]);
+            FloatVector w0 = FloatVector.fromArray(F, w, o);
+            FloatVector w1 = FloatVector.fromArray(F, w, o + L);
+            a0 = w0.fma(xv, a0); b0 = w0.fma(yv, b0);
+            a1 = w1.fma(xv, a1); b1 = w1.fma(yv, b1);
+            w0 = FloatVector.fromArray(F, w, o + ps);
+            w1 = FloatVector.fromArray(F, w, o + ps + L);
+            a2 = w0.fma(xv, a2); b2 = w0.fma(yv, b2);
+            a3 = w1.fma(xv, a3); b3 = w1.fma(yv, b3);
+            w0 = FloatVector.fromArray(F, w, o + 2 * ps);
+            w1 = FloatVector.fromArray(F, w, o + 2 * ps + L);
+            a4 = w0.fma(xv, a4); b4 = w0.fma(yv, b4);
+            a5 = w1.fma(xv, a5); b5 = w1.fma(yv, b5);
+            w0 = FloatVector.fromArray(F, w, o + 3 * ps);
+            w1 = FloatVector.fromArray(F, w, o + 3 * ps + L);
+            a6 = w0.fma(xv, a6); b6 = w0.fma(yv, b6);
+            a7 = w1.fma(xv, a7); b7 = w1.fma(yv, b7);
+        }
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + P);
+        FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + P + L);
+        FloatVector.broadcast(F, -0f).add(a4).intoArray(out, oo + 2 * P);
+        FloatVector.broadcast(F, -0f).add(a5).intoArray(out, oo + 2 * P + L);
+        FloatVector.broadcast(F, -0f).add(a6).intoArray(out, oo + 3 * P);
+        FloatVector.broadcast(F, -0f).add(a7).intoArray(out, oo + 3 * P + L);
+        if (valid > 1) {
+            FloatVector.broadcast(F, -0f).add(b0).intoArray(out, o1);
+            FloatVector.broadcast(F, -0f).add(b1).intoArray(out, o1 + L);
+            FloatVector.broadcast(F, -0f).add(b2).intoArray(out, o1 + P);
+            FloatVector.broadcast(F, -0f).add(b3).intoArray(out, o1 + P + L);
+            FloatVector.broadcast(F, -0f).add(b4).intoArray(out, o1 + 2 * P);
+            FloatVector.broadcast(F, -0f).add(b5).intoArray(out, o1 + 2 * P + L);
+            FloatVector.broadcast(F, -0f).add(b6).intoArray(out, o1 + 3 * P);
+            FloatVector.broadcast(F, -0f).add(b7).intoArray(out, o1 + 3 * P + L);
+        }
     }
 
     /**

@@ -77,9 +77,14 @@ abstract class PanelMatrix extends WeightMatrix {
     }
 
     @Override
-    protected final void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
+    protected void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
         prepare(x, xo, n);
-        for (int p = 0; p < panels; p++) {
+        groups(x, xo, n, out, oo, 0);
+    }
+
+    /** Panels [from, panels) . tokens [0, n) through {@link #group}, x already prepared. */
+    protected final void groups(float[] x, int xo, int n, float[] out, int oo, int from) {
+        for (int p = from; p < panels; p++) {
             int r0 = p * panelRows;
             for (int t0 = 0; t0 < n; t0 += tokens) {
                 int valid = Math.min(tokens, n - t0);

@@ -233,6 +233,8 @@ class PanelMatricesTest {
         "F32, P_9, 33",       // 9 whole panels (two groups of four, one left) and no partial one
         "F32, P_5_3, 96",     // 5 whole panels and a partial one of 3 rows
         "F32, P_4_1, 1",      // one column
+        "F32, P_9_5, 600",    // a few tokens: two groups of four panels over three chunks of columns (256, 256, 88)
+        "F32, P_4, 513",      // one group of four panels, a last chunk of one column
         "Q8_0, 1, 32",        // one partial panel, one block
         "Q8_0, 11, 96",
         "Q8_0, P_3, 64",      // whole panels only
