@@ -21,7 +21,7 @@ final class F32Matrix extends PanelMatrix {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     /** Most tokens per {@link #matmulTokens} call that go through {@link PanelKernels#k8x2}. */
-    static final int STREAMED_TOKENS = 16;
+    static final int STREAMED_TOKENS = 8;
 
     /** [panels][cols][P]: row r, column c at (r / P) * cols * P + c * P + r % P. */
     private final float[] w;
@@ -60,7 +60,9 @@ final class F32Matrix extends PanelMatrix {
     /**
      * Up to {@link #STREAMED_TOKENS} tokens (batched decode): groups of four panels through {@link PanelKernels#k8x2},
      * chunk of columns after chunk, pair of tokens after pair; the panels left over through {@link PanelKernels#k2x8}.
-     * More tokens (prefill) reuse each panel from L2 often enough that k2x8 alone runs near the FMA peak.
+     * More tokens take k2x8 alone: it loads two weight vectors per 16 FMAs where k8x2 loads eight, and with a panel
+     * reused from L2 for 16 tokens or more that wins (k8x2 at 16 tokens: a 2048 x 768 matrix in cache 1.6x slower;
+     * docs/engine-speed.md). From memory, at up to 8 tokens, k8x2's four streams win (1.3-1.5x).
      */
     @Override
     protected void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {

@@ -62,7 +62,8 @@ final class PanelKernels {
      * inline (intrinsic)" at VectorSupport.store). Rows of 768 first, or -XX:-UseOnStackReplacement, gave 0 bytes.
      * Calling matvec on tiny panels a few thousand times here (well under a millisecond) puts m4's and m1's exits
      * in the profile before any real matrix runs. k2x8 is not warmed: it does not need it (0 bytes at 4096 columns)
-     * and a short-trip profile cost F32 prefill and batched decode 5-12%.
+     * and a short-trip profile cost F32 prefill and batched decode 5-12%. k8x2 is, for the same reason as m4: unwarmed,
+     * one engine-bench JVM in about four boxed its accumulators, 1.8 MB per batched token, for good.
      */
     static {
         int cols = 4;
@@ -71,6 +72,7 @@ final class PanelKernels {
         float[] out = new float[TOKENS * 5 * P];
         for (int i = 0; i < 3000; i++) {
             matvec(w, 0, 5, cols, x, 0, out, 0); // one group of four panels and one panel alone
+            k8x2(w, 0, cols, 0, cols, x, 0, 1 + i % 2, out, 0, 4 * P); // one token and two
         }
     }
 
