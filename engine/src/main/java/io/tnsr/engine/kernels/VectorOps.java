@@ -115,13 +115,10 @@ public final class VectorOps {
         for (int i = bound; i < n; i++) {
             max = Math.max(max, x[off + i]);
         }
-        FloatVector vmax = FloatVector.broadcast(F, max);
-        for (int i = 0; i < bound; i += F.length()) {
-            exp(FloatVector.fromArray(F, x, off + i).sub(vmax)).intoArray(x, off + i);
-        }
-        // Summed in a pass of its own, behind a call that takes and returns plain values: with exp inlined above, C2
-        // reached its node budget (NodeCountInliningCutoff) before the lane sum and passed the accumulator boxed,
-        // 96 B per call.
+        exps(x, off, bound, max, null, 0);
+        // Summed in a pass of its own, behind a call that takes and returns plain values: with the exponentials in
+        // the same method, C2 reached its node budget (NodeCountInliningCutoff) before the lane sum and passed the
+        // accumulator boxed, 96 B per call.
         float sum = vectorSum(x, off, bound);
         for (int i = bound; i < n; i++) {
             float e = exp(x[off + i] - max);
@@ -153,12 +150,9 @@ public final class VectorOps {
      * one, which give the same bits, as do the division and the multiplication.
      */
     public static void swiglu(float[] gate, int go, float[] up, int uo, int n) {
-        int i = 0;
-        for (int bound = F.loopBound(n); i < bound; i += F.length()) {
-            FloatVector g = FloatVector.fromArray(F, gate, go + i);
-            g.div(exp(g.neg()).add(1f)).mul(FloatVector.fromArray(F, up, uo + i)).intoArray(gate, go + i);
-        }
-        for (; i < n; i++) {
+        int bound = F.loopBound(n);
+        exps(gate, go, bound, 0f, up, uo);
+        for (int i = bound; i < n; i++) {
             float g = gate[go + i];
             gate[go + i] = g / (1f + exp(-g)) * up[uo + i];
         }
@@ -181,33 +175,50 @@ public final class VectorOps {
             P3 = 4.1665795894e-2f, P4 = 1.6666665459e-1f, P5 = 5.0000001201e-1f;
 
     /**
-     * e^x per lane from operations whose results Java specifies to the bit (multiplies, adds, one fused multiply-add,
-     * lane comparisons, bit moves): the same bits in the interpreter, C1 and C2, at every vector width, and the same
-     * as {@link #exp(float)} for a single float. The Vector API's own {@code EXP} is not: compiled it calls Intel's SVML,
-     * interpreted it calls {@code Math.exp} per lane, and the two differ in the last bit, so a JVM's first forward
-     * passes gave other bits than its later ones. Cephes' expf: x = n ln2 + r with n = round(x / ln2) (the
-     * 1.5 * 2^23 rounding trick), r with ln2 in two parts, e^r by Cephes' polynomial (multiplies and adds, unfused, as
-     * Cephes has them; scalar operands only: a broadcast constant kept live across softmax's loop was boxed, 96 B a
-     * call), then 2^n into the exponent bits. Within 2 ulp of {@code Math.exp} over the normal range (VectorOpsTest); 0 below e^-87.34 (where
-     * floats turn subnormal), +inf above e^88.72.
+     * e^x per lane, for softmax and SwiGLU alike, from operations whose results Java specifies to the bit
+     * (multiplies, adds, one fused multiply-add, lane comparisons, bit moves): the same bits in the interpreter, C1 and
+     * C2, at every vector width, and the same as {@link #exp(float)} for a single float. The Vector API's own
+     * {@code EXP} is not: compiled it calls Intel's SVML, interpreted it calls {@code Math.exp} per lane, and the two
+     * differ in the last bit, so a JVM's first forward passes gave other bits than its later ones. Cephes' expf:
+     * x = n ln2 + r with n = round(x / ln2) (the 1.5 * 2^23 rounding trick), r with ln2 in two parts, e^r by Cephes'
+     * polynomial (multiplies and adds, unfused, as Cephes has them; scalar operands only: a broadcast constant kept
+     * live across softmax's loop was boxed, 96 B a call), then 2^n into the exponent bits. Within 2 ulp of
+     * {@code Math.exp} over the normal range (VectorOpsTest); 0 below e^-87.34 (where floats turn subnormal), +inf
+     * above e^88.72.
+     *
+     * <p>Over the whole vectors of x[off..off+bound) (bound a multiple of the lanes): with {@code up} null, x becomes
+     * e^(x - shift) (softmax's numerators); otherwise x becomes x / (1 + e^-x) * up[uo..] (SwiGLU; shift 0). Both
+     * uses share this one loop so that no vector crosses a call: a vector passed to a method that C2 leaves out of
+     * line is boxed, and C2 did leave a separate {@code exp(FloatVector)} out of line in some JVMs (its call site's
+     * profile rated cold, the callee "already compiled into a medium method"), 18-31 KB per frame in a one-stage
+     * pipeline, for good. The exponent's argument is sign * x - shift with sign 1 or -1, exact in both cases.
      */
-    static FloatVector exp(FloatVector x) {
-        FloatVector c = x.max(EXP_LO).min(EXP_HI);
-        FloatVector t = c.fma(LOG2E, ROUNDER);               // ROUNDER + round(c / ln2), exactly
-        FloatVector n = t.sub(ROUNDER);
-        FloatVector r = c.sub(n.mul(LN2_HI)).sub(n.mul(LN2_LO)); // n * LN2_HI is exact
-        FloatVector p = r.mul(P0).add(P1).mul(r).add(P2).mul(r).add(P3).mul(r).add(P4).mul(r).add(P5);
-        p = p.mul(r.mul(r)).add(r).add(1f);
-        // 2^n as 2^h * 2^(n - h), h = n >> 1, each a valid exponent for n in [-150, 128]; p * 2^h is exact, so the
-        // product rounds once (to a subnormal, 0 or +inf where e^x is one), as p * 2^n would. t's low mantissa bits
-        // hold n + 0x400000 as an integer.
-        IntVector ni = t.reinterpretAsInts().sub(0x4B400000);
-        IntVector h = ni.lanewise(VectorOperators.ASHR, 1);
-        return p.mul(h.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats())
-                .mul(ni.sub(h).add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats());
+    static void exps(float[] x, int off, int bound, float shift, float[] up, int uo) {
+        float sign = up == null ? 1f : -1f;
+        for (int i = 0; i < bound; i += F.length()) {
+            FloatVector v = FloatVector.fromArray(F, x, off + i);
+            FloatVector c = v.mul(sign).sub(shift).max(EXP_LO).min(EXP_HI);
+            FloatVector t = c.fma(LOG2E, ROUNDER);               // ROUNDER + round(c / ln2), exactly
+            FloatVector n = t.sub(ROUNDER);
+            FloatVector r = c.sub(n.mul(LN2_HI)).sub(n.mul(LN2_LO)); // n * LN2_HI is exact
+            FloatVector p = r.mul(P0).add(P1).mul(r).add(P2).mul(r).add(P3).mul(r).add(P4).mul(r).add(P5);
+            p = p.mul(r.mul(r)).add(r).add(1f);
+            // 2^n as 2^h * 2^(n - h), h = n >> 1, each a valid exponent for n in [-150, 128]; p * 2^h is exact, so the
+            // product rounds once (to a subnormal, 0 or +inf where e^x is one), as p * 2^n would. t's low mantissa
+            // bits hold n + 0x400000 as an integer.
+            IntVector ni = t.reinterpretAsInts().sub(0x4B400000);
+            IntVector h = ni.lanewise(VectorOperators.ASHR, 1);
+            FloatVector e = p.mul(h.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats())
+                    .mul(ni.sub(h).add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats());
+            if (up == null) {
+                e.intoArray(x, off + i);
+            } else {
+                v.div(e.add(1f)).mul(FloatVector.fromArray(F, up, uo + i)).intoArray(x, off + i);
+            }
+        }
     }
 
-    /** e^x for one float, bit for bit as one lane of {@link #exp(FloatVector)}. */
+    /** e^x for one float, bit for bit as one lane of {@link #exps}. */
     public static float exp(float x) {
         float c = Math.min(Math.max(x, EXP_LO), EXP_HI);
         float t = Math.fma(c, LOG2E, ROUNDER);
