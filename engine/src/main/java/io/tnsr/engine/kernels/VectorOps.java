@@ -92,7 +92,7 @@ public final class VectorOps {
     }
 
     /**
-     * In-place softmax of x[off..off+n): e^(x - max) over the sum of them. The exponentials come from {@link #exp}
+     * In-place softmax of x[off..off+n): e^(x - max) over the sum of them. The exponentials come from {@link #exps}
      * (the tail's, n % lanes of them, from {@link #exp(float)}, the same bits); the sum adds lane-wise partial sums
      * in a fixed order, so a row's result depends only on its values and n.
      */

@@ -6,6 +6,7 @@ import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.util.Arrays;
 
 /**
  * F32 weights, repacked at load into row panels on the heap ({@link PanelKernels}: panel p is rows
@@ -75,7 +76,7 @@ final class F32Matrix extends PanelMatrix {
         int ps = cols * P;
         for (int g = 0; g < quads; g++) {
             for (int t = 0; t < n; t++) { // the chains start from zero
-                java.util.Arrays.fill(out, oo + t * rows + g * 4 * P, oo + t * rows + (g + 1) * 4 * P, 0f);
+                Arrays.fill(out, oo + t * rows + g * 4 * P, oo + t * rows + (g + 1) * 4 * P, 0f);
             }
             for (int c0 = 0; c0 < cols; c0 += PanelKernels.CHUNK) {
                 int c1 = Math.min(cols, c0 + PanelKernels.CHUNK);

@@ -65,6 +65,25 @@ class VectorOpsTest {
     }
 
     @Test
+    void swigluGivesTheScalarFormulasBitsInEveryLane() {
+        int n = 64 * LANES + 3; // vector lanes and a scalar tail
+        float[] gate = gaussian(n, 6, 21);
+        float[] up = gaussian(n, 1, 22);
+        gate[0] = 0f;
+        gate[1] = -0f;
+        gate[2] = -120f; // e^-g overflows
+        gate[3] = 120f;
+        float[] out = gate.clone();
+        VectorOps.swiglu(out, 0, up, 0, n);
+        for (int i = 0; i < n; i++) {
+            float g = gate[i];
+            float one = g / (1f + VectorOps.exp(-g)) * up[i];
+            assertEquals(Float.floatToRawIntBits(one), Float.floatToRawIntBits(out[i]),
+                    "element " + i + " (gate " + g + "): " + out[i] + ", one float " + one);
+        }
+    }
+
+    @Test
     void aRowsSwigluBitsDoNotDependOnItsNeighbours() {
         int ffn = 3 * LANES + 5; // a tail in every row
         int rows = 4;
