@@ -8,6 +8,7 @@ import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.synth.ModelCache;
 import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.perf.JitWarmup;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -35,7 +36,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * </ul>
  * The layer is the middle one of a 3-layer synthetic model with the stories110M layer shape (generated once
  * into .build/models; a middle layer maps no embedding or classifier). The input rows are restored before each
- * call so values stay in range. Steady state must allocate nothing ({@code -prof gc}).
+ * call so values stay in range. Setup calls the layer until C2 runs it ({@link JitWarmup}). Steady state must
+ * allocate nothing ({@code -prof gc}).
  * <pre>
  *   tools/jmh -f 1 -wi 3 -i 5 -prof gc LayerBenchmark
  *   tools/jmh -f 1 -wi 3 -i 5 -prof gc LayerBenchmark -p phase=decode -p type=Q8_0
@@ -49,6 +51,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(1)
 public class LayerBenchmark {
     static final int PROMPT = 128;
+    /** The longest {@link JitWarmup} may take before JMH's warm-up iterations. */
+    static final long WARMUP_BOUND_NANOS = 30_000_000_000L;
 
     @Param({"decode", "prefill"})
     public String phase;
@@ -99,6 +103,7 @@ public class LayerBenchmark {
             }
             default -> throw new IllegalArgumentException("phase must be decode or prefill, not " + phase);
         }
+        JitWarmup.untilAllocationFree(type + " " + phase, this::forward, WARMUP_BOUND_NANOS);
     }
 
     @TearDown(Level.Trial)

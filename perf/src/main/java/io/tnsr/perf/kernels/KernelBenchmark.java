@@ -1,6 +1,7 @@
 package io.tnsr.perf.kernels;
 
 import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.perf.JitWarmup;
 import io.tnsr.engine.model.WeightMatrix;
 import java.util.Locale;
 import java.util.SplittableRandom;
@@ -29,7 +30,8 @@ import org.openjdk.jmh.annotations.Warmup;
  *   tools/jmh -p type=F32,F16 -p shape=4096x4096 -p tokens=1 KernelBenchmark
  *   tools/kernel-bench                                              # the same, as a GFLOP/s and GB/s table
  * </pre>
- * JMH reports time per call. GFLOP/s = 2 x rows x cols x tokens / time; GB/s = the matrix's bytes in its own
+ * Setup calls the kernel until C2 runs it ({@link JitWarmup}), so that the measured code is the steady state's
+ * however slowly the JIT gets there. JMH reports time per call. GFLOP/s = 2 x rows x cols x tokens / time; GB/s = the matrix's bytes in its own
  * type (rows x cols / block size x block bytes) / time, i.e. the weight stream (activations are ignored).
  */
 @State(Scope.Thread)
@@ -48,6 +50,9 @@ public class KernelBenchmark {
     @Param({"1", "16"})
     public int tokens;
 
+    /** The longest {@link JitWarmup} may take before JMH's warm-up iterations. */
+    static final long WARMUP_BOUND_NANOS = 30_000_000_000L;
+
     protected WeightMatrix w;
     protected float[] x;
     protected float[] out;
@@ -64,6 +69,7 @@ public class KernelBenchmark {
             x[i] = (float) (r.nextDouble() * 2 - 1);
         }
         out = new float[tokens * w.rows()];
+        JitWarmup.untilAllocationFree(type + " " + shape + " x " + tokens, this::matmul, WARMUP_BOUND_NANOS);
     }
 
     @TearDown(Level.Trial)
