@@ -137,6 +137,11 @@ public final class ServeBenchCommand implements Callable<Integer> {
             CompletionRequests bodies = new CompletionRequests(modelName, prompts, maxTokens, temperature, seed, ignoreEos);
             LoadRunner runner = new LoadRunner(client, bodies);
             LoadRunner.Plan plan = plan();
+            if (prompts.measuredRepeatWarmup(warmup, plan.requests())) {
+                System.err.println("serve-bench: note: measured requests repeat prompts the warm-up sent (" + prompts.describe()
+                        + "); a server that caches prompts (llama-server does by default) skips most of their prefill. To"
+                        + " measure prefill, give a file with more prompts than --warmup plus --requests, or --prompt-tokens.");
+            }
             BenchStats warm = warmup > 0 ? runWarmup(runner, plan) : null;
             MetricsLog log = histograms == null ? null : new MetricsLog(histograms, 1000, "serve-bench-metrics");
             BenchStats stats = log == null ? new BenchStats() : loggedStats(log, plan);

@@ -108,6 +108,21 @@ public final class PromptSource {
         return sb.toString();
     }
 
+    /**
+     * Whether a measured request, one of {@code [warmup, warmup + measured)}, is sent a prompt that a warm-up request
+     * was sent already (always false for generated prompts). A server that caches prompts, as llama-server does by
+     * default, then skips most of that request's prefill.
+     *
+     * @param measured measured requests, {@link Long#MAX_VALUE} when unbounded
+     */
+    public boolean measuredRepeatWarmup(long warmup, long measured) {
+        if (prompts == null || warmup <= 0 || measured <= 0) {
+            return false;
+        }
+        long n = prompts.size();
+        return warmup >= n || measured > n - warmup;
+    }
+
     /** One line for the report: where the prompts come from. */
     public String describe() {
         return description;

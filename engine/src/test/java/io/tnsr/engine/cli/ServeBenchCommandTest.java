@@ -199,6 +199,20 @@ class ServeBenchCommandTest {
         List<String> got = fake.bodies().stream().map(b -> b.get("prompt").asText()).toList();
         assertEquals(List.of("first prompt", "second", "third one"), got.subList(0, 3));
         assertEquals("first prompt", got.get(3));
+        assertTrue(r[2].isEmpty(), "no warm-up, nothing repeated: " + r[2]);
+    }
+
+    @Test
+    void measuredRequestsThatRepeatTheWarmUpsPromptsAreNoted() throws Exception {
+        Path prompts = Files.createTempFile("prompts", ".txt");
+        Files.writeString(prompts, "one\ntwo\nthree\nfour\n");
+        String[] r = benchFake("--prompts", prompts.toString(), "--warmup", "2", "--requests", "3", "--json");
+        assertEquals("0", r[0], r[2]);
+        assertTrue(r[2].contains("measured requests repeat prompts the warm-up sent (4 from " + prompts), r[2]);
+        String[] fits = benchFake("--prompts", prompts.toString(), "--warmup", "2", "--requests", "2", "--json");
+        assertFalse(fits[2].contains("repeat"), "four prompts hold two warm-up and two measured requests: " + fits[2]);
+        String[] generated = benchFake("--prompt-tokens", "8", "--warmup", "2", "--requests", "2", "--json");
+        assertFalse(generated[2].contains("repeat"), generated[2]);
     }
 
     @Test
