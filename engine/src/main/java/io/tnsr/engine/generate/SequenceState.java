@@ -89,6 +89,11 @@ public final class SequenceState {
         return promptTokens.length;
     }
 
+    /** Tokens to send before decoding: the prompt, or after {@link #rewind} the whole history. */
+    public int prefillLength() {
+        return prefillLength;
+    }
+
     /** Prompt tokens (or, after {@link #rewind}, history tokens) not yet sent for prefill. */
     public int prefillRemaining() {
         return prefillLength - prefilled;

@@ -10,15 +10,24 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
+import org.agrona.collections.Int2IntCounterMap;
 import org.agrona.collections.Int2ObjectHashMap;
+import org.agrona.collections.IntArrayList;
 
 /**
  * Decides, step by step, which sequences run in which micro-batch of a pipeline. No sockets, no threads and no clock
  * of its own (every call is given the time), so the coordinator's links drive it, and so can a test.
  *
  * <p>M micro-batches take turns in the pipeline, each with at most one step in flight. A step carries the next token
- * of each running member (decode), then prompt chunks of members still prefilling, within the step's row and entry
- * budget. When a step comes back, each logits row goes to the {@link TokenChooser}; a sequence that finishes or fails
+ * of each running member (decode), then prompt chunks of members still prefilling, then, with rows to spare, prompt
+ * chunks of the members of micro-batches in flight, within the step's row and entry budget. When all the prompt tokens left
+ * fit in one step of each micro-batch, a prompt is cut into chunks of at most 1/M of it (at least {@link #MIN_CHUNK}
+ * tokens), so that it travels in the steps of several micro-batches at once and every stage works on it (with more
+ * prompt than that, every step is full of prompt anyway, and whole chunks finish prompts sooner). A prompt's chunks
+ * need no logits in between, and each stage runs the frames of every step in the order they were sent, so a chunk
+ * always finds the chunks before it in the stage's cache. A
+ * sequence gets no decode token while a chunk of it rides in another micro-batch's step (its last chunk's logits
+ * are not back yet); a step that fails whole fails the sequences whose chunks rode in it too. When a step comes back, each logits row goes to the {@link TokenChooser}; a sequence that finishes or fails
  * leaves its micro-batch (its id is queued for END_SEQUENCE, so that every stage frees its cache), and the waiting
  * sequences that are due join the micro-batches not in flight, each to the one with the fewest members: micro-batches
  * stay balanced, and a sequence submitted while others run joins at the next step of the first micro-batch that
@@ -91,9 +100,14 @@ public final class Scheduler {
         }
     }
 
+    /** Fewest prompt tokens a chunk is cut to when a prompt is spread over the micro-batches' steps. */
+    static final int MIN_CHUNK = 16;
+
     private static final class MicroBatch {
         final int id;
         final List<SequenceState> members = new ArrayList<>();
+        /** Sequences of other micro-batches with a prompt chunk in the step in flight. */
+        final IntArrayList guests = new IntArrayList();
         long inFlightStep = -1;
         long sentNanos;
 
@@ -111,6 +125,8 @@ public final class Scheduler {
     private final ArrayDeque<SequenceState> waiting = new ArrayDeque<>();
     private final Int2ObjectHashMap<SequenceState> live = new Int2ObjectHashMap<>();
     private final Int2ObjectHashMap<MicroBatch> batchOf = new Int2ObjectHashMap<>();
+    /** Per sequence, its prompt chunks in flight in other micro-batches' steps (absent: none). */
+    private final Int2IntCounterMap chunksAway = new Int2IntCounterMap(0);
     private volatile Thread wakeOnSubmit;
     private volatile int runningSeen;   // members and waiting as the last admit left them, for other threads
     private volatile int waitingSeen;
@@ -256,39 +272,80 @@ public final class Scheduler {
 
     /**
      * Composes the next step of micro-batch {@code mb} into {@code step}: the decode token of each running member, then
-     * prompt chunks, within the budget; marks it in flight as step {@code stepId}, sent at {@code nowNanos}.
+     * its members' prompt chunks, then prompt chunks of the members of micro-batches in flight, within the budget; marks it in
+     * flight as step {@code stepId}, sent at {@code nowNanos}.
      *
-     * @return false when the micro-batch is in flight or has no members (nothing to send)
+     * @return false when the micro-batch is in flight or there is nothing for it to send
      */
     public boolean compose(int mb, long stepId, long nowNanos, Step step) {
         MicroBatch b = batches[mb];
-        if (b.inFlightStep >= 0 || b.members.isEmpty()) {
+        if (b.inFlightStep >= 0) {
             return false;
         }
         Batch batch = step.batch.clear();
-        int budget = limits.maxTokensPerStep();
-        int maxEntries = limits.maxSequencesPerStep();
-        for (int pass = 0; pass < 2; pass++) {
-            for (SequenceState s : b.members) {
-                boolean prefilling = s.prefillRemaining() > 0;
-                int rows = batch.tokens();
-                if (prefilling != (pass == 1) || rows >= budget || batch.sequences() == maxEntries) {
-                    continue;
-                }
-                if (prefilling) {
-                    int n = Math.min(s.prefillRemaining(), budget - rows);
-                    int pos = s.takePrefill(n, step.tokens, rows);
-                    batch.add(s.index(), pos, n, s.prefillRemaining() == 0);
-                } else {
-                    step.tokens[rows] = s.lastToken();
-                    batch.add(s.index(), s.nextPosition(), 1, true);
+        boolean spread = batches.length > 1 && prefillLeft() <= (long) batches.length * limits.maxTokensPerStep();
+        for (SequenceState s : b.members) {   // decode: members whose last token's logits are back
+            if (s.prefillRemaining() == 0 && chunksAway.get(s.index()) == 0 && !full(batch, 1)) {
+                step.tokens[batch.tokens()] = s.lastToken();
+                batch.add(s.index(), s.nextPosition(), 1, true);
+            }
+        }
+        for (SequenceState s : b.members) {
+            addChunk(batch, step, s, spread);
+        }
+        for (int i = 1; i < batches.length && !full(batch, 1); i++) {
+            MicroBatch owner = batches[(mb + i) % batches.length];
+            if (owner.inFlightStep < 0) {
+                continue;   // it sends its own members' prompts itself, in its own step
+            }
+            for (SequenceState s : owner.members) {
+                if (addChunk(batch, step, s, spread)) {
+                    b.guests.addInt(s.index());
+                    chunksAway.incrementAndGet(s.index());
                 }
             }
+        }
+        if (batch.sequences() == 0) {
+            return false;
         }
         step.id = stepId;
         step.microBatch = mb;
         b.inFlightStep = stepId;
         b.sentNanos = nowNanos;
+        return true;
+    }
+
+    /** Whether {@code rows} more token rows in one more entry would exceed the step's budget. */
+    private boolean full(Batch batch, int rows) {
+        return batch.tokens() + rows > limits.maxTokensPerStep() || batch.sequences() == limits.maxSequencesPerStep();
+    }
+
+    /** Prompt tokens not yet sent, of every member. */
+    private long prefillLeft() {
+        long n = 0;
+        for (MicroBatch b : batches) {
+            for (int i = 0; i < b.members.size(); i++) {
+                n += b.members.get(i).prefillRemaining();
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Adds the next prompt chunk of {@code s}, if it has prompt left, to the step: at most what the budget leaves, and
+     * when {@code spread}, 1/M of the prompt (at least {@link #MIN_CHUNK} tokens). Returns whether it did.
+     */
+    private boolean addChunk(Batch batch, Step step, SequenceState s, boolean spread) {
+        int left = s.prefillRemaining();
+        int room = limits.maxTokensPerStep() - batch.tokens();
+        if (left == 0 || room <= 0 || batch.sequences() == limits.maxSequencesPerStep()) {
+            return false;
+        }
+        int share = spread ? Math.max(MIN_CHUNK, (s.prefillLength() + batches.length - 1) / batches.length) : left;
+        int n = Math.min(left, Math.min(room, share));
+        int rows = batch.tokens();
+        int pos = s.takePrefill(n, step.tokens, rows);
+        batch.add(s.index(), pos, n, s.prefillRemaining() == 0);
         return true;
     }
 
@@ -342,8 +399,10 @@ public final class Scheduler {
      */
     public int rewindAll() {
         int n = 0;
+        chunksAway.clear();
         for (MicroBatch b : batches) {
             b.inFlightStep = -1;
+            b.guests.clear();
             for (SequenceState s : b.members) {
                 s.rewind();
                 n++;
@@ -364,10 +423,17 @@ public final class Scheduler {
         }
     }
 
-    /** Fails every member of micro-batch {@code mb} (the pipeline could not run its step), and ends the step. */
+    /**
+     * Fails every member of micro-batch {@code mb} and every sequence with a prompt chunk in its step (the pipeline
+     * could not run the step, so their caches miss it), and ends the step.
+     */
     public long failStep(int mb, String message, long nowNanos) {
-        for (SequenceState s : new ArrayList<>(batches[mb].members)) {
+        MicroBatch b = batches[mb];
+        for (SequenceState s : new ArrayList<>(b.members)) {
             fail(s.index(), message);
+        }
+        for (int i = 0; i < b.guests.size(); i++) {
+            fail(b.guests.getInt(i), message);
         }
         return stepDone(mb, nowNanos);
     }
@@ -380,6 +446,10 @@ public final class Scheduler {
     public long stepDone(int mb, long nowNanos) {
         MicroBatch b = batches[mb];
         b.inFlightStep = -1;
+        for (int i = 0; i < b.guests.size(); i++) {
+            chunksAway.decrementAndGet(b.guests.getInt(i));
+        }
+        b.guests.clear();
         steps++;
         return nowNanos - b.sentNanos;
     }

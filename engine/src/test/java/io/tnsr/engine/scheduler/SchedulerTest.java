@@ -214,6 +214,61 @@ class SchedulerTest {
     }
 
     @Test
+    void aLonePromptTravelsInTheStepsOfEveryMicroBatchAndDecodesOnlyOnceItsLastChunkIsBack() {
+        Scheduler s = scheduler(2, 4, 64);
+        SequenceState lone = seq(0, 40, 8);
+        s.submit(lone);
+        s.admit(now, 0);
+        Scheduler.Step first = send(s, 0);
+        assertArrayEquals(new int[] {0}, entries(first));
+        assertEquals(20, first.batch().tokenCount(0), "half the prompt: the other micro-batch carries the rest");
+        assertFalse(first.batch().wantLogits(0));
+        Scheduler.Step second = send(s, 1);
+        assertArrayEquals(new int[] {0}, entries(second), "micro-batch 1 has no members, but carries the prompt's rest");
+        assertEquals(20, second.batch().position(0));
+        assertEquals(20, second.batch().tokenCount(0));
+        assertTrue(second.batch().wantLogits(0), "the last chunk brings the first token");
+
+        answer(s, first);
+        assertNull(send(s, 0), "no decode token before the last chunk's logits are back");
+        answer(s, second);
+        assertEquals(List.of("token 0:" + NEXT), events);
+        Scheduler.Step decode = send(s, 0);
+        assertArrayEquals(new int[] {0}, entries(decode));
+        assertEquals(40, decode.batch().position(0));
+        assertEquals(1, decode.batch().tokenCount(0));
+        assertNull(send(s, 1), "micro-batch 1 has nothing left to carry");
+    }
+
+    @Test
+    void aStepThatFailsWholeFailsTheSequencesWhosePromptChunksRodeInIt() {
+        Scheduler s = scheduler(2, 4, 64);
+        SequenceState lone = seq(0, 40, 8);
+        s.submit(lone);
+        s.admit(now, 0);
+        Scheduler.Step first = send(s, 0);
+        Scheduler.Step second = send(s, 1);
+        assertArrayEquals(new int[] {0}, entries(second));
+        s.failStep(1, "stage 1: out of memory", now++);
+        assertTrue(lone.finished(), "its cache misses the chunk that step carried");
+        assertEquals(StopReason.ERROR, lone.stoppedBy());
+        assertArrayEquals(new int[] {0}, ended(s), "its id goes to END_SEQUENCE");
+        answer(s, first);
+        assertFalse(s.busy());
+    }
+
+    @Test
+    void promptsThatFillEveryStepAreNotCutIntoShares() {
+        Scheduler s = scheduler(2, 4, 16);
+        s.submit(seq(0, 40, 8));
+        s.submit(seq(1, 40, 8));
+        s.admit(now, 0);
+        Scheduler.Step first = send(s, 0);
+        assertArrayEquals(new int[] {0}, entries(first));
+        assertEquals(16, first.batch().tokenCount(0), "80 prompt tokens left, two steps of 16 rows: whole steps of it");
+    }
+
+    @Test
     void aSequenceRefusedBeforeItStartsIsReportedAndNeverRuns() {
         Scheduler s = scheduler(1, 4, 64);
         SequenceState tooLong = new SequenceState(0, "x", new int[100], 8, 64, 1, t -> t == EOS, sampler);
