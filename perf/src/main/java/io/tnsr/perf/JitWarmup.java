@@ -23,6 +23,8 @@ public final class JitWarmup {
     static final long BATCH_NANOS = 20_000_000L;
     /** Allocation-free batches in a row that end the warm-up. */
     static final int QUIET_BATCHES = 3;
+    /** The longest a benchmark's warm-up may take before JMH's own warm-up iterations. */
+    public static final long BOUND_NANOS = 30_000_000_000L;
 
     private JitWarmup() {
     }
@@ -36,6 +38,11 @@ public final class JitWarmup {
      * @param lastBytesPerCall bytes the last batch allocated per call
      */
     public record Outcome(long calls, long nanos, boolean settled, double lastBytesPerCall) {
+    }
+
+    /** {@link #untilAllocationFree(String, Runnable, long)} for at most {@link #BOUND_NANOS}. */
+    public static Outcome untilAllocationFree(String what, Runnable op) {
+        return untilAllocationFree(what, op, BOUND_NANOS);
     }
 
     /**

@@ -20,14 +20,17 @@ import org.agrona.collections.IntArrayList;
  *
  * <p>M micro-batches take turns in the pipeline, each with at most one step in flight. A step carries the next token
  * of each running member (decode), then prompt chunks of members still prefilling, then, with rows to spare, prompt
- * chunks of the members of micro-batches in flight, within the step's row and entry budget. When all the prompt tokens left
- * fit in one step of each micro-batch, a prompt is cut into chunks of at most 1/M of it (at least {@link #MIN_CHUNK}
- * tokens), so that it travels in the steps of several micro-batches at once and every stage works on it (with more
- * prompt than that, every step is full of prompt anyway, and whole chunks finish prompts sooner). A prompt's chunks
- * need no logits in between, and each stage runs the frames of every step in the order they were sent, so a chunk
- * always finds the chunks before it in the stage's cache. A
- * sequence gets no decode token while a chunk of it rides in another micro-batch's step (its last chunk's logits
- * are not back yet); a step that fails whole fails the sequences whose chunks rode in it too. When a step comes back, each logits row goes to the {@link TokenChooser}; a sequence that finishes or fails
+ * chunks of the members of micro-batches in flight, within the step's row and entry budget.
+ *
+ * <p>So a prompt travels in the steps of several micro-batches at once and every stage works on it. A prompt's
+ * chunks need no logits in between, and each stage runs the frames of every step in the order they were sent, so a
+ * chunk always finds the chunks before it in the stage's cache. When all the prompt tokens left fit in one step of
+ * each micro-batch, a prompt is cut into chunks of at most 1/M of it (at least {@link #MIN_CHUNK} tokens); with more
+ * prompt than that, every step is full of prompt anyway, and whole chunks finish prompts sooner. A sequence gets no
+ * decode token while a chunk of it rides in another micro-batch's step (its last chunk's logits are not back yet);
+ * a step that fails whole fails the sequences whose chunks rode in it too.
+ *
+ * <p>When a step comes back, each logits row goes to the {@link TokenChooser}; a sequence that finishes or fails
  * leaves its micro-batch (its id is queued for END_SEQUENCE, so that every stage frees its cache), and the waiting
  * sequences that are due join the micro-batches not in flight, each to the one with the fewest members: micro-batches
  * stay balanced, and a sequence submitted while others run joins at the next step of the first micro-batch that
@@ -272,8 +275,8 @@ public final class Scheduler {
 
     /**
      * Composes the next step of micro-batch {@code mb} into {@code step}: the decode token of each running member, then
-     * its members' prompt chunks, then prompt chunks of the members of micro-batches in flight, within the budget; marks it in
-     * flight as step {@code stepId}, sent at {@code nowNanos}.
+     * its members' prompt chunks, then prompt chunks of the members of micro-batches in flight, within the budget;
+     * marks it in flight as step {@code stepId}, sent at {@code nowNanos}.
      *
      * @return false when the micro-batch is in flight or there is nothing for it to send
      */
@@ -284,21 +287,23 @@ public final class Scheduler {
         }
         Batch batch = step.batch.clear();
         boolean spread = batches.length > 1 && prefillLeft() <= (long) batches.length * limits.maxTokensPerStep();
-        for (SequenceState s : b.members) {   // decode: members whose last token's logits are back
-            if (s.prefillRemaining() == 0 && chunksAway.get(s.index()) == 0 && !full(batch, 1)) {
+        for (int j = 0; j < b.members.size(); j++) {   // decode: members whose last token's logits are back
+            SequenceState s = b.members.get(j);
+            if (s.prefillRemaining() == 0 && chunksAway.get(s.index()) == 0 && !full(batch)) {
                 step.tokens[batch.tokens()] = s.lastToken();
                 batch.add(s.index(), s.nextPosition(), 1, true);
             }
         }
-        for (SequenceState s : b.members) {
-            addChunk(batch, step, s, spread);
+        for (int j = 0; j < b.members.size(); j++) {
+            addChunk(batch, step, b.members.get(j), spread);
         }
-        for (int i = 1; i < batches.length && !full(batch, 1); i++) {
+        for (int i = 1; i < batches.length && !full(batch); i++) {
             MicroBatch owner = batches[(mb + i) % batches.length];
             if (owner.inFlightStep < 0) {
                 continue;   // it sends its own members' prompts itself, in its own step
             }
-            for (SequenceState s : owner.members) {
+            for (int j = 0; j < owner.members.size(); j++) {
+                SequenceState s = owner.members.get(j);
                 if (addChunk(batch, step, s, spread)) {
                     b.guests.addInt(s.index());
                     chunksAway.incrementAndGet(s.index());
@@ -315,9 +320,9 @@ public final class Scheduler {
         return true;
     }
 
-    /** Whether {@code rows} more token rows in one more entry would exceed the step's budget. */
-    private boolean full(Batch batch, int rows) {
-        return batch.tokens() + rows > limits.maxTokensPerStep() || batch.sequences() == limits.maxSequencesPerStep();
+    /** Whether the step has no room for one more entry of one token. */
+    private boolean full(Batch batch) {
+        return batch.tokens() >= limits.maxTokensPerStep() || batch.sequences() == limits.maxSequencesPerStep();
     }
 
     /** Prompt tokens not yet sent, of every member. */
@@ -337,13 +342,12 @@ public final class Scheduler {
      */
     private boolean addChunk(Batch batch, Step step, SequenceState s, boolean spread) {
         int left = s.prefillRemaining();
-        int room = limits.maxTokensPerStep() - batch.tokens();
-        if (left == 0 || room <= 0 || batch.sequences() == limits.maxSequencesPerStep()) {
+        if (left == 0 || full(batch)) {
             return false;
         }
-        int share = spread ? Math.max(MIN_CHUNK, (s.prefillLength() + batches.length - 1) / batches.length) : left;
-        int n = Math.min(left, Math.min(room, share));
         int rows = batch.tokens();
+        int share = spread ? Math.max(MIN_CHUNK, (s.prefillLength() + batches.length - 1) / batches.length) : left;
+        int n = Math.min(left, Math.min(limits.maxTokensPerStep() - rows, share));
         int pos = s.takePrefill(n, step.tokens, rows);
         batch.add(s.index(), pos, n, s.prefillRemaining() == 0);
         return true;

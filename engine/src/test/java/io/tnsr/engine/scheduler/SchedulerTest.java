@@ -213,12 +213,17 @@ class SchedulerTest {
         assertEquals(7, rest.batch().position(1), "the prompt goes on where it stopped");
     }
 
+    /** Two micro-batches, steps of 64 rows, and sequence 0 alone with a 40-token prompt, admitted. */
+    private Scheduler lonePrompt() {
+        Scheduler s = scheduler(2, 4, 64);
+        s.submit(seq(0, 40, 8));
+        s.admit(now, 0);
+        return s;
+    }
+
     @Test
     void aLonePromptTravelsInTheStepsOfEveryMicroBatchAndDecodesOnlyOnceItsLastChunkIsBack() {
-        Scheduler s = scheduler(2, 4, 64);
-        SequenceState lone = seq(0, 40, 8);
-        s.submit(lone);
-        s.admit(now, 0);
+        Scheduler s = lonePrompt();
         Scheduler.Step first = send(s, 0);
         assertArrayEquals(new int[] {0}, entries(first));
         assertEquals(20, first.batch().tokenCount(0), "half the prompt: the other micro-batch carries the rest");
@@ -242,16 +247,12 @@ class SchedulerTest {
 
     @Test
     void aStepThatFailsWholeFailsTheSequencesWhosePromptChunksRodeInIt() {
-        Scheduler s = scheduler(2, 4, 64);
-        SequenceState lone = seq(0, 40, 8);
-        s.submit(lone);
-        s.admit(now, 0);
+        Scheduler s = lonePrompt();
         Scheduler.Step first = send(s, 0);
         Scheduler.Step second = send(s, 1);
         assertArrayEquals(new int[] {0}, entries(second));
         s.failStep(1, "stage 1: out of memory", now++);
-        assertTrue(lone.finished(), "its cache misses the chunk that step carried");
-        assertEquals(StopReason.ERROR, lone.stoppedBy());
+        assertEquals(List.of("finished 0 " + StopReason.ERROR), events, "its cache misses the chunk that step carried");
         assertArrayEquals(new int[] {0}, ended(s), "its id goes to END_SEQUENCE");
         answer(s, first);
         assertFalse(s.busy());

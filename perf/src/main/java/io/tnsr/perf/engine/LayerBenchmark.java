@@ -51,8 +51,6 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(1)
 public class LayerBenchmark {
     static final int PROMPT = 128;
-    /** The longest {@link JitWarmup} may take before JMH's warm-up iterations. */
-    static final long WARMUP_BOUND_NANOS = 30_000_000_000L;
 
     @Param({"decode", "prefill"})
     public String phase;
@@ -103,7 +101,7 @@ public class LayerBenchmark {
             }
             default -> throw new IllegalArgumentException("phase must be decode or prefill, not " + phase);
         }
-        JitWarmup.untilAllocationFree(type + " " + phase, this::forward, WARMUP_BOUND_NANOS);
+        JitWarmup.untilAllocationFree(type + " " + phase, this::forward);
     }
 
     @TearDown(Level.Trial)

@@ -1,8 +1,8 @@
 package io.tnsr.perf.kernels;
 
 import io.tnsr.engine.gguf.GgmlType;
-import io.tnsr.perf.JitWarmup;
 import io.tnsr.engine.model.WeightMatrix;
+import io.tnsr.perf.JitWarmup;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -31,8 +31,9 @@ import org.openjdk.jmh.annotations.Warmup;
  *   tools/kernel-bench                                              # the same, as a GFLOP/s and GB/s table
  * </pre>
  * Setup calls the kernel until C2 runs it ({@link JitWarmup}), so that the measured code is the steady state's
- * however slowly the JIT gets there. JMH reports time per call. GFLOP/s = 2 x rows x cols x tokens / time; GB/s = the matrix's bytes in its own
- * type (rows x cols / block size x block bytes) / time, i.e. the weight stream (activations are ignored).
+ * however slowly the JIT gets there. JMH reports time per call. GFLOP/s = 2 x rows x cols x tokens / time; GB/s =
+ * the matrix's bytes in its own type (rows x cols / block size x block bytes) / time, i.e. the weight stream
+ * (activations are ignored).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -50,9 +51,6 @@ public class KernelBenchmark {
     @Param({"1", "16"})
     public int tokens;
 
-    /** The longest {@link JitWarmup} may take before JMH's warm-up iterations. */
-    static final long WARMUP_BOUND_NANOS = 30_000_000_000L;
-
     protected WeightMatrix w;
     protected float[] x;
     protected float[] out;
@@ -69,7 +67,7 @@ public class KernelBenchmark {
             x[i] = (float) (r.nextDouble() * 2 - 1);
         }
         out = new float[tokens * w.rows()];
-        JitWarmup.untilAllocationFree(type + " " + shape + " x " + tokens, this::matmul, WARMUP_BOUND_NANOS);
+        JitWarmup.untilAllocationFree(type + " " + shape + " x " + tokens, this::matmul);
     }
 
     @TearDown(Level.Trial)
