@@ -20,6 +20,7 @@ public final class LocalStages implements Stages {
     private final StageRuntime[] stages;
     private final int[] ports;
     private final boolean[] refused;
+    private long restartDelayMillis;
 
     public LocalStages(PipelineConfig config, Path model, Path metricsDir) {
         this.config = config;
@@ -72,11 +73,24 @@ public final class LocalStages implements Stages {
         refused[i] = true;
     }
 
+    /** From now on a restarted stage takes {@code millis} to come up, as a stage process loading its layers does. */
+    public synchronized void delayRestarts(long millis) {
+        restartDelayMillis = millis;
+    }
+
     @Override
     public synchronized void replace(int i, long timeoutMillis) {
         stages[i].close();
         if (refused[i]) {
             throw new PipelineException("in-process stage " + i + " may not be restarted");
+        }
+        if (restartDelayMillis > 0) {
+            try {
+                Thread.sleep(Math.min(restartDelayMillis, timeoutMillis));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new PipelineException("interrupted while restarting in-process stage " + i, e);
+            }
         }
         try {
             StageRuntime s = new StageRuntime(options(i));

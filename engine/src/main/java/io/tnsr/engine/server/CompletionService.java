@@ -117,9 +117,17 @@ public final class CompletionService implements Generator.Listener {
         this.scheduler = s;
     }
 
-    /** Whether the pipeline is up and taking requests (not starting, failed, or recovering). */
+    /** Whether the pipeline is up and running requests (not starting, failed, or recovering): what {@code /health} says. */
     public boolean ready() {
         return scheduler != null && down == null && recovering == null;
+    }
+
+    /**
+     * Whether requests are taken: once the pipeline is up and until it has failed. During a recovery they are taken
+     * and wait for it (a recovery that gives up ends them with its error).
+     */
+    public boolean accepting() {
+        return scheduler != null && down == null;
     }
 
     /**

@@ -19,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.io.Content;
@@ -60,6 +61,9 @@ public final class OpenAiHttpServer implements AutoCloseable {
     public static final int MAX_BODY_BYTES = 1 << 20;
     /** How long a non-streaming request waits for its text before it is cancelled with a 503. */
     static final long REQUEST_TIMEOUT_MILLIS = 600_000;
+    /** Longest silence on a paused stream before an SSE comment line is sent (proxies often cut at 60 s). */
+    static final long MAX_KEEP_ALIVE_MILLIS = 15_000;
+    private static final byte[] KEEP_ALIVE = ": keep-alive\n\n".getBytes(StandardCharsets.US_ASCII);
     /** How long {@link #close} lets requests in flight finish. */
     public static final long STOP_TIMEOUT_MILLIS = 10_000;
 
@@ -110,6 +114,16 @@ public final class OpenAiHttpServer implements AutoCloseable {
             }
         });
         server.setStopTimeout(STOP_TIMEOUT_MILLIS);
+    }
+
+    /**
+     * How long a connection may see no bytes either way before it is closed (Jetty's default is 30 s). A stream
+     * that has nothing to send for a third of it sends an SSE comment line, which clients ignore, so a pause (a
+     * recovery of the pipeline) does not close it.
+     */
+    public OpenAiHttpServer idleTimeout(long millis) {
+        connector.setIdleTimeout(millis);
+        return this;
     }
 
     /** Starts listening; returns the port. */
@@ -342,7 +356,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             error(response, callback, 404, "model_not_found", "no model '" + p.model + "' here; this server runs '" + modelName + "'");
             return;
         }
-        if (!service.ready()) {
+        if (!service.accepting()) {
             error(response, callback, 503, "unavailable", service.down() != null ? "the pipeline failed: " + service.down()
                     : "the pipeline is starting");
             return;
@@ -361,6 +375,9 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return;
         }
         Shape shape = new Shape((chat ? "chatcmpl-" : "cmpl-") + ids.incrementAndGet(), System.currentTimeMillis() / 1000, chat);
+        // While the request waits for its tokens (a queue, a recovery of the pipeline) no byte may cross the
+        // connection for longer than the idle timeout; the waits below have bounds of their own.
+        request.addIdleTimeoutListener(timeout -> false);
         if (p.stream) {
             stream(request, response, callback, c, shape, p.includeUsage);
             return;
@@ -415,9 +432,16 @@ public final class OpenAiHttpServer implements AutoCloseable {
             response.getHeaders().put(HttpHeader.CONTENT_TYPE, "text/event-stream; charset=utf-8");
             response.getHeaders().put(HttpHeader.CACHE_CONTROL, "no-cache");
             OutputStream out = Content.Sink.asOutputStream(response);
-            for (; delta != null; delta = c.nextDelta(1000)) {
+            long keepAliveNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(100, Math.min(MAX_KEEP_ALIVE_MILLIS,
+                    connector.getIdleTimeout() / 3)));
+            long wroteNanos = System.nanoTime();
+            for (; delta != null; delta = c.nextDelta(Math.min(1000, TimeUnit.NANOSECONDS.toMillis(keepAliveNanos)))) {
                 if (!delta.isEmpty()) {
                     event(out, Jackson.write(shape.chunk(delta, null)));
+                    wroteNanos = System.nanoTime();
+                } else if (System.nanoTime() - wroteNanos >= keepAliveNanos) {
+                    keepAlive(out);   // a pause (the pipeline recovering): proxies and clients keep the stream open
+                    wroteNanos = System.nanoTime();
                 }
             }
             if (c.finish() == Completion.Finish.ERROR) {
@@ -443,6 +467,12 @@ public final class OpenAiHttpServer implements AutoCloseable {
             service.cancel(c);
             callback.failed(e);
         }
+    }
+
+    /** An SSE comment line: clients ignore it; it tells every hop that the stream is alive. */
+    private static void keepAlive(OutputStream out) throws IOException {
+        out.write(KEEP_ALIVE);
+        out.flush();
     }
 
     private static void event(OutputStream out, String data) throws IOException {

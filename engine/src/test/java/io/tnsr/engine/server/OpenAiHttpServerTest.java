@@ -388,4 +388,61 @@ class OpenAiHttpServerTest {
         assertEquals(503, post("/v1/completions", "{\"prompt\": \"x\"}").statusCode());
         assertEquals(0, pipeline.service.active());
     }
+
+    @Test
+    void aStreamPausesWhileALostStageIsReplacedThenGoesOnWithEveryTokenOnceAndRequestsMeanwhileWait() throws Exception {
+        server.close();
+        pipeline.close();
+        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.stories15M(), 2, 1, 0);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0).idleTimeout(1000);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 200, "
+                        + "\"temperature\": 0, \"stream\": true}")).build(), HttpResponse.BodyHandlers.ofInputStream());
+        StringBuilder text = new StringBuilder();
+        List<String> comments = new ArrayList<>();
+        java.util.concurrent.CompletableFuture<HttpResponse<String>> meanwhile;
+        String health;
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
+            String first = in.readLine();
+            text.append(Jackson.MAPPER.readTree(first.substring(6)).at("/choices/0/text").asText());
+            pipeline.stages.delayRestarts(3000);             // three idle timeouts: the replacement is slow to come
+            pipeline.stages.kill(1);                          // the last stage dies mid-stream
+            health = awaitHealth("recovering");
+            meanwhile = http.sendAsync(HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(60))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + " again\", \"max_tokens\": 12, "
+                            + "\"temperature\": 0}")).build(), HttpResponse.BodyHandlers.ofString());
+            for (String line; (line = in.readLine()) != null; ) {
+                if (line.startsWith(":")) {
+                    comments.add(line);
+                } else if (line.startsWith("data: {")) {
+                    JsonNode chunk = Jackson.MAPPER.readTree(line.substring(6));
+                    assertTrue(chunk.get("error") == null, line);
+                    text.append(chunk.at("/choices/0/text").asText());
+                }
+            }
+        }
+        assertTrue(health.contains("stage1"), health);
+        assertEquals(pipeline.alone(PROMPT, 200, SamplingConfig.GREEDY), text.toString(),
+                "every token once, as the prompt gives alone");
+        assertTrue(!comments.isEmpty(), "the paused stream was kept alive");
+        HttpResponse<String> later = meanwhile.get(60, TimeUnit.SECONDS);
+        assertEquals(200, later.statusCode(), later.body());
+        assertEquals(pipeline.alone(PROMPT + " again", 12, SamplingConfig.GREEDY), json(later).at("/choices/0/text").asText());
+        assertEquals(200, get("/health").statusCode());
+    }
+
+    /** Polls /health until its answer contains {@code what}; that answer. */
+    private String awaitHealth(String what) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        String body = "";
+        while (System.nanoTime() < deadline) {
+            body = get("/health").body();
+            if (body.contains(what)) {
+                return body;
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("/health never said '" + what + "'; last: " + body);
+    }
 }

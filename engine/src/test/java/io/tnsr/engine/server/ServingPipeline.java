@@ -74,7 +74,7 @@ final class ServingPipeline implements AutoCloseable {
                         new Scheduler.Limits(2, perBatch, pipeline.maxTokensPerFrame(), 8), service, s -> {
                             service.attach(s);
                             ready.countDown();
-                        }, stop::get);
+                        }, stop::get, service::recovering);   // as tools/serve does
             } catch (Throwable t) {
                 failure.set(t);
                 service.pipelineFailed(t.getMessage());   // as tools/serve does
