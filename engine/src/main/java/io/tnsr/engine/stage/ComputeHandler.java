@@ -48,6 +48,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     private long refusedStep;        // the step and micro-batch of the frame being prepared, for refusals' ERROR frames
     private int refusedMicroBatch;
     private final LayerRange.Refusal refusal;   // an ERROR frame for each sequence prepare refuses
+    private volatile int pagesAtShutdown = -1;
 
     ComputeHandler(LayerRange range, String stageName, OutboundBuffer out, OutboundSender sender, LatencyMetric queueWait,
                    LatencyMetric compute, LatencyMetric computePerToken, Counters counters, long stallThresholdNanos) {
@@ -113,6 +114,11 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         busySinceNanos.lazySet(0);
     }
 
+    /** KV cache pages still held when SHUTDOWN reached this stage (every sequence ended: 0), or -1 before it has. */
+    int pagesAtShutdown() {
+        return pagesAtShutdown;
+    }
+
     /** When the frame being computed was picked up, or 0 when idle (read by the liveness thread for heartbeats). */
     long busySinceNanos() {
         return busySinceNanos.get();
@@ -139,6 +145,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
                 out.forward(b, 0, slot.length);
             }
             case SHUTDOWN -> {
+                pagesAtShutdown = range.cache().usedPages();   // 0 unless a sequence was never ended
                 out.forward(b, 0, slot.length);
                 sender.shutdownQueued = true;
             }

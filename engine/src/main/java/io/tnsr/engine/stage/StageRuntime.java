@@ -689,6 +689,15 @@ public final class StageRuntime implements AutoCloseable {
         return new long[] {sessionThread.getId(), consumerThread.getId()};
     }
 
+    /**
+     * KV cache pages this stage still held when the pipeline's SHUTDOWN reached it, or -1 before one has: 0 when the
+     * coordinator ended every sequence it ran (the session's end frees the rest in any case).
+     */
+    public int kvPagesAtShutdown() {
+        ComputeHandler c = compute;
+        return c == null ? -1 : c.pagesAtShutdown();
+    }
+
     /** Nanoseconds spent running layers / since start: the stage's compute share. */
     public double computeShare() {
         long up = System.nanoTime() - startNanos;

@@ -2,6 +2,7 @@ package io.tnsr.engine.coordinator;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.generate.Generator;
 import io.tnsr.engine.generate.SequenceState;
@@ -66,10 +67,15 @@ class RecoveryGoldenTest {
                     h.cfg.contextLength(), h.tok.bos(), h.tok::isEndOfGeneration, sampler));
         }
         AtomicInteger tokens = new AtomicInteger();
+        int[] atKill = new int[2];   // sequences still prefilling, sequences running, when the stage was lost
         Generator.Listener listener = new Generator.Listener() {
             @Override
             public void onToken(SequenceState seq, int token) {
                 if (tokens.incrementAndGet() == killAtToken) {
+                    for (SequenceState s : seqs) {
+                        atKill[0] += !s.finished() && s.generatedCount() == 0 ? 1 : 0;
+                        atKill[1] += !s.finished() ? 1 : 0;
+                    }
                     local.kill(lost);
                 }
             }
@@ -87,6 +93,14 @@ class RecoveryGoldenTest {
         }
         assertEquals(1, outcome.recoveries().size(), "one recovery");
         assertEquals(List.of(lost), outcome.recoveries().get(0).replaced(), "the lost stage was replaced");
+        switch (when) {
+            case "during prefill" -> assertTrue(atKill[0] >= 1, "a prompt was being prefilled when the stage was lost");
+            case "during decode" -> assertEquals(0, atKill[0], "every running sequence was decoding");
+            default -> assertTrue(atKill[1] >= 3, atKill[1] + " sequences ran, one per micro-batch: the others' steps were in flight");
+        }
+        for (int i = 0; i < stages; i++) {
+            assertEquals(0, local.stage(i).kvPagesAtShutdown(), "stage " + i + "'s KV pool at the end of the run");
+        }
     }
 
     /**

@@ -339,4 +339,30 @@ class SchedulerTest {
         assertArrayEquals(new int[] {2}, entries(send(s, 0)));
         assertTrue(events.contains("finished 1 EXPIRED"), events::toString);
     }
+
+    @Test
+    void aRewindReplaysTheRunningSequencesWholeHistoryAndNeverAFinishedOne() {
+        Scheduler s = scheduler(1, 2, 64);
+        SequenceState done = seq(0, 3, 1);
+        SequenceState running = seq(1, 4, 5);
+        List.of(done, running).forEach(s::submit);
+        s.admit(now, 0);
+        answer(s, send(s, 0));                        // both prompts; sequence 0 has its one token and ends
+        assertTrue(done.finished());
+        answer(s, send(s, 0));                        // sequence 1's second token
+        Scheduler.Step lost = send(s, 0);             // in flight when the pipeline breaks
+        assertEquals(2, running.generatedCount());
+
+        assertEquals(1, s.rewindAll(), "only the running sequence is rewound");
+        assertEquals(0, s.endedCount(), "no stage holds a cache to free");
+        assertFalse(s.inFlight(lost.microBatch(), lost.id()), "the lost step is forgotten");
+        Scheduler.Step replay = send(s, 0);
+        assertArrayEquals(new int[] {1}, entries(replay), "the finished sequence is not replayed");
+        assertEquals(0, replay.batch().position(0));
+        assertEquals(4 + 2, replay.batch().tokens(), "its prompt and both tokens chosen so far, from position 0");
+        assertArrayEquals(new int[] {1, 7, 7, 7, NEXT, NEXT}, Arrays.copyOf(replay.tokens(), 6));
+        answer(s, replay);
+        assertEquals(3, running.generatedCount(), "the replay's logits choose the next token, none again");
+        assertEquals(List.of("token 0:5", "finished 0 LIMIT", "token 1:5", "token 1:5", "token 1:5"), events);
+    }
 }
