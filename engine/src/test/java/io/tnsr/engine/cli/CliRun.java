@@ -11,9 +11,13 @@ public final class CliRun {
 
     /** {exit status (Integer), stdout, stderr} of {@code Cli.run(command, args)}; System.out/err and the console's verbosity are restored. */
     public static Object[] run(Object command, String... args) {
+        return run(command, new ByteArrayOutputStream(), args);
+    }
+
+    /** As {@link #run(Object, String...)}, stdout going to {@code out} as it is printed (its size() may be polled). */
+    public static Object[] run(Object command, ByteArrayOutputStream out, String... args) {
         PrintStream oldOut = System.out;
         PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         try {
             System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));

@@ -154,4 +154,54 @@ class RunPipelineCommandTest {
         assertTrue(err.contains("max_frame_bytes is 4096 but the last stage's logits frame needs 66112 bytes"), err);
         assertFalse(err.contains("stage0"), "no stage started: " + err);
     }
+
+    /**
+     * An external stage dies mid-run and never comes back: the recovery gives up after --recovery-timeout, the tool
+     * exits 3 with an error naming the stage, and no stage process is left.
+     */
+    @Test
+    void aStageThatNeverComesBackEndsTheRunWithStatus3NamingItAndNoProcessLeft() throws Exception {
+        ModelSpec t = ModelSpec.tiny();
+        Path model = TestModels.get(new ModelSpec(t.name(), t.dim(), t.layers(), t.heads(), t.kvHeads(), t.ffnDim(),
+                t.vocabSize(), 8192, t.tied(), t.type(), t.seed(), false));
+        List<String> cmd = new java.util.ArrayList<>(io.tnsr.engine.process.ChildJvm.options(a -> a.startsWith("-Xmx")));
+        cmd.add("-Xmx256m");
+        cmd.addAll(io.tnsr.engine.process.ChildJvm.classPath());
+        cmd.addAll(List.of(io.tnsr.engine.stage.StageMain.class.getName(), "--model", model.toString(), "--layers", "2:4"));
+        Process external = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            String listening = new java.io.BufferedReader(new java.io.InputStreamReader(external.getInputStream())).readLine();
+            assertTrue(listening != null && listening.startsWith("LISTENING "), listening);
+            String address = "127.0.0.1:" + listening.substring("LISTENING ".length()).trim();
+            Path config = Files.createTempFile("pipeline", ".json");
+            Files.writeString(config, "{\"stages\": [{\"layers\": [0, 2]}, {\"layers\": [2, 4], \"external\": \"" + address + "\"}]}");
+            java.util.Set<Long> before = ProcessHandle.current().descendants().map(ProcessHandle::pid)
+                    .collect(java.util.stream.Collectors.toSet());
+            java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
+            java.util.concurrent.CompletableFuture<Object[]> run = java.util.concurrent.CompletableFuture.supplyAsync(() -> CliRun.run(
+                    new RunPipelineCommand(), text, "--config", config.toString(), "--model", model.toString(), "--prompt", "go",
+                    "--max-tokens", "8000", "--ignore-eos", "--recovery-timeout", "3"));
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (text.size() < 100 && !run.isDone() && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertTrue(text.size() >= 100, "the story is being told");
+            List<ProcessHandle> started = ProcessHandle.current().descendants().filter(p -> !before.contains(p.pid())).toList();
+            assertEquals(1, started.size(), "the tool started stage 0");
+            external.destroyForcibly();
+            long killed = System.nanoTime();
+            Object[] r = run.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            double seconds = (System.nanoTime() - killed) / 1e9;
+            assertEquals(3, r[0], (String) r[2]);
+            assertTrue(seconds < 3 + 5, "ended " + seconds + " s after the stage died (recovery timeout 3 s)");
+            String error = (String) r[2];
+            assertTrue(error.contains("recovery gave up") && error.contains("stage1 (" + address + ") is down"), error);
+            for (ProcessHandle p : started) {
+                p.onExit().get(10, java.util.concurrent.TimeUnit.SECONDS);
+                assertFalse(p.isAlive(), "stage process " + p.pid() + " ended with the tool");
+            }
+        } finally {
+            external.destroyForcibly();
+        }
+    }
 }

@@ -363,6 +363,15 @@ class OpenAiHttpServerTest {
 
     @Test
     void whenAStageIsLostAndRecoveryGivesUpStreamsEndWithAnErrorAndHealthNamesTheStage() throws Exception {
+        server.close();
+        pipeline.close();
+        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.stories15M(), 2, 1, 0);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        java.util.concurrent.CompletableFuture<HttpResponse<String>> whole = http.sendAsync(
+                HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(60)).POST(
+                        HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250}")).build(),
+                HttpResponse.BodyHandlers.ofString());
         HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
                 .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250, \"stream\": true}"))
                 .build(), HttpResponse.BodyHandlers.ofInputStream());
@@ -386,6 +395,9 @@ class OpenAiHttpServerTest {
         String why = json(health).at("/error/message").asText();
         assertTrue(why.startsWith("the pipeline failed") && why.contains("recovery gave up") && why.contains("stage1"), health.body());
         assertEquals(503, post("/v1/completions", "{\"prompt\": \"x\"}").statusCode());
+        HttpResponse<String> inFlight = whole.get(30, TimeUnit.SECONDS);
+        assertEquals(503, inFlight.statusCode(), "a request without a stream that was running: " + inFlight.body());
+        assertTrue(json(inFlight).at("/error/message").asText().contains("stage1"), inFlight.body());
         assertEquals(0, pipeline.service.active());
     }
 
