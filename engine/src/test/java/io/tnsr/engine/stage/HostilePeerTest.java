@@ -24,6 +24,9 @@ import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
@@ -32,8 +35,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -244,6 +250,123 @@ class HostilePeerTest {
             }
         }
         assertRoundTrip();
+    }
+
+    @Test
+    void aFloodOfSilentConnectionsFromOneAddressDoesNotKeepOutACoordinatorAtAnother() throws Exception {
+        try (SocketChannel probe = SocketChannel.open()) {
+            try {
+                probe.bind(new InetSocketAddress("127.0.0.2", 0));
+            } catch (IOException e) {
+                Assumptions.assumeTrue(false, "cannot use 127.0.0.2 as a source address here (Linux routes all of 127/8): " + e);
+            }
+        }
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        PrintStream err = System.err;
+        AtomicBoolean flooding = new AtomicBoolean(true);
+        AtomicInteger connections = new AtomicInteger();
+        Thread flooder = new Thread(() -> flood(flooding, connections), "flood-from-127.0.0.2");
+        System.setErr(new PrintStream(new Tee(err, log), true, StandardCharsets.UTF_8));
+        try {
+            flooder.start();
+            while (connections.get() < 64) {   // every place the stage would give is taken, and more keep coming
+                Thread.sleep(10);
+            }
+            long t0 = System.nanoTime();
+            PipelineLinks.Links old = session;
+            session = PipelineLinks.open(List.of("127.0.0.1:" + port), pipeline(0, 4), config, stage.fingerprint().bytes(), LINKS, 5000);
+            old.toFirst().close();
+            old.fromLast().close();
+            assertRoundTrip();
+            double s = (System.nanoTime() - t0) / 1e9;
+            assertTrue(s < 3, "a new session and a frame took " + s + " s while 127.0.0.2 flooded");
+            assertTrue(flooder.isAlive(), "the flood went on all along");
+        } finally {
+            flooding.set(false);
+            flooder.join(5000);
+            System.setErr(err);
+        }
+        assertRoundTrip();
+        String lines = log.toString(StandardCharsets.UTF_8);
+        assertTrue(lines.contains("refused a connection from 127.0.0.2:") && lines.contains("from this address already pending"),
+                lines);
+        long refusalLines = lines.lines().filter(l -> l.contains("refused ")).count();
+        assertTrue(refusalLines <= 3, "refusals of " + connections.get() + " connections logged in " + refusalLines + " lines:\n" + lines);
+    }
+
+    /** Keeps 16 silent connections from 127.0.0.2 open, opening a new one for each the stage closes. */
+    private void flood(AtomicBoolean flooding, AtomicInteger connections) {
+        List<SocketChannel> open = new ArrayList<>();
+        ByteBuffer sink = ByteBuffer.allocate(4096);
+        try {
+            while (flooding.get()) {
+                open.removeIf(s -> {
+                    try {
+                        int n;
+                        do {
+                            sink.clear();
+                            n = s.read(sink);
+                        } while (n > 0);
+                        if (n == 0) {
+                            return false;
+                        }
+                    } catch (IOException e) {
+                        // reset by the stage: as closed
+                    }
+                    closeQuietly(s);
+                    return true;
+                });
+                while (open.size() < 16) {
+                    SocketChannel s = SocketChannel.open();
+                    s.bind(new InetSocketAddress("127.0.0.2", 0));
+                    s.connect(new InetSocketAddress("127.0.0.1", port));
+                    s.configureBlocking(false);
+                    open.add(s);
+                    connections.incrementAndGet();
+                }
+                Thread.sleep(20);
+            }
+        } catch (IOException | InterruptedException e) {
+            throw new IllegalStateException("the flood stopped: " + e, e);
+        } finally {
+            open.forEach(HostilePeerTest::closeQuietly);
+        }
+    }
+
+    private static void closeQuietly(SocketChannel s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // the flood's end
+        }
+    }
+
+    /** Writes to two streams: the test's stderr stays visible while it is read. */
+    private static final class Tee extends OutputStream {
+        private final OutputStream a;
+        private final OutputStream b;
+
+        Tee(OutputStream a, OutputStream b) {
+            this.a = a;
+            this.b = b;
+        }
+
+        @Override
+        public synchronized void write(int c) throws IOException {
+            a.write(c);
+            b.write(c);
+        }
+
+        @Override
+        public synchronized void write(byte[] bytes, int off, int len) throws IOException {
+            a.write(bytes, off, len);
+            b.write(bytes, off, len);
+        }
+
+        @Override
+        public void flush() throws IOException {
+            a.flush();
+        }
     }
 
     @Test
