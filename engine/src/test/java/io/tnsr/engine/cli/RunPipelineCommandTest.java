@@ -154,4 +154,38 @@ class RunPipelineCommandTest {
         assertTrue(err.contains("max_frame_bytes is 4096 but the last stage's logits frame needs 66112 bytes"), err);
         assertFalse(err.contains("stage0"), "no stage started: " + err);
     }
+
+    /**
+     * External stages only, one at an address that is not loopback, and no --key-file: refused before connecting, one
+     * line naming the stage, its address and both ways out; with --insecure the run goes ahead and says so loudly.
+     */
+    @Test
+    void anExternalStageOnANonLoopbackAddressNeedsAKeyOrInsecure() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        Path config = Files.createTempFile("pipeline", ".json");
+        // 192.0.2.0/24 is reserved for documentation: nothing is sent there, the refusal comes first.
+        Files.writeString(config, "{\"stages\": [{\"layers\": [0, 2], \"external\": \"127.0.0.1:9\"},"
+                + " {\"layers\": [2, 4], \"external\": \"192.0.2.7:7001\"}]}");
+        Object[] r = runCli("--config", config.toString(), "--model", model.toString(), "--prompt", "x", "--max-tokens", "3");
+        String err = (String) r[2];
+        assertEquals(2, r[0], err);
+        assertEquals(1, err.strip().lines().count(), err);
+        assertTrue(err.contains("stage1 at 192.0.2.7:7001 is not at a loopback address")
+                && err.contains("--key-file") && err.contains("--insecure"), err);
+        assertFalse(err.contains("stage0 at"), "the loopback stage is not named: " + err);
+
+        // --insecure: said loudly, then the run goes on. 0.0.0.0 is not loopback, yet Linux connects it to this host,
+        // where nothing listens on that port, so the run ends when the stages cannot be reached (nothing leaves the host).
+        int closed;
+        try (ServerSocket s = new ServerSocket(0)) {
+            closed = s.getLocalPort();
+        }
+        Files.writeString(config, "{\"stages\": [{\"layers\": [0, 4], \"external\": \"0.0.0.0:" + closed + "\"}]}");
+        r = runCli("--config", config.toString(), "--model", model.toString(), "--prompt", "x", "--max-tokens", "3", "--insecure",
+                "--startup-timeout", "2", "--connect-timeout", "1", "--recovery-timeout", "0");
+        err = (String) r[2];
+        assertEquals(3, r[0], err);
+        assertTrue(err.contains("WARNING: run-pipeline connects to stage0 at 0.0.0.0:" + closed + " WITHOUT AUTHENTICATION (--insecure)"),
+                err);
+    }
 }
