@@ -266,8 +266,8 @@ public final class StageRuntime implements AutoCloseable {
                     + h.layerFrom() + ", " + h.layerTo() + ")";
         }
         if (h.stageIndex() != myIndex + 1 || h.stageCount() != count) {
-            return peerName + " is stage " + h.stageIndex() + " of " + h.stageCount() + ", expected stage " + (myIndex + 1)
-                    + " of " + count;
+            return name + " expects stage " + (myIndex + 1) + " of " + count + " after it, but " + peerName + " answered as stage "
+                    + h.stageIndex() + " of " + h.stageCount();
         }
         return null;
     }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.coordinator.PipelineException;
 import io.tnsr.engine.coordinator.PipelineLinks;
+import io.tnsr.engine.link.Handshake;
 import io.tnsr.engine.link.LinkKey;
 import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.model.LlamaConfig;
@@ -18,6 +19,7 @@ import io.tnsr.wire.ErrorPayload;
 import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.HandshakeException;
 import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
 import io.tnsr.wire.MessageType;
@@ -29,6 +31,7 @@ import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -54,6 +57,7 @@ class HostilePeerTest {
     private static final LinkOptions LINKS = new LinkOptions(KEY, 3000, 800, 5000, null);
 
     private final List<StageRuntime> stages = new ArrayList<>();
+    private final List<AutoCloseable> fakes = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final ByteBuffer in = ByteBuffer.allocateDirect(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
     private final UnsafeBuffer inBuf = new UnsafeBuffer(in);
     private final ByteBuffer out = ByteBuffer.allocateDirect(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
@@ -85,11 +89,23 @@ class HostilePeerTest {
         for (StageRuntime s : stages) {
             s.close();
         }
+        for (AutoCloseable f : fakes) {
+            try {
+                f.close();
+            } catch (Exception ignored) {
+                // the test is over
+            }
+        }
     }
 
     private StageRuntime stage(Path file, int from, int to, LinkOptions links) throws IOException {
-        StageRuntime s = new StageRuntime(StageOptions.builder(file, from, to).ringSize(8).maxFrameBytes(1 << 20).frameLimits(32, 8)
-                .kvCacheTokens(4096).metricsDir(Files.createTempDirectory("hostile")).once(false).link(links).build());
+        return stage(file, from, to, -1, 1, links);
+    }
+
+    /** A stage service; {@code index} >= 0: started for that place of {@code count}, as run-pipeline starts its stages. */
+    private StageRuntime stage(Path file, int from, int to, int index, int count, LinkOptions links) throws IOException {
+        StageRuntime s = new StageRuntime(StageOptions.builder(file, from, to).stage(index, count).ringSize(8).maxFrameBytes(1 << 20)
+                .frameLimits(32, 8).kvCacheTokens(4096).metricsDir(Files.createTempDirectory("hostile")).once(false).link(links).build());
         stages.add(s);
         return s;
     }
@@ -400,6 +416,81 @@ class HostilePeerTest {
         assertTrue(e.getMessage().contains("layer ranges do not meet"), e.getMessage());
         assertTrue(e.getMessage().contains("[3, 4)"), e.getMessage());
         assertRoundTrip();
+    }
+
+    @Test
+    void aStageStartedForAnotherPlaceIsRefusedNamingBothPlaces() throws Exception {
+        StageRuntime first = stage(model, 0, 2, LINKS);
+        StageRuntime third = stage(model, 2, 4, 1, 3, LINKS);   // started as stage 1 of 3, reached as stage 1 of 2
+        int p0 = first.listen();
+        int p1 = third.listen();
+        first.start();
+        third.start();
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineLinks.open(
+                List.of("127.0.0.1:" + p0, "127.0.0.1:" + p1), pipeline(0, 2, 4), config, first.fingerprint().bytes(), LINKS, 5000));
+        String msg = e.getMessage();
+        assertTrue(msg.contains("the coordinator (127.0.0.1:") && msg.contains("takes stage1 for stage 1 of 2, but it is stage 1 of 3"),
+                msg);
+        assertRoundTrip();
+    }
+
+    @Test
+    void aStageAnsweringAsAnotherPlaceIsRefusedByTheCoordinator() throws Exception {
+        int fake = fakeStage(0, 4, h -> new int[] {5, 7});
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineLinks.open(List.of("127.0.0.1:" + fake),
+                pipeline(0, 4), config, stage.fingerprint().bytes(), LINKS, 5000));
+        assertEquals("the coordinator expects stage 0 of 1 there, but stage5 (stage0 at 127.0.0.1:" + fake + ") answered as stage 5 of 7",
+                e.getMessage());
+        assertRoundTrip();
+    }
+
+    @Test
+    void aNextStageAnsweringAsAnotherPlaceIsRefusedByTheStageBeforeIt() throws Exception {
+        StageRuntime first = stage(model, 0, 2, LINKS);
+        int p0 = first.listen();
+        first.start();
+        // The coordinator's return link is answered as the place it asks for; the stage before it is told 4 of 9.
+        int fake = fakeStage(2, 4, h -> h.role() == HelloPayload.ROLE_COORDINATOR ? new int[] {1, 2} : new int[] {4, 9});
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineLinks.open(
+                List.of("127.0.0.1:" + p0, "127.0.0.1:" + fake), pipeline(0, 2, 4), config, first.fingerprint().bytes(), LINKS, 5000));
+        assertTrue(e.getMessage().contains("stage-layers-0-2 expects stage 1 of 2 after it, but stage4 (stage1 at 127.0.0.1:" + fake
+                + ") answered as stage 4 of 9"), e.getMessage());
+        assertRoundTrip();
+    }
+
+    /**
+     * A peer playing a stage service that holds layers [from, to) of this test's model, with its key and frame
+     * limits, but answers every handshake as the place {@code place} gives ({index, count}); returns its port.
+     */
+    private int fakeStage(int from, int to, java.util.function.Function<Hello, int[]> place) throws IOException {
+        ServerSocketChannel server = ServerSocketChannel.open();
+        server.bind(new InetSocketAddress("127.0.0.1", 0));
+        fakes.add(server);
+        Thread t = new Thread(() -> {
+            while (server.isOpen()) {
+                FrameChannel ch;
+                try {
+                    SocketChannel s = server.accept();
+                    ch = new FrameChannel(s, String.valueOf(s.getRemoteAddress()), 1 << 20);
+                } catch (IOException e) {
+                    return;   // closed: the test is over
+                }
+                fakes.add(ch);
+                try {
+                    Handshake.answer(ch, h -> {
+                        int[] p = place.apply(h);
+                        return new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_STAGE, p[0], p[1], from, to, config.dim(), 32,
+                                config.vocabSize(), config.layers(), 8, 1 << 20, 0, LINKS.heartbeatMillis(), stage.fingerprint().bytes(),
+                                null, null);
+                    }, KEY, "the fake stage", LINKS.livenessMillis(), (h, n) -> null, 5000);
+                } catch (HandshakeException e) {
+                    // the other side refused this answer: what the test looks at, on that side
+                }
+            }
+        }, "fake-stage");
+        t.setDaemon(true);
+        t.start();
+        return ((InetSocketAddress) server.getLocalAddress()).getPort();
     }
 
     @Test
