@@ -11,6 +11,8 @@ import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.util.ConsoleLog;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import picocli.CommandLine.Option;
 
 /**
@@ -70,7 +72,10 @@ final class PipelineOptions {
                 RecoveryOptions.DEFAULT_RESTART_ATTEMPTS, RecoveryOptions.DEFAULT_PROBE_MILLIS);
     }
 
-    /** The coordinator's link options; refuses stages on a non-loopback address without a key unless --insecure. */
+    /**
+     * The coordinator's link options; refuses, without a key and unless --insecure, to start stages on a non-loopback
+     * address or to connect to external stages at one (their alternatives included).
+     */
     LinkOptions link(PipelineConfig pc, String tool) {
         if (!(liveness >= 0.2 && liveness <= 3600)) {
             throw new IllegalArgumentException("--liveness must be 0.2..3600 seconds, got " + liveness);
@@ -80,6 +85,15 @@ final class PipelineOptions {
         if (spawned) {
             key.requireFor(pc.host(), insecure, tool + "'s stages", "--key-file");
         }
+        List<String> remote = new ArrayList<>();
+        for (int i = 0; i < pc.stages().size(); i++) {
+            for (String address : pc.stages().get(i).addresses()) {
+                if (!LinkKey.isLoopbackAddress(address)) {
+                    remote.add("stage" + i + " at " + address);
+                }
+            }
+        }
+        key.requireForLinks(remote, insecure, tool, "--key-file");
         return new LinkOptions(key, Math.round(liveness * 1000), LinkOptions.DEFAULT_HANDSHAKE_MILLIS, connectMillis(), null);
     }
 

@@ -122,8 +122,8 @@ public final class PipelineLinks {
 
     private static String expect(Hello h, String peer, int index, int count, LlamaConfig model) {
         if (h.role() != HelloPayload.ROLE_STAGE || h.stageIndex() != index || h.stageCount() != count) {
-            return peer + " answered as " + (h.role() == HelloPayload.ROLE_STAGE ? "stage " + h.stageIndex() + " of " + h.stageCount()
-                    : "a coordinator") + ", expected stage " + index + " of " + count;
+            return "the coordinator expects stage " + index + " of " + count + " there, but " + peer + " answered as "
+                    + (h.role() == HelloPayload.ROLE_STAGE ? "stage " + h.stageIndex() + " of " + h.stageCount() : "a coordinator");
         }
         if (index == 0 && h.layerFrom() != 0) {
             return peer + " holds layers [" + h.layerFrom() + ", " + h.layerTo() + "); the first stage must start at layer 0";

@@ -124,6 +124,35 @@ public final class LinkKey {
                 + " can join the pipeline, read its activations and send it frames");
     }
 
+    /**
+     * The coordinator's side of {@link #requireFor}: refuses to connect to stages at addresses that are not loopback
+     * without a key, unless {@code insecure}, which is then said loudly on stderr. {@code stages} names each such stage
+     * and address ("stage1 at 10.0.0.3:7001"); {@code who} names the process in the warning, {@code option} its key
+     * option.
+     *
+     * @throws IllegalArgumentException {@code stages} is not empty, there is no key and {@code insecure} is false
+     */
+    public void requireForLinks(java.util.List<String> stages, boolean insecure, String who, String option) {
+        if (present() || stages.isEmpty()) {
+            return;
+        }
+        String them = String.join(", ", stages);
+        boolean one = stages.size() == 1;
+        if (!insecure) {
+            throw new IllegalArgumentException(them + (one ? " is not at a loopback address" : " are not at loopback addresses")
+                    + ", and there is no key: give " + option + " FILE (the same key file on the coordinator and every stage),"
+                    + " or --insecure to run without authentication");
+        }
+        System.err.println("WARNING: " + who + " connects to " + them + " WITHOUT AUTHENTICATION (--insecure): anyone who can"
+                + " reach " + (one ? "it" : "them") + " or the links can pose as a stage, read the activations and change the output");
+    }
+
+    /** Whether the host of {@code address} ("host:port", "[v6]:port") is a loopback address (an unresolvable name is not). */
+    public static boolean isLoopbackAddress(String address) {
+        int colon = address.lastIndexOf(':');
+        return isLoopback(colon > 0 ? address.substring(0, colon) : address);
+    }
+
     /** Whether {@code host} names a loopback address (an unresolvable name is not). */
     public static boolean isLoopback(String host) {
         try {

@@ -26,11 +26,14 @@ import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
 import io.tnsr.wire.MessageType;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
@@ -41,8 +44,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import net.openhft.affinity.AffinityLock;
@@ -53,7 +54,8 @@ import net.openhft.affinity.AffinityLock;
  * <pre>
  *   upstream link -> [session thread] -> Disruptor ring of FrameSlots -> [consumer thread:         -> downstream link
  *                    claim, read, publish                                 ComputeHandler, then OutboundSender]
- *   listener -> [acceptor thread] -> [handshake threads, at most {@value #MAX_PENDING_HANDSHAKES}]
+ *   listener -> [acceptor thread] -> [handshake threads, at most {@value #MAX_PENDING_HANDSHAKES}, and once
+ *                                      {@value #PER_ADDRESS_BOUND_FROM} are busy at most {@value #MAX_PENDING_HANDSHAKES_PER_ADDRESS} per address]
  *            -> an authenticated upstream (a new session) or the coordinator's return link (last stage)
  *   [liveness thread] every {@value #LIVENESS_TICK_MILLIS} ms: heartbeat on an idle downstream; upstream silent too long?
  * </pre>
@@ -67,7 +69,12 @@ import net.openhft.affinity.AffinityLock;
  * SESSION slot: in ring order the compute thread drops every KV cache of the previous session and the outbound
  * handler switches to the new downstream. A newer authenticated upstream replaces the current one (its connection is
  * closed). Connections still in their handshake never hold up others: each has its own thread, a time limit, and
- * there are at most {@value #MAX_PENDING_HANDSHAKES}; more are closed at once.
+ * there are at most {@value #MAX_PENDING_HANDSHAKES}; once {@value #PER_ADDRESS_BOUND_FROM} are pending, a remote
+ * address that already has {@value #MAX_PENDING_HANDSHAKES_PER_ADDRESS} gets no more, so silent connections from one
+ * address cannot take the places of a coordinator at another, while the few overlapping connections of one
+ * coordinator (its return link, its data link, a probe) are never refused when no one floods. Connections beyond
+ * these bounds are closed at once. Refusals are logged with the address, at most one line per
+ * {@value #REFUSAL_LOG_INTERVAL_MILLIS} ms ({@link RefusalLog}).
  *
  * <p><b>Liveness.</b> A downstream link that carried nothing for a heartbeat interval gets a HEARTBEAT (with the
  * frames done and how long the current one has been computing, so a slow stage is told from a hung one); an
@@ -85,6 +92,15 @@ public final class StageRuntime implements AutoCloseable {
 
     /** Most connections in their handshake at once; more are closed on arrival. */
     static final int MAX_PENDING_HANDSHAKES = 8;
+    /**
+     * Most connections in their handshake at once from one remote address while {@link #PER_ADDRESS_BOUND_FROM} or
+     * more are pending in all; more from it are closed on arrival.
+     */
+    static final int MAX_PENDING_HANDSHAKES_PER_ADDRESS = 2;
+    /** Pending handshakes in all from which {@link #MAX_PENDING_HANDSHAKES_PER_ADDRESS} applies: half the places. */
+    static final int PER_ADDRESS_BOUND_FROM = MAX_PENDING_HANDSHAKES / 2;
+    /** Refused connections are logged at most once per this interval (the first at once, the rest counted). */
+    static final long REFUSAL_LOG_INTERVAL_MILLIS = 5000;
     /** How often the liveness thread looks. */
     static final long LIVENESS_TICK_MILLIS = 50;
 
@@ -102,9 +118,11 @@ public final class StageRuntime implements AutoCloseable {
     private final CountDownLatch stopped = new CountDownLatch(1);
     private final BlockingQueue<Upstream> arrivals = new LinkedBlockingQueue<>();
     private final AtomicReference<FrameChannel> returnLink = new AtomicReference<>();
-    private final AtomicInteger pendingHandshakes = new AtomicInteger();
+    /** Connections in their handshake per remote address; their sum is {@link #pendingHandshakes}. Guarded by itself. */
+    private final Map<InetAddress, Integer> pendingByAddress = new HashMap<>();
+    private int pendingHandshakes;
+    private final RefusalLog refusals = new RefusalLog(TimeUnit.MILLISECONDS.toNanos(REFUSAL_LOG_INTERVAL_MILLIS));
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
-    private final AtomicLong refusedFloods = new AtomicLong();
     private volatile Upstream current;
     private volatile int sessionIndex;
     private volatile int sessionCount;
@@ -248,8 +266,8 @@ public final class StageRuntime implements AutoCloseable {
                     + h.layerFrom() + ", " + h.layerTo() + ")";
         }
         if (h.stageIndex() != myIndex + 1 || h.stageCount() != count) {
-            return peerName + " is stage " + h.stageIndex() + " of " + h.stageCount() + ", expected stage " + (myIndex + 1)
-                    + " of " + count;
+            return name + " expects stage " + (myIndex + 1) + " of " + count + " after it, but " + peerName + " answered as stage "
+                    + h.stageIndex() + " of " + h.stageCount();
         }
         return null;
     }
@@ -330,7 +348,10 @@ public final class StageRuntime implements AutoCloseable {
                 o.waitMode().name().toLowerCase(Locale.ROOT), o.waitMode() == WaitMode.SPIN && o.cpu() >= 0 ? " on CPU " + o.cpu() : ""));
     }
 
-    /** Acceptor thread: hands each connection to a handshake thread, or closes it when too many are pending. */
+    /**
+     * Acceptor thread: hands each connection to a handshake thread, or closes it when too many are pending, in all or
+     * from its address.
+     */
     private void runAcceptor() {
         while (state.get() == State.RUNNING) {
             SocketChannel socket;
@@ -342,33 +363,70 @@ public final class StageRuntime implements AutoCloseable {
                 }
                 return;
             }
-            if (pendingHandshakes.incrementAndGet() > MAX_PENDING_HANDSHAKES) {
-                pendingHandshakes.decrementAndGet();
-                long n = refusedFloods.incrementAndGet();
-                if (Long.bitCount(n) == 1) {   // 1st, 2nd, 4th, 8th...: a flood does not flood the log
-                    log("refused a connection from " + remote(socket) + ": " + MAX_PENDING_HANDSHAKES
-                            + " handshakes already pending (" + n + " refused so far)");
-                }
+            InetAddress from = remoteHost(socket);
+            if (from == null) {
+                closeQuietly(socket);   // reset before it was looked at
+                continue;
+            }
+            String full = admit(from);
+            if (full != null) {
+                refused(from, remote(socket), full);
                 closeQuietly(socket);
                 continue;
             }
             try {
                 handshakes.execute(() -> {
                     try {
-                        handshake(socket);
+                        handshake(socket, from);
                     } finally {
-                        pendingHandshakes.decrementAndGet();
+                        release(from);
                     }
                 });
             } catch (RejectedExecutionException e) {
-                pendingHandshakes.decrementAndGet();
+                release(from);
                 closeQuietly(socket);
             }
         }
     }
 
+    /**
+     * Takes a handshake place for a connection from {@code from}: null when taken, else why there is none. An address
+     * may take any free place while fewer than half are taken, then only up to its share.
+     */
+    private String admit(InetAddress from) {
+        synchronized (pendingByAddress) {
+            int fromThere = pendingByAddress.getOrDefault(from, 0);
+            if (fromThere >= MAX_PENDING_HANDSHAKES_PER_ADDRESS && pendingHandshakes >= PER_ADDRESS_BOUND_FROM) {
+                return fromThere + " handshakes from this address already pending, " + pendingHandshakes + " in all (at most "
+                        + MAX_PENDING_HANDSHAKES_PER_ADDRESS + " per address once " + PER_ADDRESS_BOUND_FROM + " are pending)";
+            }
+            if (pendingHandshakes >= MAX_PENDING_HANDSHAKES) {
+                return pendingHandshakes + " handshakes already pending (at most " + MAX_PENDING_HANDSHAKES + ")";
+            }
+            pendingByAddress.put(from, fromThere + 1);
+            pendingHandshakes++;
+            return null;
+        }
+    }
+
+    /** Gives back the handshake place a connection from {@code from} held. */
+    private void release(InetAddress from) {
+        synchronized (pendingByAddress) {
+            pendingHandshakes--;
+            pendingByAddress.computeIfPresent(from, (a, n) -> n > 1 ? n - 1 : null);
+        }
+    }
+
+    /** Logs a refused connection (from host {@code from}, at {@code peer}: host and port) through the rate limit. */
+    private void refused(InetAddress from, String peer, String why) {
+        String line = refusals.refused(from.getHostAddress(), peer, why, System.nanoTime());
+        if (line != null) {
+            log(line);
+        }
+    }
+
     /** Handshake thread: checks a new connection; an upstream starts a session, a return link waits for one. */
-    private void handshake(SocketChannel socket) {
+    private void handshake(SocketChannel socket, InetAddress from) {
         String address = remote(socket);
         FrameChannel ch;
         try {
@@ -405,7 +463,7 @@ public final class StageRuntime implements AutoCloseable {
             }
         } catch (IOException e) {
             ch.closeQuietly();
-            log("refused " + address + ": " + e.getMessage());
+            refused(from, address, e.getMessage());
         }
     }
 
@@ -539,6 +597,10 @@ public final class StageRuntime implements AutoCloseable {
      */
     private void checkLiveness() {
         long now = System.nanoTime();
+        String refusedLately = refusals.flush(now);
+        if (refusedLately != null) {
+            log(refusedLately);
+        }
         ComputeHandler.Counters c = counters;
         long busySince = compute.busySinceNanos();
         sender.heartbeatIfIdle(now, TimeUnit.MILLISECONDS.toNanos(links.heartbeatMillis()),
@@ -577,6 +639,15 @@ public final class StageRuntime implements AutoCloseable {
 
     private static String describe(FrameChannel ch) {
         return ch == null ? "(none)" : ch.peer();
+    }
+
+    /** The remote host of an accepted connection; null when it is gone already. */
+    private static InetAddress remoteHost(SocketChannel s) {
+        try {
+            return s.getRemoteAddress() instanceof InetSocketAddress a ? a.getAddress() : null;
+        } catch (IOException e) {
+            return null;
+        }
     }
 
     private static String remote(SocketChannel s) {

@@ -27,6 +27,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -202,6 +203,121 @@ class RunPipelineCommandTest {
             }
         } finally {
             external.destroyForcibly();
+        }
+    }
+
+    /**
+     * External stages only, one at an address that is not loopback, and no --key-file: refused before connecting, one
+     * line naming the stage, its address and both ways out; with --insecure the run goes ahead and says so loudly.
+     */
+    @Test
+    void anExternalStageOnANonLoopbackAddressNeedsAKeyOrInsecure() throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny());
+        Path config = Files.createTempFile("pipeline", ".json");
+        // 192.0.2.0/24 is reserved for documentation: nothing is sent there, the refusal comes first.
+        Files.writeString(config, "{\"stages\": [{\"layers\": [0, 2], \"external\": \"127.0.0.1:9\"},"
+                + " {\"layers\": [2, 4], \"external\": \"192.0.2.7:7001\"}]}");
+        Object[] r = runCli("--config", config.toString(), "--model", model.toString(), "--prompt", "x", "--max-tokens", "3");
+        String err = (String) r[2];
+        assertEquals(2, r[0], err);
+        assertEquals(1, err.strip().lines().count(), err);
+        assertTrue(err.contains("stage1 at 192.0.2.7:7001 is not at a loopback address")
+                && err.contains("--key-file") && err.contains("--insecure"), err);
+        assertFalse(err.contains("stage0 at"), "the loopback stage is not named: " + err);
+
+        // --insecure: said loudly, then the run goes on. 0.0.0.0 is not loopback, yet Linux connects it to this host,
+        // where nothing listens on that port, so the run ends when the stages cannot be reached (nothing leaves the host).
+        int closed;
+        try (ServerSocket s = new ServerSocket(0)) {
+            closed = s.getLocalPort();
+        }
+        Files.writeString(config, "{\"stages\": [{\"layers\": [0, 4], \"external\": \"0.0.0.0:" + closed + "\"}]}");
+        r = runCli("--config", config.toString(), "--model", model.toString(), "--prompt", "x", "--max-tokens", "3", "--insecure",
+                "--startup-timeout", "2", "--connect-timeout", "1", "--recovery-timeout", "0");
+        err = (String) r[2];
+        assertEquals(3, r[0], err);
+        assertTrue(err.contains("WARNING: run-pipeline connects to stage0 at 0.0.0.0:" + closed + " WITHOUT AUTHENTICATION (--insecure)"),
+                err);
+    }
+
+    /**
+     * With --json, a run that fails after some sequences finished still prints them: one sequence at a time (one
+     * micro-batch of one), stage 1's process is killed once two have finished, with recovery off. Exit 3; the
+     * finished sequences carry the tokens one process gives, the others end with the error naming stage 1.
+     */
+    @Test
+    void withJsonARunThatFailsMidwayPrintsTheFinishedSequencesAndTheErrorOfTheRest() throws Exception {
+        ModelSpec t = ModelSpec.tiny();
+        Path model = TestModels.get(new ModelSpec(t.name(), t.dim(), t.layers(), t.heads(), t.kvHeads(), t.ffnDim(),
+                t.vocabSize(), 8192, t.tied(), t.type(), t.seed(), false));
+        int maxTokens = 600;
+        List<String> prompts = List.of("one", "two", "three", "four");
+        List<String> promptArgs = new java.util.ArrayList<>();
+        for (String p : prompts) {
+            promptArgs.addAll(List.of("--prompt", p));
+        }
+        Path hist = Files.createTempDirectory("hist");
+        List<String> args = new java.util.ArrayList<>(List.of("--stages", "2", "--model", model.toString(), "--temperature", "0",
+                "--max-tokens", String.valueOf(maxTokens), "--ignore-eos", "--micro-batches", "1", "--batch-size", "1",
+                "--recovery-timeout", "0", "--json", "--histograms", hist.toString()));
+        args.addAll(promptArgs);
+        java.util.concurrent.CompletableFuture<Object[]> run = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> runCli(args.toArray(String[]::new)));
+
+        // Stage 1 runs a frame per step; two sequences take fewer than 2 x maxTokens steps (a prompt is one frame).
+        Path counters = hist.resolve("stage1-metrics" + io.tnsr.engine.metrics.CounterFile.SUFFIX);
+        long frames = 0;
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (frames < 2L * maxTokens + 20 && !run.isDone() && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+            if (Files.exists(counters)) {
+                io.tnsr.engine.metrics.CounterFile.Reading r = io.tnsr.engine.metrics.CounterFile.read(counters).get("stage1-frames");
+                frames = r == null ? 0 : r.value();
+            }
+        }
+        assertFalse(run.isDone(), "the run was still going after " + frames + " frames");
+        List<ProcessHandle> stage1 = ProcessHandle.current().descendants().filter(p -> commandLine(p).contains(" --stage-index 1 ")).toList();
+        assertEquals(1, stage1.size(), "stage 1's process");
+        stage1.get(0).destroyForcibly();
+
+        Object[] r = run.get(120, java.util.concurrent.TimeUnit.SECONDS);
+        String err = (String) r[2];
+        assertEquals(3, r[0], err);
+        Map<?, ?> json = (Map<?, ?>) TestJson.parse(((String) r[1]).strip());
+        assertTrue(((String) json.get("error")).contains("stage 1"), json.get("error")::toString);
+        List<?> seqs = (List<?>) json.get("sequences");
+        assertEquals(prompts.size(), seqs.size());
+        Object[] alone = CliRun.run(new GenerateCommand(), java.util.stream.Stream.concat(Stream.of("--model", model.toString(),
+                "--temperature", "0", "--max-tokens", String.valueOf(maxTokens), "--ignore-eos", "--json"), promptArgs.stream())
+                .toArray(String[]::new));
+        assertEquals(0, alone[0], (String) alone[2]);
+        List<?> single = (List<?>) ((Map<?, ?>) TestJson.parse(((String) alone[1]).strip())).get("sequences");
+        int finished = 0;
+        for (int i = 0; i < seqs.size(); i++) {
+            Map<?, ?> seq = (Map<?, ?>) seqs.get(i);
+            if ("error".equals(seq.get("stopped_by"))) {
+                String why = (String) seq.get("error");
+                assertTrue(why.startsWith("the pipeline failed") && why.contains("stage 1"), json::toString);
+                int[] some = TestJson.ints(seq.get("generated_tokens"));   // what came before the failure, if anything
+                int[] all = TestJson.ints(((Map<?, ?>) single.get(i)).get("generated_tokens"));
+                assertArrayEquals(java.util.Arrays.copyOf(all, some.length), some, "sequence " + i + ", cut short");
+            } else {
+                finished++;
+                assertEquals(((Map<?, ?>) single.get(i)).get("stopped_by"), seq.get("stopped_by"), json::toString);
+                assertArrayEquals(TestJson.ints(((Map<?, ?>) single.get(i)).get("generated_tokens")),
+                        TestJson.ints(seq.get("generated_tokens")), "sequence " + i + ", finished before the failure");
+            }
+        }
+        assertTrue(finished >= 2 && finished < prompts.size(), finished + " of " + prompts.size() + " finished: " + json);
+    }
+
+    /** A process's whole command line (ProcessHandle.Info cuts long ones short), words joined by spaces; Linux. */
+    private static String commandLine(ProcessHandle p) {
+        try {
+            return new String(Files.readAllBytes(Path.of("/proc", String.valueOf(p.pid()), "cmdline")),
+                    java.nio.charset.StandardCharsets.UTF_8).replace('\0', ' ');
+        } catch (java.io.IOException e) {
+            return "";   // ended already
         }
     }
 }

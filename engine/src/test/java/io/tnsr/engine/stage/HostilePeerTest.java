@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.coordinator.PipelineException;
 import io.tnsr.engine.coordinator.PipelineLinks;
+import io.tnsr.engine.link.Handshake;
 import io.tnsr.engine.link.LinkKey;
 import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.model.LlamaConfig;
@@ -18,22 +19,30 @@ import io.tnsr.wire.ErrorPayload;
 import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.HandshakeException;
 import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -48,6 +57,7 @@ class HostilePeerTest {
     private static final LinkOptions LINKS = new LinkOptions(KEY, 3000, 800, 5000, null);
 
     private final List<StageRuntime> stages = new ArrayList<>();
+    private final List<AutoCloseable> fakes = new java.util.concurrent.CopyOnWriteArrayList<>();
     private final ByteBuffer in = ByteBuffer.allocateDirect(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
     private final UnsafeBuffer inBuf = new UnsafeBuffer(in);
     private final ByteBuffer out = ByteBuffer.allocateDirect(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
@@ -79,11 +89,23 @@ class HostilePeerTest {
         for (StageRuntime s : stages) {
             s.close();
         }
+        for (AutoCloseable f : fakes) {
+            try {
+                f.close();
+            } catch (Exception ignored) {
+                // the test is over
+            }
+        }
     }
 
     private StageRuntime stage(Path file, int from, int to, LinkOptions links) throws IOException {
-        StageRuntime s = new StageRuntime(StageOptions.builder(file, from, to).ringSize(8).maxFrameBytes(1 << 20).frameLimits(32, 8)
-                .kvCacheTokens(4096).metricsDir(Files.createTempDirectory("hostile")).once(false).link(links).build());
+        return stage(file, from, to, -1, 1, links);
+    }
+
+    /** A stage service; {@code index} >= 0: started for that place of {@code count}, as run-pipeline starts its stages. */
+    private StageRuntime stage(Path file, int from, int to, int index, int count, LinkOptions links) throws IOException {
+        StageRuntime s = new StageRuntime(StageOptions.builder(file, from, to).stage(index, count).ringSize(8).maxFrameBytes(1 << 20)
+                .frameLimits(32, 8).kvCacheTokens(4096).metricsDir(Files.createTempDirectory("hostile")).once(false).link(links).build());
         stages.add(s);
         return s;
     }
@@ -247,6 +269,123 @@ class HostilePeerTest {
     }
 
     @Test
+    void aFloodOfSilentConnectionsFromOneAddressDoesNotKeepOutACoordinatorAtAnother() throws Exception {
+        try (SocketChannel probe = SocketChannel.open()) {
+            try {
+                probe.bind(new InetSocketAddress("127.0.0.2", 0));
+            } catch (IOException e) {
+                Assumptions.assumeTrue(false, "cannot use 127.0.0.2 as a source address here (Linux routes all of 127/8): " + e);
+            }
+        }
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        PrintStream err = System.err;
+        AtomicBoolean flooding = new AtomicBoolean(true);
+        AtomicInteger connections = new AtomicInteger();
+        Thread flooder = new Thread(() -> flood(flooding, connections), "flood-from-127.0.0.2");
+        System.setErr(new PrintStream(new Tee(err, log), true, StandardCharsets.UTF_8));
+        try {
+            flooder.start();
+            while (connections.get() < 64) {   // every place the stage would give is taken, and more keep coming
+                Thread.sleep(10);
+            }
+            long t0 = System.nanoTime();
+            PipelineLinks.Links old = session;
+            session = PipelineLinks.open(List.of("127.0.0.1:" + port), pipeline(0, 4), config, stage.fingerprint().bytes(), LINKS, 5000);
+            old.toFirst().close();
+            old.fromLast().close();
+            assertRoundTrip();
+            double s = (System.nanoTime() - t0) / 1e9;
+            assertTrue(s < 3, "a new session and a frame took " + s + " s while 127.0.0.2 flooded");
+            assertTrue(flooder.isAlive(), "the flood went on all along");
+        } finally {
+            flooding.set(false);
+            flooder.join(5000);
+            System.setErr(err);
+        }
+        assertRoundTrip();
+        String lines = log.toString(StandardCharsets.UTF_8);
+        assertTrue(lines.contains("refused a connection from 127.0.0.2:") && lines.contains("from this address already pending"),
+                lines);
+        long refusalLines = lines.lines().filter(l -> l.contains("refused ")).count();
+        assertTrue(refusalLines <= 3, "refusals of " + connections.get() + " connections logged in " + refusalLines + " lines:\n" + lines);
+    }
+
+    /** Keeps 16 silent connections from 127.0.0.2 open, opening a new one for each the stage closes. */
+    private void flood(AtomicBoolean flooding, AtomicInteger connections) {
+        List<SocketChannel> open = new ArrayList<>();
+        ByteBuffer sink = ByteBuffer.allocate(4096);
+        try {
+            while (flooding.get()) {
+                open.removeIf(s -> {
+                    try {
+                        int n;
+                        do {
+                            sink.clear();
+                            n = s.read(sink);
+                        } while (n > 0);
+                        if (n == 0) {
+                            return false;
+                        }
+                    } catch (IOException e) {
+                        // reset by the stage: as closed
+                    }
+                    closeQuietly(s);
+                    return true;
+                });
+                while (open.size() < 16) {
+                    SocketChannel s = SocketChannel.open();
+                    s.bind(new InetSocketAddress("127.0.0.2", 0));
+                    s.connect(new InetSocketAddress("127.0.0.1", port));
+                    s.configureBlocking(false);
+                    open.add(s);
+                    connections.incrementAndGet();
+                }
+                Thread.sleep(20);
+            }
+        } catch (IOException | InterruptedException e) {
+            throw new IllegalStateException("the flood stopped: " + e, e);
+        } finally {
+            open.forEach(HostilePeerTest::closeQuietly);
+        }
+    }
+
+    private static void closeQuietly(SocketChannel s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // the flood's end
+        }
+    }
+
+    /** Writes to two streams: the test's stderr stays visible while it is read. */
+    private static final class Tee extends OutputStream {
+        private final OutputStream a;
+        private final OutputStream b;
+
+        Tee(OutputStream a, OutputStream b) {
+            this.a = a;
+            this.b = b;
+        }
+
+        @Override
+        public synchronized void write(int c) throws IOException {
+            a.write(c);
+            b.write(c);
+        }
+
+        @Override
+        public synchronized void write(byte[] bytes, int off, int len) throws IOException {
+            a.write(bytes, off, len);
+            b.write(bytes, off, len);
+        }
+
+        @Override
+        public void flush() throws IOException {
+            a.flush();
+        }
+    }
+
+    @Test
     void aSameShapeModelWithOtherWeightsIsRefusedNamingBothFingerprints() throws Exception {
         Path other = TestModels.get(ModelSpec.tiny().withSeed(99));
         StageRuntime first = stage(model, 0, 2, LINKS);
@@ -277,6 +416,81 @@ class HostilePeerTest {
         assertTrue(e.getMessage().contains("layer ranges do not meet"), e.getMessage());
         assertTrue(e.getMessage().contains("[3, 4)"), e.getMessage());
         assertRoundTrip();
+    }
+
+    @Test
+    void aStageStartedForAnotherPlaceIsRefusedNamingBothPlaces() throws Exception {
+        StageRuntime first = stage(model, 0, 2, LINKS);
+        StageRuntime third = stage(model, 2, 4, 1, 3, LINKS);   // started as stage 1 of 3, reached as stage 1 of 2
+        int p0 = first.listen();
+        int p1 = third.listen();
+        first.start();
+        third.start();
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineLinks.open(
+                List.of("127.0.0.1:" + p0, "127.0.0.1:" + p1), pipeline(0, 2, 4), config, first.fingerprint().bytes(), LINKS, 5000));
+        String msg = e.getMessage();
+        assertTrue(msg.contains("the coordinator (127.0.0.1:") && msg.contains("takes stage1 for stage 1 of 2, but it is stage 1 of 3"),
+                msg);
+        assertRoundTrip();
+    }
+
+    @Test
+    void aStageAnsweringAsAnotherPlaceIsRefusedByTheCoordinator() throws Exception {
+        int fake = fakeStage(0, 4, h -> new int[] {5, 7});
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineLinks.open(List.of("127.0.0.1:" + fake),
+                pipeline(0, 4), config, stage.fingerprint().bytes(), LINKS, 5000));
+        assertEquals("the coordinator expects stage 0 of 1 there, but stage5 (stage0 at 127.0.0.1:" + fake + ") answered as stage 5 of 7",
+                e.getMessage());
+        assertRoundTrip();
+    }
+
+    @Test
+    void aNextStageAnsweringAsAnotherPlaceIsRefusedByTheStageBeforeIt() throws Exception {
+        StageRuntime first = stage(model, 0, 2, LINKS);
+        int p0 = first.listen();
+        first.start();
+        // The coordinator's return link is answered as the place it asks for; the stage before it is told 4 of 9.
+        int fake = fakeStage(2, 4, h -> h.role() == HelloPayload.ROLE_COORDINATOR ? new int[] {1, 2} : new int[] {4, 9});
+        PipelineException e = assertThrows(PipelineException.class, () -> PipelineLinks.open(
+                List.of("127.0.0.1:" + p0, "127.0.0.1:" + fake), pipeline(0, 2, 4), config, first.fingerprint().bytes(), LINKS, 5000));
+        assertTrue(e.getMessage().contains("stage-layers-0-2 expects stage 1 of 2 after it, but stage4 (stage1 at 127.0.0.1:" + fake
+                + ") answered as stage 4 of 9"), e.getMessage());
+        assertRoundTrip();
+    }
+
+    /**
+     * A peer playing a stage service that holds layers [from, to) of this test's model, with its key and frame
+     * limits, but answers every handshake as the place {@code place} gives ({index, count}); returns its port.
+     */
+    private int fakeStage(int from, int to, java.util.function.Function<Hello, int[]> place) throws IOException {
+        ServerSocketChannel server = ServerSocketChannel.open();
+        server.bind(new InetSocketAddress("127.0.0.1", 0));
+        fakes.add(server);
+        Thread t = new Thread(() -> {
+            while (server.isOpen()) {
+                FrameChannel ch;
+                try {
+                    SocketChannel s = server.accept();
+                    ch = new FrameChannel(s, String.valueOf(s.getRemoteAddress()), 1 << 20);
+                } catch (IOException e) {
+                    return;   // closed: the test is over
+                }
+                fakes.add(ch);
+                try {
+                    Handshake.answer(ch, h -> {
+                        int[] p = place.apply(h);
+                        return new Hello(HelloPayload.PROTOCOL_VERSION, HelloPayload.ROLE_STAGE, p[0], p[1], from, to, config.dim(), 32,
+                                config.vocabSize(), config.layers(), 8, 1 << 20, 0, LINKS.heartbeatMillis(), stage.fingerprint().bytes(),
+                                null, null);
+                    }, KEY, "the fake stage", LINKS.livenessMillis(), (h, n) -> null, 5000);
+                } catch (HandshakeException e) {
+                    // the other side refused this answer: what the test looks at, on that side
+                }
+            }
+        }, "fake-stage");
+        t.setDaemon(true);
+        t.start();
+        return ((InetSocketAddress) server.getLocalAddress()).getPort();
     }
 
     @Test
