@@ -13,8 +13,9 @@ import me.tongfei.progressbar.ProgressBarStyle;
 /**
  * A progress bar on stderr for work that can take more than a few seconds (writing or loading a model, computing its
  * fingerprint, a benchmark's phases), drawn by {@code me.tongfei:progressbar} once the work has taken a second; nothing
- * at all unless both stdout and stderr are terminals (a pipe, a file, CI or a stage process started by a coordinator stay clean). Thread-safe:
- * {@link #stepBy} may be called from several workers.
+ * at all unless both stdout and stderr are terminals (a pipe, a file, CI or a stage process started by a coordinator stay clean),
+ * and one bar at a time (work started while a bar is open gets none). Thread-safe: {@link #stepBy} may be called from
+ * several workers.
  *
  * <pre>{@code
  * try (TaskProgress p = TaskProgress.start("writing stories110M", totalBytes, TaskProgress.MIB)) {
@@ -36,6 +37,9 @@ public final class TaskProgress implements AutoCloseable {
     static final long DELAY_NANOS = 1_000_000_000L;
 
     private static final TaskProgress SILENT = new TaskProgress(null, 0, null);
+    /** The bar open now, if any ({@link #start}). */
+    private static final java.util.concurrent.atomic.AtomicReference<TaskProgress> OPEN =
+            new java.util.concurrent.atomic.AtomicReference<>();
 
     /** Null when silent. */
     private final String task;
@@ -59,7 +63,19 @@ public final class TaskProgress implements AutoCloseable {
      * {@link #interactive()}; else nothing.
      */
     public static TaskProgress start(String task, long total, Unit unit) {
-        return interactive() ? new TaskProgress(task, total, unit) : SILENT;
+        return start(interactive(), task, total, unit);
+    }
+
+    /**
+     * One bar at a time: work started while another bar is open (a benchmark's run starting a pipeline, whose stages'
+     * loading has a bar of its own) gets a silent one, so that two bars never fight over the line.
+     */
+    static TaskProgress start(boolean interactive, String task, long total, Unit unit) {
+        if (!interactive) {
+            return SILENT;
+        }
+        TaskProgress p = new TaskProgress(task, total, unit);
+        return OPEN.compareAndSet(null, p) ? p : SILENT;
     }
 
     /** Adds {@code n} to the count done. */
@@ -133,6 +149,7 @@ public final class TaskProgress implements AutoCloseable {
     /** Draws the bar at its last count and ends its line, if it was drawn. */
     @Override
     public synchronized void close() {
+        OPEN.compareAndSet(this, null);
         if (bar != null) {
             ConsoleLog.printTo(null);
             bar.stepTo(done.get());

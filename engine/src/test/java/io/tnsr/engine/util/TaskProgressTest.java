@@ -57,6 +57,19 @@ class TaskProgressTest {
     }
 
     @Test
+    void oneBarAtATime() {
+        TaskProgress outer = TaskProgress.start(true, "outer", 10, TaskProgress.ITEMS);
+        assertTrue(outer.shown());
+        try (TaskProgress inner = TaskProgress.start(true, "inner", 10, TaskProgress.ITEMS)) {
+            assertFalse(inner.shown(), "opened while the outer bar is");
+        }
+        outer.close();
+        try (TaskProgress next = TaskProgress.start(true, "next", 10, TaskProgress.ITEMS)) {
+            assertTrue(next.shown(), "the outer bar closed");
+        }
+    }
+
+    @Test
     void aTerminalGetsABarThatEndsAtItsTotal() throws Exception {
         Path script = Paths.get("/usr/bin/script");
         Assumptions.assumeTrue(Files.isExecutable(script), "no /usr/bin/script (util-linux) to make a pseudo-terminal: skipped");
