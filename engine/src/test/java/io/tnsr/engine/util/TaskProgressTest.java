@@ -70,6 +70,20 @@ class TaskProgressTest {
     }
 
     @Test
+    void linesWrittenAboveTheBarAreTheBytesWritten() {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream out = new java.io.PrintStream(bytes, true, StandardCharsets.UTF_8);
+        try (TaskProgress p = TaskProgress.start(true, "report", 10, TaskProgress.ITEMS)) {
+            java.io.PrintStream above = p.above(out);
+            above.printf("row %d%n", 1);
+            above.print("row 2\nlast, no newline");
+            above.close();
+        }
+        assertEquals("row 1\nrow 2\nlast, no newline", bytes.toString(StandardCharsets.UTF_8));
+        assertTrue(TaskProgress.start(false, "silent", 1, TaskProgress.ITEMS).above(out) == out, "silent: the stream itself");
+    }
+
+    @Test
     void aTerminalGetsABarThatEndsAtItsTotal() throws Exception {
         Path script = Paths.get("/usr/bin/script");
         Assumptions.assumeTrue(Files.isExecutable(script), "no /usr/bin/script (util-linux) to make a pseudo-terminal: skipped");
