@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tnsr.engine.testing.Prerequisites;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -12,7 +13,6 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -86,7 +86,9 @@ class TaskProgressTest {
     @Test
     void aTerminalGetsABarThatEndsAtItsTotal() throws Exception {
         Path script = Paths.get("/usr/bin/script");
-        Assumptions.assumeTrue(Files.isExecutable(script), "no /usr/bin/script (util-linux) to make a pseudo-terminal: skipped");
+        if (!Files.isExecutable(script)) {
+            Prerequisites.missing("no /usr/bin/script (util-linux) to run the bar under a pseudo-terminal", "a missing script is a failure");
+        }
         String line = String.join(" ", javaCommand().stream().map(a -> "'" + a.replace("'", "'\\''") + "'").toList());
         String out = run(List.of(script.toString(), "-qec", line, "/dev/null"));
         assertTrue(out.contains("counting"), out);
