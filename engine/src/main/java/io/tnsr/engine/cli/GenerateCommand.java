@@ -52,8 +52,7 @@ public final class GenerateCommand implements Callable<Integer> {
             Generator.Stats st = new Generator(range, text).run(seqs);
             long generated = seqs.stream().mapToLong(SequenceState::generatedCount).sum();
             double tps = st.wallNanos() == 0 ? 0 : generated * 1e9 / st.wallNanos();
-            System.err.printf(Locale.ROOT, "generate: %d sequences, %d tokens in %.2f s: %.1f tokens/s (prefill %.1f tokens/s, decode %.1f tokens/s)%n",
-                    seqs.size(), generated, st.wallNanos() / 1e9, tps, st.prefillTokensPerSecond(), st.decodeTokensPerSecond());
+            System.err.println(summary(seqs, generated, st, tps));
             if (gen.json()) {
                 out.println(new GenerationReport(model.toString(), 1, seqs, text::text, tps)
                         .put("seed", gen.seed())
@@ -67,6 +66,24 @@ public final class GenerateCommand implements Callable<Integer> {
             boolean anyFailed = seqs.stream().anyMatch(s -> s.error() != null);
             return anyFailed ? 1 : 0;
         }
+    }
+
+    /**
+     * The line on stderr at the end, in run-pipeline's style: "generate: 64 tokens for 1 sequence in 0.52 s: 123.1
+     * tokens/s (prefill 410.0 tokens/s, decode 131.2 tokens/s), time to first token 41 ms" (the median over several
+     * sequences, "(p50)").
+     */
+    static String summary(List<SequenceState> seqs, long generated, Generator.Stats st, double tps) {
+        double[] ttft = seqs.stream().filter(s -> s.timeToFirstTokenNanos() > 0)
+                .mapToDouble(s -> s.timeToFirstTokenNanos() / 1e6).sorted().toArray();
+        double ttftP50 = ttft.length == 0 ? 0 : ttft[ttft.length / 2];
+        long failed = seqs.stream().filter(s -> s.error() != null).count();
+        int n = seqs.size();
+        return String.format(Locale.ROOT,
+                "generate: %d tokens for %d sequence%s%s in %.2f s: %.1f tokens/s (prefill %.1f tokens/s, decode %.1f tokens/s),"
+                        + " time to first token %.0f ms%s",
+                generated, n, n == 1 ? "" : "s", failed > 0 ? " (" + failed + " failed)" : "", st.wallNanos() / 1e9, tps,
+                st.prefillTokensPerSecond(), st.decodeTokensPerSecond(), ttftP50, n == 1 ? "" : " (p50)");
     }
 
     public static void main(String[] args) {

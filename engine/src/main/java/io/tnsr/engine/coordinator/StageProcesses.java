@@ -79,14 +79,16 @@ public final class StageProcesses implements Stages {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
         List<StageSpec> stages = config.stages();
         int n = stages.size();
-        for (int i = 0; i < n; i++) {
-            StageSpec s = stages.get(i);
-            if (s.external() != null) {
-                continue;
+        try (StageLoading loading = StageLoading.start(model, metricsDir, stages)) {
+            for (int i = 0; i < n; i++) {
+                StageSpec s = stages.get(i);
+                if (s.external() != null) {
+                    continue;
+                }
+                spawn(i, s);
             }
-            spawn(i, s);
+            await("READY", deadline, (i, rest) -> { }, loading::update);
         }
-        await("READY", deadline, (i, rest) -> { });
     }
 
     /** Starts stage i's process and the threads that read its stdout and its stderr. */
@@ -289,8 +291,14 @@ public final class StageProcesses implements Stages {
         void accept(int stage, String rest);
     }
 
-    /** Waits until every spawned stage printed {@code word}; a failure or exit of any is an error. */
-    private void await(String word, long deadline, OnLine onLine) {
+    /** How often {@link #await} calls its tick while it waits (the loading bar's refresh). */
+    private static final long TICK_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+
+    /**
+     * Waits until every spawned stage printed {@code word}; a failure or exit of any is an error. {@code tick} runs
+     * every {@link #TICK_NANOS} while nothing arrives.
+     */
+    private void await(String word, long deadline, OnLine onLine, Runnable tick) {
         boolean[] seen = new boolean[processes.length];
         int missing = 0;
         for (Process p : processes) {
@@ -300,10 +308,14 @@ public final class StageProcesses implements Stages {
             long left = deadline - System.nanoTime();
             Event e;
             try {
-                e = left <= 0 ? null : events.poll(left, TimeUnit.NANOSECONDS);
+                e = left <= 0 ? null : events.poll(Math.min(left, TICK_NANOS), TimeUnit.NANOSECONDS);
             } catch (InterruptedException ie) {
                 Thread.currentThread().interrupt();
                 throw new PipelineException("interrupted while starting the stages");
+            }
+            if (e == null && left > TICK_NANOS) {
+                tick.run();
+                continue;
             }
             if (e == null) {
                 StringBuilder who = new StringBuilder();

@@ -71,6 +71,22 @@ public final class LayerRange {
      */
     public LayerRange(GgufFile file, LlamaConfig config, int from, int to, KvCachePool cache, int maxTokens,
                       int maxSequences) {
+        this(file, config, from, to, cache, maxTokens, maxSequences, bytes -> { });
+    }
+
+    /** Told how far loading has got: bytes (in the file) of the range's tensors loaded so far, of {@link #loadBytes}. */
+    @FunctionalInterface
+    public interface LoadListener {
+        void loaded(long bytes);
+    }
+
+    /**
+     * As {@link #LayerRange(GgufFile, LlamaConfig, int, int, KvCachePool, int, int)}, telling {@code listener} after
+     * each layer, the embedding and the classifier how many bytes of {@link #loadBytes} are loaded (a stage publishes
+     * it for its coordinator's progress bar).
+     */
+    public LayerRange(GgufFile file, LlamaConfig config, int from, int to, KvCachePool cache, int maxTokens,
+                      int maxSequences, LoadListener listener) {
         if (from < 0 || to > config.layers() || from >= to) {
             throw new IllegalArgumentException("layer range [" + from + ", " + to + ") is not inside [0, "
                     + config.layers() + ")");
@@ -83,22 +99,33 @@ public final class LayerRange {
         this.to = to;
         this.cache = cache;
         this.layers = new LayerWeights[to - from];
-        try (TaskProgress progress = TaskProgress.start("loading layers " + from + ".." + (to - 1), to - from,
-                TaskProgress.ITEMS)) {
+        long loaded = 0;
+        try (TaskProgress progress = TaskProgress.start("loading layers " + from + ".." + (to - 1),
+                loadBytes(file, config, from, to), TaskProgress.MIB)) {
             for (int l = from; l < to; l++) {
                 layers[l - from] = LayerWeights.load(file, config, l);
-                progress.stepBy(1);
+                loaded += layerBytes(file, l);
+                progress.stepTo(loaded);
+                listener.loaded(loaded);
             }
-        }
-        this.embedding = from == 0 ? WeightMatrix.load(file, "token_embd.weight", c.vocabSize(), c.dim()) : null;
-        if (to == config.layers()) {
-            this.outputNorm = WeightMatrix.loadVector(file, "output_norm.weight", c.dim());
-            String name = file.hasTensor("output.weight") ? "output.weight" : "token_embd.weight";
-            this.classifier = from == 0 && name.equals("token_embd.weight")
-                    ? embedding : WeightMatrix.load(file, name, c.vocabSize(), c.dim());
-        } else {
-            this.outputNorm = null;
-            this.classifier = null;
+            this.embedding = from == 0 ? WeightMatrix.load(file, "token_embd.weight", c.vocabSize(), c.dim()) : null;
+            if (from == 0) {
+                loaded += tensorBytes(file, "token_embd.weight");
+                progress.stepTo(loaded);
+                listener.loaded(loaded);
+            }
+            if (to == config.layers()) {
+                this.outputNorm = WeightMatrix.loadVector(file, "output_norm.weight", c.dim());
+                String name = classifierName(file);
+                this.classifier = from == 0 && name.equals("token_embd.weight")
+                        ? embedding : WeightMatrix.load(file, name, c.vocabSize(), c.dim());
+                loaded += outputBytes(file, from);
+                progress.stepTo(loaded);
+                listener.loaded(loaded);
+            } else {
+                this.outputNorm = null;
+                this.classifier = null;
+            }
         }
         this.invFreq = ropeInverseFrequencies(file, config);
         this.neox = config.arch().ropeMode() == Architecture.RopeMode.NEOX;
@@ -122,6 +149,53 @@ public final class LayerRange {
         lastRows = new float[maxSequences * dim];
         rowPos = new int[maxTokens];
         rowCache = new KvCache[maxTokens];
+    }
+
+    /**
+     * Bytes in {@code file} of the tensors layers {@code [from, to)} load: every layer's, plus the embedding (first
+     * range) and the output norm and classifier (last range). What loading progress counts up to.
+     */
+    public static long loadBytes(GgufFile file, LlamaConfig config, int from, int to) {
+        long n = 0;
+        for (int l = from; l < to; l++) {
+            n += layerBytes(file, l);
+        }
+        if (from == 0) {
+            n += tensorBytes(file, "token_embd.weight");
+        }
+        if (to == config.layers()) {
+            n += outputBytes(file, from);
+        }
+        return n;
+    }
+
+    /** Bytes of layer {@code l}'s tensors ({@code blk.<l>.*}). */
+    private static long layerBytes(GgufFile file, int l) {
+        String prefix = "blk." + l + ".";
+        long n = 0;
+        for (var t : file.tensors().values()) {
+            if (t.name().startsWith(prefix)) {
+                n += t.byteSize();
+            }
+        }
+        return n;
+    }
+
+    /** A tensor's bytes, 0 when the file lacks it (loading it then fails, naming it). */
+    private static long tensorBytes(GgufFile file, String name) {
+        return file.hasTensor(name) ? file.tensor(name).byteSize() : 0;
+    }
+
+    /** The classifier's tensor: {@code output.weight}, or the embedding when the model ties them. */
+    private static String classifierName(GgufFile file) {
+        return file.hasTensor("output.weight") ? "output.weight" : "token_embd.weight";
+    }
+
+    /** Bytes the last range loads after its layers: the output norm, and the classifier unless it is the embedding loaded already. */
+    private static long outputBytes(GgufFile file, int from) {
+        String name = classifierName(file);
+        long n = tensorBytes(file, "output_norm.weight");
+        return from == 0 && name.equals("token_embd.weight") ? n : n + tensorBytes(file, name);
     }
 
     /** RoPE inverse frequencies, theta^(-2j/ropeDim), divided by rope_freqs.weight when the file has it. */

@@ -47,6 +47,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import net.openhft.affinity.AffinityLock;
+import org.agrona.concurrent.status.AtomicCounter;
 
 /**
  * One pipeline stage: its layers, its ring, its threads, its links, and their lifecycle.
@@ -103,6 +104,12 @@ public final class StageRuntime implements AutoCloseable {
     static final long REFUSAL_LOG_INTERVAL_MILLIS = 5000;
     /** How often the liveness thread looks. */
     static final long LIVENESS_TICK_MILLIS = 50;
+    /**
+     * Counters in the stage's counters file ({@code <name>-metrics.counters}), after the stage's name: bytes of weights
+     * it loads at start-up, and how many of those are loaded so far; a coordinator reads them for its progress bar.
+     */
+    public static final String LOAD_BYTES_TOTAL = "-load-bytes-total";
+    public static final String LOAD_BYTES = "-load-bytes";
 
     /** An authenticated upstream link and the HELLO it sent. */
     private record Upstream(FrameChannel channel, Hello hello, String name) {
@@ -138,7 +145,7 @@ public final class StageRuntime implements AutoCloseable {
     private Thread consumerThread;
     private ExecutorService handshakes;
     private ScheduledExecutorService liveness;
-    private MetricsLog metricsLog;
+    private final MetricsLog metricsLog;
     private volatile ComputeHandler.Counters counters;
     private long closedComputeNanos;
     private long startNanos;
@@ -150,6 +157,7 @@ public final class StageRuntime implements AutoCloseable {
         this.links = options.link();
         this.name = options.name();
         this.file = GgufFile.open(options.model());
+        MetricsLog log = null;
         try {
             LlamaConfig c = LlamaConfig.fromGguf(file);
             if (o.layerTo() > c.layers()) {
@@ -157,7 +165,13 @@ public final class StageRuntime implements AutoCloseable {
                         + c.layers() + " layers");
             }
             KvCachePool pool = KvCachePool.sized(o.layerTo() - o.layerFrom(), c.kvDim(), c.contextLength(), o.kvCacheTokens());
-            this.range = new LayerRange(file, c, o.layerFrom(), o.layerTo(), pool, o.maxTokensPerFrame(), o.maxSequencesPerFrame());
+            // Created before the weights load, so that the loading counters are there for the coordinator to read.
+            log = new MetricsLog(o.metricsDir() != null ? o.metricsDir() : tempDir(), 1000, name + "-metrics");
+            log.counter(name + LOAD_BYTES_TOTAL, "bytes (in the model file) of the weights this stage loads at start-up")
+                    .setRelease(LayerRange.loadBytes(file, c, o.layerFrom(), o.layerTo()));
+            AtomicCounter loaded = log.counter(name + LOAD_BYTES, "bytes of those loaded so far (start-up progress)");
+            this.range = new LayerRange(file, c, o.layerFrom(), o.layerTo(), pool, o.maxTokensPerFrame(), o.maxSequencesPerFrame(),
+                    loaded::setRelease);
             this.fingerprint = links.fingerprintCache() != null ? ModelFingerprint.of(o.model(), links.fingerprintCache())
                     : ModelFingerprint.of(o.model());
             this.sessionIndex = o.stageIndex();
@@ -166,7 +180,11 @@ public final class StageRuntime implements AutoCloseable {
                             + " fingerprint %s (%s %.2f s)", o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(),
                     file.mappedBytes() / 1e6, pool.capacityTokens(), pool.capacityBytes() / 1e6, fingerprint.shortHex(),
                     fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9));
+            this.metricsLog = log;
         } catch (RuntimeException e) {
+            if (log != null) {
+                log.close();
+            }
             file.close();
             throw e;
         }
@@ -288,7 +306,6 @@ public final class StageRuntime implements AutoCloseable {
         OutboundBuffer out = new OutboundBuffer((int) Math.max(slotSize, resultSize), o.maxSequencesPerFrame() * 1024 + 4096);
 
         String upstreamName = o.stageIndex() < 0 ? "upstream" : o.stageIndex() == 0 ? "coordinator" : "stage" + (o.stageIndex() - 1);
-        metricsLog = new MetricsLog(o.metricsDir() != null ? o.metricsDir() : tempDir(), 1000, name + "-metrics");
         LatencyMetric hop = metricsLog.addBucketed(new LatencyMetric("hop-" + upstreamName + "-" + name,
                 "one-way hop: written by " + upstreamName + " to decoded by " + name));
         LatencyMetric queueWait = metricsLog.add(new LatencyMetric(name + "-queue-wait", "published by the inbound thread to picked up by compute"));
@@ -796,11 +813,9 @@ public final class StageRuntime implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        if (metricsLog != null) {
-            closedComputeNanos = computeNanos();
-            counters = null;        // their file is unmapped now
-            metricsLog.close();
-        }
+        closedComputeNanos = computeNanos();
+        counters = null;        // their file is unmapped now
+        metricsLog.close();
         if (sender != null) {
             sender.switchTo(null);
         }

@@ -43,6 +43,22 @@ class GenerateCommandTest {
         }
     }
 
+    /** Without --json: stdout is the prompt and its story alone, stderr one summary line with the time to first token. */
+    @Test
+    void plainOutputIsTheTextAloneWithTheSummaryOnStderr() {
+        String model = SharedData.path("models/stories260K.gguf").toString();
+        Golden.Case c = Golden.greedyCases().stream().filter(g -> !g.prompt().isEmpty()).findFirst().orElseThrow();
+        Object[] r = run("--model", model, "--prompt", c.prompt(), "--temperature", "0",
+                "--max-tokens", String.valueOf(c.maxNewTokens()));
+        String err = (String) r[2];
+        assertEquals(0, r[0], err);
+        assertEquals(c.text() + "\n", r[1], "stdout: the generated text alone");
+        List<String> lines = err.lines().toList();
+        assertEquals(1, lines.size(), "stderr: the summary alone:\n" + err);
+        assertTrue(lines.get(0).matches("generate: " + c.generatedTokens().length + " tokens for 1 sequence in [0-9.]+ s: [0-9.]+ tokens/s"
+                + " \\(prefill [0-9.]+ tokens/s, decode [0-9.]+ tokens/s\\), time to first token [0-9]+ ms"), lines.get(0));
+    }
+
     @Test
     void badInputGivesOneClearLineAndStatus2() {
         Object[] r = run("--model", "/nonexistent/model.gguf", "--prompt", "x");

@@ -54,12 +54,14 @@ class ServeCommandTest {
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ServeCommand.class.getName(),
                 "--stages", "2", "--model", model.toString(), "--port", "0", "--max-sequences", "4", "--max-queued", "2",
                 "--api-key-file", keyFile.toString(), "--chat-template", "chatml"));
-        Process serve = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        Process serve = new ProcessBuilder(cmd).start();
+        BlockingQueue<String> lines = new LinkedBlockingQueue<>();   // stderr
         Thread reader = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(serve.getInputStream(), StandardCharsets.UTF_8))) {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(serve.getErrorStream(), StandardCharsets.UTF_8))) {
                 for (String l; (l = in.readLine()) != null; ) {
-                    lines.add(l);
+                    if (!l.startsWith("WARNING: Using incubator modules")) {   // the JVM's, which the launcher filters out
+                        lines.add(l);
+                    }
                 }
             } catch (Exception ignored) {
                 // the process ended
@@ -67,6 +69,13 @@ class ServeCommandTest {
         });
         reader.setDaemon(true);
         reader.start();
+        java.util.concurrent.CompletableFuture<String> stdout = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(serve.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            } catch (java.io.IOException e) {
+                return "(stdout not read: " + e + ")";
+            }
+        });
         try {
             String port = null;
             boolean ready = false;
@@ -86,6 +95,10 @@ class ServeCommandTest {
             }
             assertNotNull(port, () -> "serve said where it listens: " + seen);
             assertTrue(ready, () -> "serve said it is ready: " + seen);
+            // The console at start: where it listens and that it is ready, no stage's start-up lines (--verbose has them).
+            assertEquals(2, seen.size(), () -> "stderr at start: " + seen);
+            assertTrue(seen.get(0).startsWith("serve: listening on http://127.0.0.1:" + port + " (starting 2 stages"), seen.get(0));
+            assertTrue(seen.get(1).matches("serve: 2 stages ready in [0-9.]+ s; up to 4 requests at once, 2 waiting"), seen.get(1));
             HttpClient http = HttpClient.newHttpClient();
             URI base = URI.create("http://127.0.0.1:" + port);
             HttpResponse<String> health = http.send(HttpRequest.newBuilder(base.resolve("/health")).build(),
@@ -168,6 +181,7 @@ class ServeCommandTest {
             assertTrue(Jackson.MAPPER.readTree(events.get(events.size() - 2)).at("/choices/0/finish_reason").isTextual());
             assertTrue(serve.waitFor(60, TimeUnit.SECONDS), "serve ends");
             assertEquals(0, serve.exitValue(), () -> "exit status 0 after SIGTERM: " + String.join("\n", lines));
+            assertEquals("", stdout.get(10, TimeUnit.SECONDS), "serve prints nothing on stdout: its console is stderr");
             for (ProcessHandle p : stages) {
                 p.onExit().get(10, TimeUnit.SECONDS);
                 assertFalse(p.isAlive(), "stage process " + p.pid() + " ended");

@@ -1,8 +1,5 @@
 package io.tnsr.engine.testing;
 
-import org.junit.jupiter.api.Assertions;
-import org.junit.jupiter.api.Assumptions;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -38,13 +35,7 @@ public final class SharedData {
         }
         String msg = "shared test data '" + relative + "' not found (looked in " + describeSearch()
                 + "); see shared/README.md";
-        if ("true".equalsIgnoreCase(System.getenv("CI"))) {
-            System.err.println("FAIL: " + msg);
-            return Assertions.fail(msg + " [CI=true: missing data is a failure]");
-        }
-        System.err.println("SKIPPED: " + msg);
-        Assumptions.abort(msg);
-        throw new AssertionError("unreachable");
+        return Prerequisites.missing(msg, "missing data is a failure");
     }
 
     /** The file or directory {@code relative} under shared/, if it exists; never skips or fails. */

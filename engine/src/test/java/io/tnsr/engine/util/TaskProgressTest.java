@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tnsr.engine.testing.Prerequisites;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -12,7 +13,6 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -57,9 +57,38 @@ class TaskProgressTest {
     }
 
     @Test
+    void oneBarAtATime() {
+        TaskProgress outer = TaskProgress.start(true, "outer", 10, TaskProgress.ITEMS);
+        assertTrue(outer.shown());
+        try (TaskProgress inner = TaskProgress.start(true, "inner", 10, TaskProgress.ITEMS)) {
+            assertFalse(inner.shown(), "opened while the outer bar is");
+        }
+        outer.close();
+        try (TaskProgress next = TaskProgress.start(true, "next", 10, TaskProgress.ITEMS)) {
+            assertTrue(next.shown(), "the outer bar closed");
+        }
+    }
+
+    @Test
+    void linesWrittenAboveTheBarAreTheBytesWritten() {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream out = new java.io.PrintStream(bytes, true, StandardCharsets.UTF_8);
+        try (TaskProgress p = TaskProgress.start(true, "report", 10, TaskProgress.ITEMS)) {
+            java.io.PrintStream above = p.above(out);
+            above.printf("row %d%n", 1);
+            above.print("row 2\nlast, no newline");
+            above.close();
+        }
+        assertEquals("row 1\nrow 2\nlast, no newline", bytes.toString(StandardCharsets.UTF_8));
+        assertTrue(TaskProgress.start(false, "silent", 1, TaskProgress.ITEMS).above(out) == out, "silent: the stream itself");
+    }
+
+    @Test
     void aTerminalGetsABarThatEndsAtItsTotal() throws Exception {
         Path script = Paths.get("/usr/bin/script");
-        Assumptions.assumeTrue(Files.isExecutable(script), "no /usr/bin/script (util-linux) to make a pseudo-terminal: skipped");
+        if (!Files.isExecutable(script)) {
+            Prerequisites.missing("no /usr/bin/script (util-linux) to run the bar under a pseudo-terminal", "a missing script is a failure");
+        }
         String line = String.join(" ", javaCommand().stream().map(a -> "'" + a.replace("'", "'\\''") + "'").toList());
         String out = run(List.of(script.toString(), "-qec", line, "/dev/null"));
         assertTrue(out.contains("counting"), out);

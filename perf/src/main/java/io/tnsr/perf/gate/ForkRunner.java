@@ -80,7 +80,7 @@ public final class ForkRunner {
             }
         }
         if (cpu >= 0 && !Files.isExecutable(Path.of("/usr/bin/taskset"))) {
-            System.err.println("perf-gate: no /usr/bin/taskset: benchmark JVMs are not pinned (expect more spread)");
+            io.tnsr.engine.util.ConsoleLog.show("perf-gate: no /usr/bin/taskset: benchmark JVMs are not pinned (expect more spread)");
             cpu = -1;
         }
         this.cpu = cpu;

@@ -16,6 +16,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.regex.Pattern;
+import io.tnsr.engine.util.TaskProgress;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -78,7 +79,8 @@ public final class PerfGate implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    private final PrintStream out = System.out;
+    /** Where the report goes: stdout, through the progress bar while one is drawn ({@link TaskProgress#above}). */
+    private PrintStream out = System.out;
 
     @Override
     public Integer call() throws Exception {
@@ -153,15 +155,43 @@ public final class PerfGate implements Callable<Integer> {
             out.println("perf-gate: only files outside the code (pom.xml, */src/main/, tools/) differ, so the timings would "
                     + "compare the same code: skipped (--full compares anyway). Allocation is still checked.");
         }
+        int runs = Math.max(1, calibrate);
+        boolean building = compare && !ReferenceBuild.built(home, reference);
+        long steps = (building ? 1 : 0) + (long) runs * SideBySide.probes(metrics, compare).size();
+        try (TaskProgress progress = TaskProgress.start("perf-gate", steps, TaskProgress.ITEMS)) {
+            out = progress.above(System.out);
+            try {
+                return measure(progress, building, home, git, reference, baseline, changes, metrics, settings, compare, runs, t0);
+            } finally {
+                if (out != System.out) {
+                    out.close();   // its last line, if it lacks a newline; System.out stays open
+                }
+                out = System.out;
+            }
+        }
+    }
+
+    /**
+     * The reference build (one step of {@code progress} when {@code building}), then {@code runs} comparisons of every
+     * probe (a step each); prints the tables and verdicts. The exit status.
+     */
+    private int measure(TaskProgress progress, boolean building, Path home, Git git, String reference, Baseline baseline,
+                        List<String> changes, List<Metric> metrics, ForkRunner.Settings settings, boolean compare, int runs,
+                        long t0) throws IOException, InterruptedException {
         ForkRunner.Build tree = new ForkRunner.Build("tree", home);
+        if (building) {
+            progress.message(" building the reference");
+        }
         ForkRunner.Build ref = compare ? ReferenceBuild.prepare(home, git, reference, out) : null;
+        if (building) {
+            progress.stepBy(1);
+        }
         out.printf(Locale.ROOT, "perf-gate: %d metrics; %s; JMH forks %s, %d warm-up + %d measured iterations of %d ms, -prof gc%n",
                 metrics.size(), compare ? "each probe in rounds of forks of both builds run at once, iterations taken in turns, up to "
                         + GateCheck.MAX_ROUNDS + " rounds" : "allocation probes in this tree only",
                 cpuNumber() < 0 ? "not pinned" : "pinned to CPU " + cpuNumber(), settings.warmupIterations(),
                 settings.measurementIterations(), settings.iterationMillis());
         Files.createDirectories(outDir);
-        int runs = Math.max(1, calibrate);
         List<GateCheck.Report> reports = new ArrayList<>();
         for (int run = 1; run <= runs; run++) {
             if (runs > 1) {
@@ -170,7 +200,7 @@ public final class PerfGate implements Callable<Integer> {
             ForkRunner runner = new ForkRunner(settings, outDir.resolve(runs > 1 ? "logs-run" + run : "logs"), cpuNumber());
             List<GateSuite.Injection> injections = selfTest ? GateSuite.injections().stream()
                     .filter(i -> metricNamed(i.expected(), GateSuite.metrics()) != null).toList() : List.of();
-            SideBySide.Measurements m = new SideBySide(runner, out).measure(metrics, ref, tree, injections);
+            SideBySide.Measurements m = new SideBySide(runner, out, progress).measure(metrics, ref, tree, injections);
             GateCheck.Report report = report(metrics, m, compare);
             reports.add(report);
             out.println();

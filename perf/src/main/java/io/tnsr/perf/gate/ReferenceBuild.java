@@ -28,13 +28,28 @@ final class ReferenceBuild {
     private ReferenceBuild() {
     }
 
+    /** Whether a build of {@code commit} for this JDK is kept, so that {@link #prepare} builds nothing. */
+    static boolean built(Path home, String commit) throws IOException {
+        Path marker = dir(home, commit).resolve(".build").resolve("perf-gate-reference");
+        return Files.exists(marker) && Files.readString(marker, StandardCharsets.UTF_8).equals(identity(commit));
+    }
+
+    private static Path dir(Path home, String commit) {
+        return home.resolve(".build").resolve("perf-gate").resolve("reference-" + commit.substring(0, 12));
+    }
+
+    /** What the marker file of a kept build holds: the commit and the JDK that built it. */
+    private static String identity(String commit) {
+        return commit + " " + System.getProperty("java.home") + " " + Runtime.version() + "\n";
+    }
+
     /** A build of {@code commit} ready to run its {@code tools/}; builds it unless a build for this JDK is kept. */
     static ForkRunner.Build prepare(Path home, Git git, String commit, PrintStream out) throws IOException, InterruptedException {
-        Path dir = home.resolve(".build").resolve("perf-gate").resolve("reference-" + commit.substring(0, 12));
+        Path dir = dir(home, commit);
         Path marker = dir.resolve(".build").resolve("perf-gate-reference");
-        String identity = commit + " " + System.getProperty("java.home") + " " + Runtime.version() + "\n";
+        String identity = identity(commit);
         ForkRunner.Build build = new ForkRunner.Build("reference", dir);
-        if (Files.exists(marker) && Files.readString(marker, StandardCharsets.UTF_8).equals(identity)) {
+        if (built(home, commit)) {
             out.println("perf-gate: reference " + commit.substring(0, 10) + " already built in " + home.relativize(dir));
             return build;
         }

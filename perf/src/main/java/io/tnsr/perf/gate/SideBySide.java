@@ -1,5 +1,6 @@
 package io.tnsr.perf.gate;
 
+import io.tnsr.engine.util.TaskProgress;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -55,10 +56,20 @@ public final class SideBySide {
 
     private final ForkRunner runner;
     private final PrintStream out;
+    private final TaskProgress progress;
 
-    public SideBySide(ForkRunner runner, PrintStream out) {
+    /** Rows go to {@code out}; {@code progress} steps once per probe measured, and names the one in flight. */
+    public SideBySide(ForkRunner runner, PrintStream out, TaskProgress progress) {
         this.runner = runner;
         this.out = out;
+        this.progress = progress;
+    }
+
+    /** The probes {@link #measure} runs: every metric's, or only those of allocation metrics without a reference. */
+    static List<Probe> probes(List<Metric> metrics, boolean withReference) {
+        List<Probe> probes = GateSuite.probes(metrics);
+        return withReference ? probes
+                : probes.stream().filter(p -> metrics.stream().anyMatch(m -> m.probe().equals(p) && !m.kind().compared())).toList();
     }
 
     /**
@@ -68,10 +79,7 @@ public final class SideBySide {
     public Measurements measure(List<Metric> metrics, ForkRunner.Build reference, ForkRunner.Build tree,
                                 List<GateSuite.Injection> injections) {
         Map<Probe, List<Map<String, List<Sample>>>> all = new LinkedHashMap<>();
-        List<Probe> probes = GateSuite.probes(metrics);
-        if (reference == null) {
-            probes = probes.stream().filter(p -> metrics.stream().anyMatch(m -> m.probe().equals(p) && !m.kind().compared())).toList();
-        }
+        List<Probe> probes = probes(metrics, reference != null);
         long t0 = System.nanoTime();
         int n = 0;
         for (Probe p : probes) {
@@ -81,6 +89,7 @@ public final class SideBySide {
             List<Map<String, List<Sample>>> rounds = new ArrayList<>();
             all.put(p, rounds);
             for (int round = 0; ; round++) {
+                progress.message(" " + p.key() + (round == 0 ? "" : ", round " + (round + 1)));
                 long s = System.nanoTime();
                 List<Contender> order = new ArrayList<>(contenders);
                 if (round % 2 == 1) {
@@ -108,6 +117,7 @@ public final class SideBySide {
                     break;
                 }
             }
+            progress.stepBy(1);
         }
         out.printf(Locale.ROOT, "measured %d probes in %.0f s%n", probes.size(), (System.nanoTime() - t0) / 1e9);
         return new Measurements(all);

@@ -3,16 +3,25 @@ package io.tnsr.perf.kernels;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.util.Jackson;
+import io.tnsr.engine.util.TaskProgress;
 import io.tnsr.perf.JmhUnits;
+import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import org.openjdk.jmh.infra.BenchmarkParams;
+import org.openjdk.jmh.infra.IterationParams;
+import org.openjdk.jmh.results.BenchmarkResult;
+import org.openjdk.jmh.results.IterationResult;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.format.OutputFormat;
+import org.openjdk.jmh.runner.format.OutputFormatFactory;
 import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
@@ -86,10 +95,14 @@ public final class KernelBench implements Callable<Integer> {
                     .verbosity(VerboseMode.SILENT);
             System.out.printf(Locale.ROOT, "kernel-bench: %s x %s x %s tokens, JMH 1 fork each, %d + %d iterations of 1 s...%n",
                     supported, shapes, tokens, warmup, iterations);
-            for (RunResult r : new Runner(o.build()).run()) {
-                rows.add(new Row(r.getParams().getParam("type"), r.getParams().getParam("shape"),
-                        Integer.parseInt(r.getParams().getParam("tokens")),
-                        r.getPrimaryResult().getScore() * JmhUnits.nanosPer(r.getPrimaryResult().getScoreUnit())));
+            long workloads = (long) supported.size() * shapes.size() * tokens.size();
+            try (TaskProgress progress = TaskProgress.start("kernel-bench", workloads, TaskProgress.ITEMS)) {
+                OutputFormat silent = OutputFormatFactory.createFormatInstance(System.out, VerboseMode.SILENT);
+                for (RunResult r : new Runner(o.build(), new Counting(silent, progress)).run()) {
+                    rows.add(new Row(r.getParams().getParam("type"), r.getParams().getParam("shape"),
+                            Integer.parseInt(r.getParams().getParam("tokens")),
+                            r.getPrimaryResult().getScore() * JmhUnits.nanosPer(r.getPrimaryResult().getScoreUnit())));
+                }
             }
         }
         System.out.printf(Locale.ROOT, "%n%-6s %-10s %7s %12s %10s %10s%n", "type", "shape", "tokens", "us/call", "GFLOP/s", "GB/s");
@@ -103,6 +116,93 @@ public final class KernelBench implements Callable<Integer> {
     }
 
     private record Row(String type, String shape, int tokens, double nanos) {
+    }
+
+    /**
+     * JMH's silent output, plus the progress bar: the benchmark in flight as its message, one step as each ends. What
+     * JMH copies from its forks (their stderr, written to stdout) goes line by line above the bar, the same bytes as
+     * without it; everything else to {@code silent}.
+     */
+    private static final class Counting implements OutputFormat {
+        private final OutputFormat silent;
+        private final TaskProgress progress;
+        private final PrintStream forks;
+
+        Counting(OutputFormat silent, TaskProgress progress) {
+            this.silent = silent;
+            this.progress = progress;
+            this.forks = progress.above(System.out);
+        }
+
+        @Override
+        public void startBenchmark(BenchmarkParams params) {
+            progress.message(" " + params.getParam("type") + " " + params.getParam("shape") + " x" + params.getParam("tokens"));
+            silent.startBenchmark(params);
+        }
+
+        @Override
+        public void endBenchmark(BenchmarkResult result) {
+            silent.endBenchmark(result);
+            progress.stepBy(1);
+        }
+
+        @Override
+        public void iteration(BenchmarkParams benchParams, IterationParams params, int iteration) {
+            silent.iteration(benchParams, params, iteration);
+        }
+
+        @Override
+        public void iterationResult(BenchmarkParams benchParams, IterationParams params, int iteration, IterationResult data) {
+            silent.iterationResult(benchParams, params, iteration, data);
+        }
+
+        @Override
+        public void startRun() {
+            silent.startRun();
+        }
+
+        @Override
+        public void endRun(Collection<RunResult> result) {
+            silent.endRun(result);
+        }
+
+        @Override
+        public void print(String s) {
+            silent.print(s);
+        }
+
+        @Override
+        public void println(String s) {
+            silent.println(s);
+        }
+
+        @Override
+        public void flush() {
+            silent.flush();
+        }
+
+        @Override
+        public void close() {
+            if (forks != System.out) {
+                forks.close();   // a last line without its newline; System.out itself stays open
+            }
+            silent.flush();      // its stream is System.out too, which the table is printed to next: never closed
+        }
+
+        @Override
+        public void verbosePrintln(String s) {
+            silent.verbosePrintln(s);
+        }
+
+        @Override
+        public void write(int b) {
+            forks.write(b);
+        }
+
+        @Override
+        public void write(byte[] b) {
+            forks.write(b, 0, b.length);
+        }
     }
 
     public static void main(String[] args) {
