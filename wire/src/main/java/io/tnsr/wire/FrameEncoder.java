@@ -237,6 +237,37 @@ public final class FrameEncoder
      *
      * @return the total frame length.
      */
+    /**
+     * Writes a SAMPLING frame header for {@code count} sequences; then {@link #putSampling} fills each row. The
+     * frame is {@code HEADER_LENGTH + count * SAMPLING_WORDS * 4} bytes (returned).
+     */
+    public static int encodeSamplingHeader(final MutableDirectBuffer buffer, final int offset, final long stepId, final int count)
+    {
+        final int payloadLength = 4 * FrameValidator.SAMPLING_WORDS * count;
+        encodeHeader(buffer, offset, MessageType.SAMPLING, stepId, 0, 0, 0, 2, count, FrameValidator.SAMPLING_WORDS, 0, 0,
+            payloadLength);
+        return HEADER_LENGTH + payloadLength;
+    }
+
+    /** Row {@code i} of a SAMPLING frame: how the last stage samples sequence {@code seqId}, from random state {@code state}. */
+    public static void putSampling(
+        final MutableDirectBuffer buffer,
+        final int offset,
+        final int i,
+        final int seqId,
+        final float temperature,
+        final int topK,
+        final float topP,
+        final long state)
+    {
+        final int at = offset + HEADER_LENGTH + 4 * FrameValidator.SAMPLING_WORDS * i;
+        buffer.putInt(at, seqId, ORDER);
+        buffer.putFloat(at + 4, temperature, ORDER);
+        buffer.putInt(at + 8, topK, ORDER);
+        buffer.putFloat(at + 12, topP, ORDER);
+        buffer.putLong(at + 16, state, ORDER);
+    }
+
     public static int encodeEndSequence(
         final MutableDirectBuffer buffer,
         final int offset,

@@ -38,6 +38,8 @@ public final class FrameValidator
     public static final int AUTH_WORDS = 8;
     /** HEARTBEAT's shape is exactly {@code [HEARTBEAT_WORDS]}. */
     public static final int HEARTBEAT_WORDS = 4;
+    /** SAMPLING's shape is {@code [n, SAMPLING_WORDS]}: one row of words per sequence. */
+    public static final int SAMPLING_WORDS = 6;
 
     private FrameValidator()
     {
@@ -96,7 +98,7 @@ public final class FrameValidator
         {
             throw fail(Reason.SEQUENCE_TABLE_NOT_ALLOWED, frameIndex, streamOffset, SEQUENCE_COUNT_OFFSET,
                 "sequence count " + sequenceCount + " on " + type.printName() +
-                ", only TOKENS, ACTIVATIONS and LOGITS may carry a sequence table");
+                ", only TOKENS, ACTIVATIONS, LOGITS and SAMPLED may carry a sequence table");
         }
 
         for (int i = rank; i < MAX_RANK; i++)
@@ -139,6 +141,11 @@ public final class FrameValidator
         {
             throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
                 "HEARTBEAT needs shape [" + HEARTBEAT_WORDS + "], got " + shape(buffer, offset, rank));
+        }
+        if (type == MessageType.SAMPLING && dim(buffer, offset, 1) != SAMPLING_WORDS)
+        {
+            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET + 8,
+                "SAMPLING needs shape [n, " + SAMPLING_WORDS + "], got " + shape(buffer, offset, rank));
         }
         if (type == MessageType.ERROR && dim(buffer, offset, 0) < ErrorPayload.MESSAGE_OFFSET)
         {
@@ -219,12 +226,18 @@ public final class FrameValidator
         {
             final int entry = tableOffset + i * SEQUENCE_ENTRY_LENGTH;
             final int entryFlags = buffer.getInt(entry + SequenceTable.ENTRY_FLAGS_OFFSET, ORDER);
-            if ((entryFlags & ~SequenceTable.WANT_LOGITS) != 0)
+            if ((entryFlags & ~(SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE)) != 0)
             {
                 throw fail(Reason.RESERVED_ENTRY_FLAGS_SET, frameIndex, streamOffset,
                     entry + SequenceTable.ENTRY_FLAGS_OFFSET - offset,
                     "sequence entry " + i + " has reserved entry_flags bits set: 0x" + Integer.toHexString(entryFlags) +
-                    ", only bit0 (WANT_LOGITS) is defined");
+                    ", only bit0 (WANT_LOGITS) and bit1 (SAMPLE) are defined");
+            }
+            if (entryFlags == SequenceTable.SAMPLE)
+            {
+                throw fail(Reason.RESERVED_ENTRY_FLAGS_SET, frameIndex, streamOffset,
+                    entry + SequenceTable.ENTRY_FLAGS_OFFSET - offset,
+                    "sequence entry " + i + " has SAMPLE without WANT_LOGITS (a token is sampled from its logits)");
             }
             tokenSum += buffer.getInt(entry + SequenceTable.N_TOKENS_OFFSET, ORDER) & 0xFFFF_FFFFL;
             logitRows += entryFlags & SequenceTable.WANT_LOGITS;
@@ -232,12 +245,12 @@ public final class FrameValidator
 
         final int typeCode = messageTypeCode(buffer, offset);
         final long rows = dim(buffer, offset, 0);
-        if (typeCode == MessageType.LOGITS.code())
+        if (typeCode == MessageType.LOGITS.code() || typeCode == MessageType.SAMPLED.code())
         {
             if (logitRows != rows)
             {
                 throw fail(Reason.SEQUENCE_TABLE_MISMATCH, frameIndex, streamOffset, tableOffset - offset,
-                    "LOGITS has " + rows + " rows (dims[0]) but " + logitRows + " of its " + count +
+                    typeName(typeCode) + " has " + rows + " rows (dims[0]) but " + logitRows + " of its " + count +
                     " sequence entries have WANT_LOGITS");
             }
         }

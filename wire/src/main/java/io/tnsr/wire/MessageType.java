@@ -34,7 +34,18 @@ public enum MessageType
     /** u8 UTF-8 text, rank 1: the session's route, one {@code host:port} per line for the stages after the receiver. */
     ROUTE(10, 1, 1, 1, false),
     /** u8 UTF-8 text, rank 1: the answer to ROUTE once every stage after the sender is connected; one line per stage. */
-    READY(11, 1, 1, 1, false);
+    READY(11, 1, 1, 1, false),
+    /**
+     * u32 token ids, rank 1 {@code [n_rows]}: the tokens the last stage sampled, one per WANT_LOGITS entry (each of
+     * which has SAMPLE), in entry order; carries the sequence table of the step.
+     */
+    SAMPLED(12, 4, 1, 1, true),
+    /**
+     * u32 rank 2 {@code [n, 6]}: how the last stage samples each of n sequences, a row each:
+     * {@code seq_id, temperature (f32 bits), top_k, top_p (f32 bits), random state low word, high word}; every stage
+     * passes it on, the last one keeps it until the sequence ends.
+     */
+    SAMPLING(13, 4, 2, 2, false);
 
     private static final MessageType[] BY_CODE = new MessageType[256];
 

@@ -12,7 +12,7 @@ import static io.tnsr.wire.FrameHeader.SEQUENCE_ENTRY_LENGTH;
  *  &#64;0  seq_id       u32
  *  &#64;4  position     u32  position in the sequence of this frame's first token for that sequence
  *  &#64;8  n_tokens     u32  rows of the payload that belong to this sequence
- *  &#64;12 entry_flags  u32  bit0 WANT_LOGITS, other bits reserved = 0
+ *  &#64;12 entry_flags  u32  bit0 WANT_LOGITS, bit1 SAMPLE (only with WANT_LOGITS), other bits reserved = 0
  * </pre>
  * Entries are in row order: payload rows {@code [0, n_tokens(0))} belong to entry 0, the next {@code n_tokens(1)}
  * rows to entry 1, and so on. Typical loop over a validated ACTIVATIONS frame:
@@ -39,6 +39,11 @@ public final class SequenceTable
     public static final int ENTRY_FLAGS_OFFSET = 12;
     /** Entry flag bit 0: produce logits for this sequence's last token in the frame. */
     public static final int WANT_LOGITS = 0x01;
+    /**
+     * Entry flag bit 1, only with WANT_LOGITS: the last stage samples this sequence's next token from those logits
+     * (as the SAMPLING frame for the sequence says) and sends the token id in a SAMPLED frame instead of the logits.
+     */
+    public static final int SAMPLE = 0x02;
 
     private SequenceTable()
     {
@@ -72,6 +77,12 @@ public final class SequenceTable
     public static int entryFlags(final DirectBuffer buffer, final int frameOffset, final int i)
     {
         return buffer.getInt(entryOffset(buffer, frameOffset, i) + ENTRY_FLAGS_OFFSET, ORDER);
+    }
+
+    /** @return whether entry {@code i} has SAMPLE. */
+    public static boolean wantsSample(final DirectBuffer buffer, final int frameOffset, final int i)
+    {
+        return (entryFlags(buffer, frameOffset, i) & SAMPLE) != 0;
     }
 
     /** @return whether entry {@code i} has WANT_LOGITS. */

@@ -128,8 +128,10 @@ class GoldenBytesTest
             assertSame(t, MessageType.fromCode(t.code()));
         }
         assertNull(MessageType.fromCode(0));
-        assertNull(MessageType.fromCode(12));
+        assertNull(MessageType.fromCode(14));
         assertEquals(11, MessageType.READY.code());
+        assertEquals(12, MessageType.SAMPLED.code());
+        assertEquals(13, MessageType.SAMPLING.code());
         assertNull(MessageType.fromCode(-1));
         assertNull(MessageType.fromCode(256 + 1));
         assertEquals(1, MessageType.TOKENS.code());

@@ -85,7 +85,7 @@ class ValidationTest
     @Test
     void unknownMessageType()
     {
-        for (final int type : new int[] {0, 12, 0x7F, 0xFF})
+        for (final int type : new int[] {0, 14, 0x7F, 0xFF})
         {
             final FrameFormatException e = expect(frame(type, 0, 0, 0, 0, 0, 0, 0, 0, 0), Reason.UNKNOWN_MESSAGE_TYPE, 4);
             assertTrue(e.getMessage().contains("unknown msg_type " + type), e::getMessage);
@@ -276,5 +276,39 @@ class ValidationTest
         assertEquals(10, d.frames.size());
         assertEquals(10, d.error.frameIndex());
         assertEquals(before + 4, d.error.streamOffset());
+    }
+
+    @Test
+    void sampledTokensAndSamplingRows()
+    {
+        // SAMPLE only with WANT_LOGITS
+        final UnsafeBuffer b = frame(TOKENS, 1, 0, 2, 8, 2, 0, 0, 0, 8 + 32);
+        FrameEncoder.putSequenceEntry(b, 0, 0, 1, 0, 1, SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE);
+        FrameEncoder.putSequenceEntry(b, 0, 1, 2, 0, 1, SequenceTable.SAMPLE);
+        FrameFormatException e = expect(b, Reason.RESERVED_ENTRY_FLAGS_SET, 56 + 8 + 16 + 12);
+        assertTrue(e.getMessage().contains("sequence entry 1 has SAMPLE without WANT_LOGITS"), e::getMessage);
+
+        // SAMPLED: one token per WANT_LOGITS entry
+        final UnsafeBuffer sampled = frame(MessageType.SAMPLED.code(), 1, 0, 2, 8, 2, 0, 0, 0, 8 + 32);
+        FrameEncoder.putSequenceEntry(sampled, 0, 0, 1, 4, 1, SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE);
+        FrameEncoder.putSequenceEntry(sampled, 0, 1, 2, 0, 9, 0);
+        e = expect(sampled, Reason.SEQUENCE_TABLE_MISMATCH, 56 + 8);
+        assertTrue(e.getMessage().contains("SAMPLED has 2 rows (dims[0]) but 1 of its 2 sequence entries have WANT_LOGITS"),
+            e::getMessage);
+
+        // SAMPLING rows are six words
+        e = expect(frame(MessageType.SAMPLING.code(), 2, 0, 0, 40, 2, 5, 0, 0, 40), Reason.WRONG_SHAPE_FOR_TYPE, 32);
+        assertTrue(e.getMessage().contains("SAMPLING needs shape [n, 6], got [2, 5]"), e::getMessage);
+
+        final UnsafeBuffer ok = new UnsafeBuffer(new byte[HEADER_LENGTH + 48]);
+        final int len = FrameEncoder.encodeSamplingHeader(ok, 0, 9, 2);
+        FrameEncoder.putSampling(ok, 0, 0, 7, 0.8f, 40, 0.95f, 0x0123_4567_89AB_CDEFL);
+        FrameEncoder.putSampling(ok, 0, 1, 8, 0f, 0, 1f, -1L);
+        assertEquals(HEADER_LENGTH + 48, len);
+        assertDoesNotThrow(() -> FrameValidator.validateHeader(ok, 0, 0, 0, 1024));
+        assertEquals(7, ok.getInt(HEADER_LENGTH, FrameHeader.ORDER));
+        assertEquals(0.95f, ok.getFloat(HEADER_LENGTH + 12, FrameHeader.ORDER));
+        assertEquals(0x0123_4567_89AB_CDEFL, ok.getLong(HEADER_LENGTH + 16, FrameHeader.ORDER));
+        assertEquals(-1L, ok.getLong(HEADER_LENGTH + 24 + 16, FrameHeader.ORDER));
     }
 }

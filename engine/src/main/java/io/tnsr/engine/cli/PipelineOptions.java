@@ -58,6 +58,20 @@ final class PipelineOptions {
             "--key-file (and, for serve, a non-loopback --host without --api-key-file). Said loudly."})
     boolean insecure;
 
+    @Option(names = "--sample-in", paramLabel = "WHERE", defaultValue = "last-stage", description = {"Where tokens are chosen:",
+            "last-stage (it sends back token ids) or coordinator (it sends back each sequence's logits, 4 bytes per",
+            "vocabulary entry per token). The same tokens either way (default: ${DEFAULT-VALUE})."})
+    String sampleIn;
+
+    /** --sample-in: whether the last stage chooses the tokens. */
+    boolean sampleInLastStage() {
+        return switch (sampleIn) {
+            case "last-stage" -> true;
+            case "coordinator" -> false;
+            default -> throw new IllegalArgumentException("--sample-in must be last-stage or coordinator, got '" + sampleIn + "'");
+        };
+    }
+
     @Option(names = "--recovery-timeout", paramLabel = "SECONDS", defaultValue = "60", description = {"When a stage is lost, replace it",
             "(restart one this tool started, or wait for an external one) and replay the running sequences,",
             "giving up after this long; 0: a lost stage ends the run (default: ${DEFAULT-VALUE})."})

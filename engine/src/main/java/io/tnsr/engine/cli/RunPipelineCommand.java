@@ -106,7 +106,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
         TextOutput text = new TextOutput(out, tok, seqs, gen.json());
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, waits, cpus,
                 new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes(),
-                        rate == null ? 0 : rate),
+                        rate == null ? 0 : rate).withSampleInLastStage(pipeline.sampleInLastStage()),
                 runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "run-pipeline"), pipeline.recovery());
         PipelineRun.Outcome outcome;
         try {

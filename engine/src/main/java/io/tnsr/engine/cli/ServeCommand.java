@@ -115,7 +115,8 @@ public final class ServeCommand implements Callable<Integer> {
         CompletionService service = new CompletionService(tok, mc.contextLength(), mc.vocabSize(),
                 new CompletionService.Limits(running, maxQueued, Math.round(maxWait * 1000)), runDir, n);
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
-                new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
+                new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes())
+                        .withSampleInLastStage(pipeline.sampleInLastStage()),
                 runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "serve"), pipeline.recovery());
 
         AtomicBoolean stopRequested = new AtomicBoolean();

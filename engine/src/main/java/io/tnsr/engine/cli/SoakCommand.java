@@ -148,7 +148,8 @@ public final class SoakCommand implements Callable<Integer> {
         Scheduler.Limits limits = new Scheduler.Limits(n, perBatch, Math.min(pc.maxTokensPerFrame(), perBatch + 128), perStep);
         Path runDir = Files.createTempDirectory("tnsr-soak");
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
-                new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes()),
+                new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes())
+                        .withSampleInLastStage(pipeline.sampleInLastStage()),
                 runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "soak"),
                 pipeline.recovery());
         StageProcesses stages = new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), settings.link());

@@ -6,6 +6,7 @@ import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.generate.TokenChooser;
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.pipeline.FrameSizes;
+import io.tnsr.engine.sampling.SamplingConfig;
 import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.ErrorPayload;
@@ -13,6 +14,7 @@ import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameFormatException;
 import io.tnsr.wire.FrameHeader;
+import io.tnsr.wire.FrameValidator;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
 import java.io.IOException;
@@ -27,8 +29,9 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * Drives the autoregressive ring over the pipeline's two links: sends each step that the {@link Scheduler} composes
- * to the first stage as a TOKENS frame, reads logits from the last stage and hands each row to the scheduler, which
- * samples, and sends END_SEQUENCE for the sequences that ended, keeping up to M micro-batches in flight so that while
+ * to the first stage as a TOKENS frame, reads the tokens the last stage sampled (SAMPLED; or logits rows, which the
+ * scheduler samples, see {@link Options#sampleInLastStage}) and hands them to the scheduler, sends SAMPLING for the
+ * sequences admitted (how the last stage samples them) and END_SEQUENCE for the sequences that ended, keeping up to M micro-batches in flight so that while
  * the last stage works on micro-batch 0 the first works on micro-batch 1, and so on. Frames come back in the order
  * they were sent (every stage is FIFO).
  *
@@ -60,9 +63,12 @@ public final class Coordinator {
      * @param maxFrameBytes        largest frame accepted back
      * @param ratePerSecond        open loop: sequences admitted per second, sequence k at start + k / rate
      *                             (0 = closed loop: every sequence submitted at the start)
+     * @param sampleInLastStage    where tokens are chosen: in the last stage, which returns token ids (true, the
+     *                             default), or here from the logits rows it returns (4 x vocabulary bytes per sequence
+     *                             per step cross the last link); the same tokens either way, greedy or seeded
      */
     public record Options(int microBatches, int sequencesPerBatch, int maxTokensPerFrame, int maxSequencesPerFrame,
-                          int maxFrameBytes, double ratePerSecond) {
+                          int maxFrameBytes, double ratePerSecond, boolean sampleInLastStage) {
         public Options {
             if (microBatches < 1) {
                 throw new IllegalArgumentException("--micro-batches must be >= 1, got " + microBatches);
@@ -72,10 +78,22 @@ public final class Coordinator {
             }
         }
 
-        /** Closed loop. */
+        /** Sampling in the last stage. */
+        public Options(int microBatches, int sequencesPerBatch, int maxTokensPerFrame, int maxSequencesPerFrame,
+                       int maxFrameBytes, double ratePerSecond) {
+            this(microBatches, sequencesPerBatch, maxTokensPerFrame, maxSequencesPerFrame, maxFrameBytes, ratePerSecond, true);
+        }
+
+        /** Closed loop, sampling in the last stage. */
         public Options(int microBatches, int sequencesPerBatch, int maxTokensPerFrame, int maxSequencesPerFrame,
                        int maxFrameBytes) {
             this(microBatches, sequencesPerBatch, maxTokensPerFrame, maxSequencesPerFrame, maxFrameBytes, 0);
+        }
+
+        /** These options with tokens chosen in the last stage ({@code true}) or by the coordinator from logits. */
+        public Options withSampleInLastStage(boolean inLastStage) {
+            return new Options(microBatches, sequencesPerBatch, maxTokensPerFrame, maxSequencesPerFrame, maxFrameBytes,
+                    ratePerSecond, inLastStage);
         }
 
         public boolean openLoop() {
@@ -131,6 +149,7 @@ public final class Coordinator {
     private int fruitless;
     private volatile long lastProgressNanos = System.nanoTime();
     private int decodeWarmupTokens;
+    private final int wantFlags;   // entry flags of a row whose next token is wanted
 
     public Coordinator(FrameChannel toFirst, FrameChannel fromLast, int vocab, Options o, Generator.Listener listener,
                        Metrics metrics) {
@@ -140,6 +159,7 @@ public final class Coordinator {
         this.o = o;
         this.metrics = metrics;
         this.vocab = vocab;
+        this.wantFlags = o.sampleInLastStage() ? SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE : SequenceTable.WANT_LOGITS;
         int sendCap = FrameHeader.HEADER_LENGTH + 4 * Math.max(o.maxTokensPerFrame(), 4096)
                 + FrameHeader.MAX_SEQUENCE_COUNT * FrameHeader.SEQUENCE_ENTRY_LENGTH + FrameHeader.TRACE_LENGTH;
         sendBytes = ByteBuffer.allocateDirect(sendCap).order(ByteOrder.LITTLE_ENDIAN);
@@ -208,6 +228,7 @@ public final class Coordinator {
                 try {
                     scheduler.admit(System.nanoTime(), first);
                     sendEnds(scheduler);   // sequences cancelled meanwhile
+                    sendSampling(scheduler);
                     sendReady(scheduler, step, first);
                     if (scheduler.inFlight()) {
                         readFrame();
@@ -320,7 +341,15 @@ public final class Coordinator {
                     throw new PipelineException("the pipeline reported: " + msg);
                 }
             }
-            case END_SEQUENCE, SHUTDOWN -> {
+            case SAMPLED -> {
+                if (!ours) {
+                    throw new PipelineException("tokens for step " + stepId + " of micro-batch " + mb + ", which is not in flight");
+                }
+                acceptAll(scheduler);
+                metrics.stepRoundTrip().record(scheduler.stepDone(mb, System.nanoTime()));
+                sendEnds(scheduler);
+            }
+            case END_SEQUENCE, SHUTDOWN, SAMPLING -> {
                 // our own control frames, back from the end of the pipeline
             }
             default -> throw new PipelineException("unexpected " + type + " frame from the last stage");
@@ -394,6 +423,47 @@ public final class Coordinator {
         }
     }
 
+    /** Hands every token of the SAMPLED frame in recv to the scheduler. */
+    private void acceptAll(Scheduler scheduler) {
+        int n = FrameHeader.sequenceCount(recv, 0);
+        int payload = FrameHeader.HEADER_LENGTH;
+        int r = 0;
+        long now = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            if (SequenceTable.wantsLogits(recv, 0, i)) {
+                int token = recv.getInt(payload + 4 * r++, FrameHeader.ORDER);
+                if (token < 0 || token >= vocab) {
+                    throw new PipelineException("the last stage sampled token " + token + ", outside the vocabulary of " + vocab);
+                }
+                scheduler.accept(SequenceTable.seqId(recv, 0, i), token, now);
+            }
+        }
+    }
+
+    /**
+     * With sampling in the last stage: a SAMPLING frame (settings and random state) for each sequence admitted or
+     * rewound since the last one, sent before any step that carries them.
+     */
+    private void sendSampling(Scheduler scheduler) throws IOException {
+        List<SequenceState> todo = scheduler.undescribed();
+        if (!o.sampleInLastStage() || todo.isEmpty()) {
+            scheduler.clearUndescribed();
+            return;
+        }
+        int perFrame = (send.capacity() - FrameHeader.HEADER_LENGTH) / (4 * FrameValidator.SAMPLING_WORDS);
+        for (int from = 0; from < todo.size(); from += perFrame) {
+            int count = Math.min(perFrame, todo.size() - from);
+            int len = FrameEncoder.encodeSamplingHeader(send, 0, nextStep++, count);
+            for (int i = 0; i < count; i++) {
+                SequenceState s = todo.get(from + i);
+                SamplingConfig c = s.sampler().config();
+                FrameEncoder.putSampling(send, 0, i, s.index(), c.temperature(), c.topK(), c.topP(), s.randomState()[0]);
+            }
+            writeToFirst(len);
+        }
+        scheduler.clearUndescribed();
+    }
+
     /** END_SEQUENCE for the sequences that ended, so that every stage frees their caches. */
     private void sendEnds(Scheduler scheduler) throws IOException {
         if (scheduler.endedCount() == 0) {
@@ -411,7 +481,7 @@ public final class Coordinator {
                 FrameHeader.FLAG_TRACE);
         for (int i = 0; i < b.sequences(); i++) {
             FrameEncoder.putSequenceEntry(send, 0, i, b.seqId(i), b.position(i), b.tokenCount(i),
-                    b.wantLogits(i) ? SequenceTable.WANT_LOGITS : 0);
+                    b.wantLogits(i) ? wantFlags : 0);
         }
         FrameEncoder.stampTrace(send, 0, sentNanos);
         writeToFirst(len);

@@ -17,6 +17,7 @@ public final class Batch {
     private final int[] positions;
     private final int[] tokenCounts;
     private final boolean[] wantLogits;
+    private final boolean[] sample;
     private int sequences;
     private int tokens;
     private int logitRows;
@@ -31,6 +32,7 @@ public final class Batch {
         this.positions = new int[maxSequences];
         this.tokenCounts = new int[maxSequences];
         this.wantLogits = new boolean[maxSequences];
+        this.sample = new boolean[maxSequences];
     }
 
     public Batch clear() {
@@ -47,8 +49,17 @@ public final class Batch {
      *                   a prompt)
      */
     public Batch add(int seqId, int position, int count, boolean wantLogits) {
-        if (count <= 0 || position < 0) {
-            throw new IllegalArgumentException("sequence " + seqId + ": count " + count + ", position " + position);
+        return add(seqId, position, count, wantLogits, false);
+    }
+
+    /**
+     * As {@link #add(int, int, int, boolean)}; {@code sample}: the last stage chooses the next token from those logits
+     * and returns it instead of them (only with {@code wantLogits}).
+     */
+    public Batch add(int seqId, int position, int count, boolean wantLogits, boolean sample) {
+        if (count <= 0 || position < 0 || sample && !wantLogits) {
+            throw new IllegalArgumentException("sequence " + seqId + ": count " + count + ", position " + position
+                    + (sample && !wantLogits ? ", sampled without logits" : ""));
         }
         if (sequences == maxSequences || tokens + count > maxTokens) {
             throw new SequenceException(SequenceException.Kind.BATCH_TOO_LARGE, seqId, "batch is full: "
@@ -59,6 +70,7 @@ public final class Batch {
         positions[sequences] = position;
         tokenCounts[sequences] = count;
         this.wantLogits[sequences] = wantLogits;
+        this.sample[sequences] = sample;
         sequences++;
         tokens += count;
         if (wantLogits) {
@@ -78,6 +90,7 @@ public final class Batch {
         System.arraycopy(positions, i + 1, positions, i, tail);
         System.arraycopy(tokenCounts, i + 1, tokenCounts, i, tail);
         System.arraycopy(wantLogits, i + 1, wantLogits, i, tail);
+        System.arraycopy(sample, i + 1, sample, i, tail);
         sequences--;
     }
 
@@ -118,6 +131,11 @@ public final class Batch {
         return wantLogits[i];
     }
 
+    /** Whether the last stage samples sequence i's next token from its logits (and returns the token). */
+    public boolean sample(int i) {
+        return sample[i];
+    }
+
     /** Row of the activation buffer holding sequence i's first token. */
     public int firstRow(int i) {
         int row = 0;
@@ -142,7 +160,7 @@ public final class Batch {
         StringBuilder sb = new StringBuilder("Batch[");
         for (int i = 0; i < sequences; i++) {
             sb.append(i == 0 ? "" : ", ").append("seq ").append(seqIds[i]).append(" @").append(positions[i])
-                    .append(" x").append(tokenCounts[i]).append(wantLogits[i] ? " +logits" : "");
+                    .append(" x").append(tokenCounts[i]).append(wantLogits[i] ? sample[i] ? " +sample" : " +logits" : "");
         }
         return sb.append(']').toString();
     }

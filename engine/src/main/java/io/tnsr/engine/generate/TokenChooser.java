@@ -1,5 +1,7 @@
 package io.tnsr.engine.generate;
 
+import io.tnsr.engine.sampling.Sampler;
+
 /**
  * Chooses a sequence's next token from its logits row: sample, let the sequence accept it, tell the listener. The one
  * place where tokens are chosen, for the in-process {@link Generator} and for the pipeline's scheduler alike, so both
@@ -27,7 +29,20 @@ public final class TokenChooser {
      * @return {@link #KEPT}, {@link #FIRST} and {@link #DONE} bits
      */
     public int choose(SequenceState s, float[] logits, int offset, long nowNanos) {
-        int token = s.sampler().sample(logits, offset, s.randomState());
+        return take(s, s.sampler().sample(logits, offset, s.randomState()), nowNanos);
+    }
+
+    /**
+     * As {@link #choose}, for a token another process sampled with the sequence's sampler settings from its random
+     * state as it stands: the state moves on as that sampling moved it ({@link Sampler#advance}), so that the
+     * sequence's state stays the stage's and a replay draws the same numbers.
+     */
+    public int accept(SequenceState s, int token, long nowNanos) {
+        Sampler.advance(s.sampler().config(), s.randomState());
+        return take(s, token, nowNanos);
+    }
+
+    private int take(SequenceState s, int token, long nowNanos) {
         int before = s.generatedCount();
         boolean done = s.accept(token, nowNanos);
         int result = before == 0 ? FIRST : 0;

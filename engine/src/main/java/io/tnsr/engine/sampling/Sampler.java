@@ -50,6 +50,15 @@ public final class Sampler {
      * @param state the sequence's random state, one element, advanced in place
      */
     public int sample(float[] logits, int off, long[] state) {
+        return sample(config, logits, off, state);
+    }
+
+    /**
+     * Chooses a token from logits[off..off+vocab) as {@code config} says (its seed is not used: {@code state} is the
+     * sequence's stream), so that one sampler's scratch serves sequences with different settings (a last stage).
+     * Draws exactly one number from {@code state} unless greedy ({@link #advance} keeps a copy of the state in step).
+     */
+    public int sample(SamplingConfig config, float[] logits, int off, long[] state) {
         if (config.greedy()) {
             return argmax(logits, off, vocab);
         }
@@ -68,7 +77,7 @@ public final class Sampler {
         for (int i = 0; i < vocab; i++) {
             probs[i] *= norm;
         }
-        int n = candidates();
+        int n = candidates(config);
         float total = 0f;
         for (int i = 0; i < n; i++) {
             total += probs[order[i]];
@@ -85,7 +94,7 @@ public final class Sampler {
     }
 
     /** Fills order[0..n) with the tokens top-k and top-p keep, most likely first; returns n. */
-    private int candidates() {
+    private int candidates(SamplingConfig config) {
         int k = config.topK() > 0 && config.topK() < vocab ? config.topK() : vocab;
         float topP = config.topP();
         if (k == vocab && topP >= 1f) {
@@ -199,6 +208,16 @@ public final class Sampler {
         int t = order[a];
         order[a] = order[b];
         order[b] = t;
+    }
+
+    /**
+     * Moves {@code state} on as {@link #sample(SamplingConfig, float[], int, long[])} does when it chose a token with
+     * {@code config}: for a sequence whose tokens another process sampled from the same state.
+     */
+    public static void advance(SamplingConfig config, long[] state) {
+        if (!config.greedy()) {
+            nextFloat(state);
+        }
     }
 
     /** Uniform in [0, 1) from the sequence's xorshift64* state. */

@@ -133,6 +133,8 @@ public final class Scheduler {
     private volatile Thread wakeOnSubmit;
     private volatile int runningSeen;   // members and waiting as the last admit left them, for other threads
     private volatile int waitingSeen;
+    /** Members admitted (or rewound) since the coordinator last told the last stage how to sample them. */
+    private final List<SequenceState> undescribed = new ArrayList<>();
     private int[] ended = new int[64];
     private int endedCount;
     private long chosenTokens;
@@ -251,6 +253,7 @@ public final class Scheduler {
             SequenceState s = waiting.pollFirst();
             s.admitted(nowNanos);
             best.members.add(s);
+            undescribed.add(s);
             batchOf.put(s.index(), best);
             joined++;
         }
@@ -353,6 +356,19 @@ public final class Scheduler {
         return true;
     }
 
+    /**
+     * Members admitted, or rewound by {@link #rewindAll}, since the last {@link #clearUndescribed}: a coordinator whose
+     * last stage samples sends a SAMPLING frame for them (settings and random state as they are now) before their
+     * next step.
+     */
+    public List<SequenceState> undescribed() {
+        return undescribed;
+    }
+
+    public void clearUndescribed() {
+        undescribed.clear();
+    }
+
     /** Whether sequence {@code seqId} is still running (its logits rows are wanted). */
     public boolean running(int seqId) {
         SequenceState s = live.get(seqId);
@@ -365,11 +381,25 @@ public final class Scheduler {
      */
     public void choose(int seqId, float[] logits, int offset, long nowNanos) {
         SequenceState s = live.get(seqId);
-        if (s == null || s.finished()) {
-            return;
+        if (s != null && !s.finished()) {
+            chosen(s, chooser.choose(s, logits, offset, nowNanos), nowNanos);
         }
-        MicroBatch b = batchOf.get(seqId);
-        int r = chooser.choose(s, logits, offset, nowNanos);
+    }
+
+    /**
+     * As {@link #choose}, for a token the last stage already sampled from the sequence's logits with its random state
+     * (see {@link #undescribed}): the sequence's own copy of that state moves on as the stage's did.
+     */
+    public void accept(int seqId, int token, long nowNanos) {
+        SequenceState s = live.get(seqId);
+        if (s != null && !s.finished()) {
+            chosen(s, chooser.accept(s, token, nowNanos), nowNanos);
+        }
+    }
+
+    /** Counts a chosen token ({@link TokenChooser} bits {@code r}), records the latencies, ends a finished sequence. */
+    private void chosen(SequenceState s, int r, long nowNanos) {
+        MicroBatch b = batchOf.get(s.index());
         if ((r & TokenChooser.KEPT) != 0) {
             chosenTokens++;
             if ((r & TokenChooser.FIRST) == 0) {
@@ -413,6 +443,10 @@ public final class Scheduler {
             }
         }
         endedCount = 0;
+        undescribed.clear();   // the new session's last stage knows none of them
+        for (MicroBatch b : batches) {
+            undescribed.addAll(b.members);
+        }
         return n;
     }
 

@@ -5,18 +5,23 @@ import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.forward.LayerRange;
 import io.tnsr.engine.kvcache.SequenceException;
 import io.tnsr.engine.metrics.LatencyMetric;
+import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.sampling.SamplingConfig;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameHeader;
 import io.tnsr.wire.FramePayload;
+import io.tnsr.wire.FrameValidator;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
+import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.AtomicCounter;
 
 /**
  * Runs the stage's layers on each frame the inbound thread published, and queues the result in the
- * {@link OutboundBuffer}: TOKENS (first stage) or ACTIVATIONS in, ACTIVATIONS or (last stage) LOGITS out, with
+ * {@link OutboundBuffer}: TOKENS (first stage) or ACTIVATIONS in, ACTIVATIONS or (last stage) LOGITS out (or SAMPLED:
+ * the tokens it chose from them, when the step's entries say SAMPLE and SAMPLING frames said how), with
  * the same step id, micro-batch id and sequence table. Control frames are acted on (END_SEQUENCE frees KV
  * caches) and passed on, so they reach the coordinator in order with the data.
  *
@@ -35,6 +40,10 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     private final int[] tokens;      // [maxTokens]
     private final float[] x;         // [maxTokens][dim]
     private final float[] logits;    // [maxSequences][vocab]
+    private final int[] sampled;     // [maxSequences] tokens a last stage chose
+    private final Sampler sampler;   // a last stage's scratch for choosing tokens
+    /** A last stage: how each sequence of the session is sampled (SAMPLING frames), until it ends. */
+    private final Int2ObjectHashMap<SequenceSampling> sampling = new Int2ObjectHashMap<>();
     private final LatencyMetric queueWait;
     private final LatencyMetric compute;
     private final LatencyMetric computePerToken;
@@ -60,6 +69,8 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         this.tokens = new int[range.maxTokens()];
         this.x = new float[range.maxTokens() * range.config().dim()];
         this.logits = range.isLast() ? new float[range.maxSequences() * range.config().vocabSize()] : new float[0];
+        this.sampled = new int[range.maxSequences()];
+        this.sampler = range.isLast() ? new Sampler(SamplingConfig.GREEDY, range.config().vocabSize()) : null;
         this.queueWait = queueWait;
         this.compute = compute;
         this.computePerToken = computePerToken;
@@ -89,6 +100,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         if (slot.status == FrameSlot.Status.SESSION) {
             // a session begins or ends: the sequences of the previous one are gone with it
             range.cache().releaseAll();
+            sampling.clear();
             kvPagesUsed.setRelease(0);
             return;
         }
@@ -140,7 +152,15 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
             case END_SEQUENCE -> {
                 int n = (int) FrameHeader.dim(b, 0, 0);
                 for (int i = 0; i < n; i++) {
-                    range.endSequence(FramePayload.u32(b, 0, i));
+                    int seqId = FramePayload.u32(b, 0, i);
+                    range.endSequence(seqId);
+                    sampling.remove(seqId);
+                }
+                out.forward(b, 0, slot.length);
+            }
+            case SAMPLING -> {
+                if (range.isLast()) {
+                    keepSampling(b, step, mb);
                 }
                 out.forward(b, 0, slot.length);
             }
@@ -184,7 +204,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         batch.clear();
         for (int i = 0; i < n; i++) {
             batch.add(SequenceTable.seqId(b, 0, i), SequenceTable.position(b, 0, i), SequenceTable.nTokens(b, 0, i),
-                    SequenceTable.wantsLogits(b, 0, i));
+                    SequenceTable.wantsLogits(b, 0, i), SequenceTable.wantsSample(b, 0, i));
         }
         int payloadIndex = FramePayload.offset(0) / 4;
         if (type == MessageType.TOKENS) {
@@ -210,6 +230,14 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
             outRows = batch.sequences() > 0 ? range.logits(batch, x, logits) : 0;
             width = range.config().vocabSize();
             outType = MessageType.LOGITS;
+            int sampledRows = sampleRows(step, mb);
+            if (sampledRows < 0) {
+                return;   // refused: the ERROR frame says why
+            }
+            if (sampledRows > 0) {
+                outType = MessageType.SAMPLED;
+                width = 1;
+            }
         } else {
             outRows = batch.tokens();
             width = dim;
@@ -227,15 +255,97 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
 
     private void encodeResult(MessageType outType, long step, int mb, int rows, int width) {
         int payloadBytes = rows * width * 4;
-        FrameEncoder.encodeHeader(out.data, 0, outType, step, mb, FrameHeader.FLAG_TRACE, batch.sequences(), 2,
-                rows, width, 0, 0, payloadBytes);
-        out.dataFloats.put(FrameHeader.HEADER_LENGTH / 4, range.isLast() ? logits : x, 0, rows * width);
+        if (outType == MessageType.SAMPLED) {
+            FrameEncoder.encodeHeader(out.data, 0, outType, step, mb, FrameHeader.FLAG_TRACE, batch.sequences(), 1,
+                    rows, 0, 0, 0, payloadBytes);
+            for (int r = 0; r < rows; r++) {
+                out.data.putInt(FrameHeader.HEADER_LENGTH + 4 * r, sampled[r], FrameHeader.ORDER);
+            }
+        } else {
+            FrameEncoder.encodeHeader(out.data, 0, outType, step, mb, FrameHeader.FLAG_TRACE, batch.sequences(), 2,
+                    rows, width, 0, 0, payloadBytes);
+            out.dataFloats.put(FrameHeader.HEADER_LENGTH / 4, range.isLast() ? logits : x, 0, rows * width);
+        }
         for (int i = 0; i < batch.sequences(); i++) {
             FrameEncoder.putSequenceEntry(out.data, 0, i, batch.seqId(i), batch.position(i), batch.tokenCount(i),
-                    batch.wantLogits(i) ? SequenceTable.WANT_LOGITS : 0);
+                    batch.wantLogits(i) ? batch.sample(i) ? SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE
+                            : SequenceTable.WANT_LOGITS : 0);
         }
         out.dataTraced = true;
         out.dataLength = (int) FrameHeader.frameLength(payloadBytes, batch.sequences(), FrameHeader.FLAG_TRACE);
+    }
+
+    /** How a last stage samples one sequence: its settings and its random state, advanced by each token chosen. */
+    private static final class SequenceSampling {
+        final SamplingConfig config;
+        final long[] state = new long[1];
+
+        SequenceSampling(SamplingConfig config, long state) {
+            this.config = config;
+            this.state[0] = state;
+        }
+    }
+
+    /** Keeps the rows of a SAMPLING frame; a row that makes no sense fails its sequence with an ERROR frame. */
+    private void keepSampling(UnsafeBuffer b, long step, int mb) {
+        int n = (int) FrameHeader.dim(b, 0, 0);
+        for (int i = 0; i < n; i++) {
+            int at = FrameHeader.HEADER_LENGTH + 4 * FrameValidator.SAMPLING_WORDS * i;
+            int seqId = b.getInt(at, FrameHeader.ORDER);
+            float temperature = b.getFloat(at + 4, FrameHeader.ORDER);
+            int topK = b.getInt(at + 8, FrameHeader.ORDER);
+            float topP = b.getFloat(at + 12, FrameHeader.ORDER);
+            long state = b.getLong(at + 16, FrameHeader.ORDER);
+            try {
+                sampling.put(seqId, new SequenceSampling(new SamplingConfig(temperature, topK, topP, 0), state));
+            } catch (IllegalArgumentException e) {
+                out.error(step, mb, ErrorCode.MALFORMED_FRAME, seqId, stageName + ": SAMPLING for sequence " + seqId + ": "
+                        + e.getMessage());
+            }
+        }
+    }
+
+    /**
+     * When the step's entries ask for it (SAMPLE), chooses each next token from its logits row into {@link #sampled}.
+     * A step that mixes sampled and plain logits rows, or samples a sequence no SAMPLING frame described, is refused
+     * with an ERROR for the whole micro-batch (no token is drawn from a made-up state).
+     *
+     * @return rows sampled, 0 when the step wants plain logits, -1 when refused
+     */
+    private int sampleRows(long step, int mb) {
+        int sample = 0;
+        int rows = 0;
+        for (int i = 0; i < batch.sequences(); i++) {
+            if (batch.wantLogits(i)) {
+                rows++;
+                sample += batch.sample(i) ? 1 : 0;
+            }
+        }
+        if (sample == 0) {
+            return 0;
+        }
+        if (sample != rows) {
+            out.error(step, mb, ErrorCode.MALFORMED_FRAME, ErrorCode.SEQ_ID_NONE, stageName + ": a step mixes " + sample
+                    + " sampled rows with " + (rows - sample) + " logits rows");
+            return -1;
+        }
+        for (int i = 0; i < batch.sequences(); i++) {
+            if (batch.wantLogits(i) && !sampling.containsKey(batch.seqId(i))) {
+                out.error(step, mb, ErrorCode.MALFORMED_FRAME, ErrorCode.SEQ_ID_NONE, stageName + ": sequence "
+                        + batch.seqId(i) + " is to be sampled here but no SAMPLING frame said how");
+                return -1;
+            }
+        }
+        int r = 0;
+        int vocab = range.config().vocabSize();
+        for (int i = 0; i < batch.sequences(); i++) {
+            if (batch.wantLogits(i)) {
+                SequenceSampling s = sampling.get(batch.seqId(i));
+                sampled[r] = sampler.sample(s.config, logits, r * vocab, s.state);
+                r++;
+            }
+        }
+        return r;
     }
 
     private static String shape(UnsafeBuffer b) {

@@ -74,7 +74,7 @@ class TnsrDumpTest
         assertEquals("", r.err);
         final String[] lines = r.lines();
         assertEquals(12, lines.length, r.out);
-        assertEquals("#0 @0 HELLO step=0 mb=0 shape=[34] payload=136 hello={version=2 role=stage stage=1/2 layers=0..3 of 3 " +
+        assertEquals("#0 @0 HELLO step=0 mb=0 shape=[34] payload=136 hello={version=" + io.tnsr.wire.HelloPayload.PROTOCOL_VERSION + " role=stage stage=1/2 layers=0..3 of 3 " +
             "hidden_dim=64 vocab=512 max_tokens_per_frame=512 max_sequences_per_frame=32 max_frame_bytes=1048576 flags=0 " +
             "heartbeat_ms=500 fingerprint=000000000000}", lines[0]);
         assertEquals("#1 @192 TOKENS step=1 mb=0 shape=[3] payload=12 ids=[1,2,3]", lines[1]);

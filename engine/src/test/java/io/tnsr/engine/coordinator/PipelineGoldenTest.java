@@ -69,10 +69,12 @@ class PipelineGoldenTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} stages")
-    @ValueSource(ints = {2, 4})
-    void syntheticModelsGiveTheSameTokensAsOneProcessWhileSequencesJoinAndLeave(int stages) {
+    /** Tokens chosen in the last stage (ids come back) or by the coordinator (logits come back): the same either way. */
+    @ParameterizedTest(name = "{0} stages, sampled in the last stage: {1}")
+    @org.junit.jupiter.params.provider.CsvSource({"2, true", "4, true", "2, false", "3, false"})
+    void syntheticModelsGiveTheSameTokensAsOneProcessWhileSequencesJoinAndLeave(int stages, boolean sampleInLastStage) {
         PipelineHarness h = new PipelineHarness(TestModels.get(ModelSpec.tiny()), stages);
+        h.sampleInLastStage = sampleInLastStage;
         h.microBatches = 3;
         h.batchSize = 2;
         List<String> prompts = new ArrayList<>();

@@ -26,6 +26,7 @@ final class PipelineHarness {
     PipelineConfig pipeline;
     int microBatches = 2;
     int batchSize = 0;
+    boolean sampleInLastStage = true;
     double rate = 0;              // sequences per second: open loop; 0 = closed loop
     Path runDir;
     PipelineRun.Outcome outcome;  // of the last runLocal
@@ -58,7 +59,7 @@ final class PipelineHarness {
         int n = pipeline.stages().size();
         return new PipelineRun.Settings(model, pipeline, Collections.nCopies(n, WaitMode.BLOCK), Collections.nCopies(n, -1),
                 new Coordinator.Options(microBatches, batchSize, pipeline.maxTokensPerFrame(), pipeline.maxSequencesPerFrame(),
-                        pipeline.maxFrameBytes(), rate), runDir, 30_000, 30_000, 10_000, 0);
+                        pipeline.maxFrameBytes(), rate, sampleInLastStage), runDir, 30_000, 30_000, 10_000, 0);
     }
 
     Generator.Listener listener() {

@@ -87,9 +87,56 @@ class StageRuntimeTest {
 
     /** A TOKENS frame for one sequence at a position. */
     private int tokensFrame(long step, int seq, int pos, int... ids) {
+        return flaggedTokensFrame(step, seq, pos, SequenceTable.WANT_LOGITS, ids);
+    }
+
+    private int flaggedTokensFrame(long step, int seq, int pos, int flags, int... ids) {
         int len = FrameEncoder.encodeTokens(outBuf, 0, step, 0, ids, 0, ids.length, 1, 0);
-        FrameEncoder.putSequenceEntry(outBuf, 0, 0, seq, pos, ids.length, SequenceTable.WANT_LOGITS);
+        FrameEncoder.putSequenceEntry(outBuf, 0, 0, seq, pos, ids.length, flags);
         return len;
+    }
+
+    /** A SAMPLING frame: sequences {@code seqs} sampled with {@link #SEEDED}, each from random state {@code state}. */
+    private int samplingFrame(long step, long state, int... seqs) {
+        int len = FrameEncoder.encodeSamplingHeader(outBuf, 0, step, seqs.length);
+        for (int i = 0; i < seqs.length; i++) {
+            FrameEncoder.putSampling(outBuf, 0, i, seqs[i], SEEDED.temperature(), SEEDED.topK(), SEEDED.topP(), state);
+        }
+        return len;
+    }
+
+    private static final io.tnsr.engine.sampling.SamplingConfig SEEDED = new io.tnsr.engine.sampling.SamplingConfig(0.8f, 40, 0.95f, 0);
+
+    @Test
+    void aLastStageSamplesAsTheSamplerDoesOnTheLogitsItWouldHaveSent() throws Exception {
+        try (FrameChannel up = connectAsCoordinator()) {
+            up.write(out, tokensFrame(1, 7, 0, 1, 300, 301));
+            assertEquals(MessageType.LOGITS, read(downstream));
+            float[] row = new float[512];
+            for (int v = 0; v < row.length; v++) {
+                row[v] = inBuf.getFloat(FrameHeader.HEADER_LENGTH + 4 * v, FrameHeader.ORDER);
+            }
+            long state = 0x5DEECE66DL;
+            up.write(out, samplingFrame(2, state, 8));
+            assertEquals(MessageType.SAMPLING, read(downstream), "SAMPLING is passed on");
+            for (int k = 0; k < 3; k++) {   // three draws from one state: the stage's state moves on as the sampler's
+                up.write(out, flaggedTokensFrame(3 + k, 8, 0, SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE, 1, 300, 301));
+                assertEquals(MessageType.SAMPLED, read(downstream));
+                assertEquals(1, FrameHeader.dim(inBuf, 0, 0));
+                assertEquals(8, SequenceTable.seqId(inBuf, 0, 0));
+                long[] st = {state};
+                io.tnsr.engine.sampling.Sampler sampler = new io.tnsr.engine.sampling.Sampler(SEEDED, row.length);
+                int want = -1;
+                for (int d = 0; d <= k; d++) {
+                    want = sampler.sample(row, 0, st);
+                }
+                assertEquals(want, inBuf.getInt(FrameHeader.HEADER_LENGTH, FrameHeader.ORDER), "draw " + k);
+            }
+            up.write(out, flaggedTokensFrame(9, 9, 0, SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE, 1, 300));
+            assertEquals(MessageType.ERROR, read(downstream), "a sequence no SAMPLING frame described is not sampled");
+            assertTrue(io.tnsr.wire.ErrorPayload.message(inBuf, 0).contains("sequence 9 is to be sampled here but no SAMPLING"),
+                    io.tnsr.wire.ErrorPayload.message(inBuf, 0));
+        }
     }
 
     /** Reads one frame from {@code ch} into {@code in}; returns its type. */
@@ -239,10 +286,15 @@ class StageRuntimeTest {
                     ids = stageThreadIds();
                     before = allocated(mx, ids);
                 }
+                // even sequences are sampled here (seeded: softmax, top-k, top-p), odd ones return their logits
+                up.write(out, samplingFrame(++step, 12345 + round, round * seqs, round * seqs + 2));
+                assertEquals(MessageType.SAMPLING, read(downstream));
                 for (int pos = 0; pos < 200; pos++) {
                     for (int s = 0; s < seqs; s++) {
-                        up.write(out, tokensFrame(++step, round * seqs + s, pos, 50 + pos % 100));
-                        assertEquals(MessageType.LOGITS, read(downstream));
+                        boolean sampled = s % 2 == 0;
+                        up.write(out, flaggedTokensFrame(++step, round * seqs + s, pos, sampled
+                                ? SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE : SequenceTable.WANT_LOGITS, 50 + pos % 100));
+                        assertEquals(sampled ? MessageType.SAMPLED : MessageType.LOGITS, read(downstream));
                     }
                 }
                 if (round >= warmup) {

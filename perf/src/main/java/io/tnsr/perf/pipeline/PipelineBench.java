@@ -65,6 +65,18 @@ public final class PipelineBench implements Callable<Integer> {
                     + "micro-batches of B sequences, e.g. 2x2x8); any comma-separated mix.")
     List<String> scenarios;
 
+    @Option(names = "--sample-in", paramLabel = "WHERE", defaultValue = "last-stage", description = {"Where tokens are chosen:",
+            "last-stage (token ids come back) or coordinator (logits come back) (default: ${DEFAULT-VALUE})."})
+    String sampleIn;
+
+    private boolean sampleInLastStage() {
+        return switch (sampleIn) {
+            case "last-stage" -> true;
+            case "coordinator" -> false;
+            default -> throw new IllegalArgumentException("--sample-in must be last-stage or coordinator, got '" + sampleIn + "'");
+        };
+    }
+
     @Option(names = "--json", description = "Print one JSON object per scenario (one line each) instead of the table: "
             + "scenario, stages, micro_batches, batch, layers, decode_tokens_per_second (one per repeat), median.")
     boolean json;
@@ -212,7 +224,8 @@ public final class PipelineBench implements Callable<Integer> {
         try {
             PipelineRun.Settings s = new PipelineRun.Settings(model, pc, policy.waits(), policy.cpus(),
                     new Coordinator.Options(sc.microBatches(), sc.batch(), pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(),
-                            pc.maxFrameBytes()), dir, 120_000, 120_000, 20_000, seqCount * warmupSteps(tokens));
+                            pc.maxFrameBytes()).withSampleInLastStage(sampleInLastStage()), dir, 120_000, 120_000, 20_000,
+                    seqCount * warmupSteps(tokens));
             PipelineRun.Outcome o = PipelineRun.run(s, cfg, seqs, (seq, t) -> { });
             return o.result().decodeTokensPerSecond();
         } finally {
