@@ -31,9 +31,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  * Drives the autoregressive ring over the pipeline's two links: sends each step that the {@link Scheduler} composes
  * to the first stage as a TOKENS frame, reads the tokens the last stage sampled (SAMPLED; or logits rows, which the
  * scheduler samples, see {@link Options#sampleInLastStage}) and hands them to the scheduler, sends SAMPLING for the
- * sequences admitted (how the last stage samples them) and END_SEQUENCE for the sequences that ended, keeping up to M micro-batches in flight so that while
- * the last stage works on micro-batch 0 the first works on micro-batch 1, and so on. Frames come back in the order
- * they were sent (every stage is FIFO).
+ * sequences admitted (how the last stage samples them) and END_SEQUENCE for the sequences that ended, keeping up to
+ * M micro-batches in flight so that while the last stage works on micro-batch 0 the first works on micro-batch 1, and
+ * so on. Frames come back in the order they were sent (every stage is FIFO).
  *
  * <p>When the pipeline breaks and a {@link Recovery} is set, the coordinator gets new links from it, rewinds every
  * running sequence to replay its history ({@link Scheduler#rewindAll}), and goes on; nothing already chosen is
@@ -433,7 +433,8 @@ public final class Coordinator {
             if (SequenceTable.wantsLogits(recv, 0, i)) {
                 int token = recv.getInt(payload + 4 * r++, FrameHeader.ORDER);
                 if (token < 0 || token >= vocab) {
-                    throw new PipelineException("the last stage sampled token " + token + ", outside the vocabulary of " + vocab);
+                    throw new PipelineException(fromLast.peer() + " sampled token " + token + " for sequence "
+                            + SequenceTable.seqId(recv, 0, i) + ", outside the vocabulary of " + vocab);
                 }
                 scheduler.accept(SequenceTable.seqId(recv, 0, i), token, now);
             }
