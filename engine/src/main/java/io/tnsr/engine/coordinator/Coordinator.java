@@ -321,11 +321,15 @@ public final class Coordinator {
         boolean ours = scheduler.inFlight(mb, stepId);
         long now = System.nanoTime();
         switch (type) {
-            case LOGITS -> {
+            case LOGITS, SAMPLED -> {
                 if (!ours) {
-                    throw new PipelineException("logits for step " + stepId + " of micro-batch " + mb + ", which is not in flight");
+                    throw new PipelineException(type + " for step " + stepId + " of micro-batch " + mb + ", which is not in flight");
                 }
-                chooseAll(scheduler);
+                if (type == MessageType.SAMPLED) {
+                    acceptAll(scheduler);
+                } else {
+                    chooseAll(scheduler);
+                }
                 metrics.stepRoundTrip().record(scheduler.stepDone(mb, System.nanoTime()));
                 sendEnds(scheduler);
             }
@@ -340,14 +344,6 @@ public final class Coordinator {
                 } else {
                     throw new PipelineException("the pipeline reported: " + msg);
                 }
-            }
-            case SAMPLED -> {
-                if (!ours) {
-                    throw new PipelineException("tokens for step " + stepId + " of micro-batch " + mb + ", which is not in flight");
-                }
-                acceptAll(scheduler);
-                metrics.stepRoundTrip().record(scheduler.stepDone(mb, System.nanoTime()));
-                sendEnds(scheduler);
             }
             case END_SEQUENCE, SHUTDOWN, SAMPLING -> {
                 // our own control frames, back from the end of the pipeline
