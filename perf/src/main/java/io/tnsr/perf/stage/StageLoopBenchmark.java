@@ -10,6 +10,7 @@ import io.tnsr.engine.stage.StageOptions;
 import io.tnsr.engine.stage.StageRuntime;
 import io.tnsr.engine.synth.ModelCache;
 import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.perf.JitWarmup;
 import io.tnsr.wire.FrameChannel;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameFormatException;
@@ -47,7 +48,8 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>Its purpose is the allocation check: run with {@code -prof gc}, whose {@code gc.alloc.rate.norm} counts
  * every thread of the JVM (JMH 1.37 reads the total of all threads' allocation counters), so the stage's
- * threads are included; it must be ~0 B/op.
+ * threads are included; it must be ~0 B/op. Setup runs frames until the stage's threads are past their JIT warm-up
+ * ({@link JitWarmup#untilAllThreadsQuiet}).
  * <pre>
  *   tools/jmh -f 1 -wi 3 -i 5 -prof gc StageLoopBenchmark
  * </pre>
@@ -60,6 +62,15 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(1)
 public class StageLoopBenchmark {
     private static final int POSITIONS = 200;
+    /**
+     * Warm-up, before JMH's: frames until the JVM, every thread counted, allocates at most this per frame for
+     * {@link #WARMUP_QUIET_BATCHES} batches of {@link #WARMUP_BATCH_NANOS} in a row. The stage's threads run C1 code
+     * (which boxes vectors) until C2 has compiled the compute path; with every thread of the fork pinned to one CPU,
+     * as the perf gate runs it, that took longer than JMH's time-based warm-up and its first measured iterations.
+     */
+    private static final double ALLOWED_BYTES_PER_FRAME = 8;
+    private static final long WARMUP_BATCH_NANOS = 100_000_000L;
+    private static final int WARMUP_QUIET_BATCHES = 5;
     /** The benchmark sends no heartbeats: a liveness bound longer than any pause between JMH iterations. */
     private static final LinkOptions LINKS = new LinkOptions(LinkKey.NONE, 600_000, 10_000, 10_000, null);
 
@@ -95,6 +106,16 @@ public class StageLoopBenchmark {
                 stage.fingerprint().bytes(), LINKS, 10_000);
         upstream = links.toFirst();
         downstream = links.fromLast();
+        JitWarmup.untilAllThreadsQuiet("the stage loop", this::frameUnchecked, ALLOWED_BYTES_PER_FRAME,
+                WARMUP_BATCH_NANOS, WARMUP_QUIET_BATCHES, JitWarmup.BOUND_NANOS * 2);
+    }
+
+    private void frameUnchecked() {
+        try {
+            frame();
+        } catch (IOException | FrameFormatException e) {
+            throw new IllegalStateException("the stage failed during warm-up: " + e.getMessage(), e);
+        }
     }
 
     @TearDown(Level.Trial)
