@@ -35,17 +35,17 @@ import java.util.TreeMap;
  * but does not parse, a record run with more than one thread (engine-bench measures one), and a file with no
  * record of either tool.
  */
-final class LlamaCppFigures {
+public final class LlamaCppFigures {
 
     /** tokens/s of one workload over the records that measured it. */
-    record Range(double low, double high) {
-        Range {
+    public record Range(double low, double high) {
+        public Range {
             if (!(low > 0) || !(high >= low) || Double.isInfinite(high)) {
                 throw new IllegalArgumentException("not a range of tokens/s: " + low + ".." + high);
             }
         }
 
-        double middle() {
+        public double middle() {
             return (low + high) / 2;
         }
 
@@ -60,7 +60,7 @@ final class LlamaCppFigures {
     }
 
     /** A file that cannot be used as llama.cpp's figures: what is wrong and where. */
-    static final class InvalidFiguresException extends Exception {
+    public static final class InvalidFiguresException extends Exception {
         InvalidFiguresException(String message) {
             super(message);
         }
@@ -73,33 +73,84 @@ final class LlamaCppFigures {
 
     /** Workload key -> range of tokens/s, from one file of llama-bench / llama-batched-bench JSON. */
     static Map<String, Range> read(Path file) throws InvalidFiguresException {
-        String text;
-        try {
-            text = Files.readString(file, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new InvalidFiguresException("cannot read llama.cpp's figures from " + file + ": " + e);
-        }
         Map<String, Range> figures = new TreeMap<>();
-        if (text.stripLeading().startsWith("[")) { // llama-bench -o json: one array
-            JsonNode array = parse(text, file, "");
-            for (int i = 0; i < array.size(); i++) {
-                add(array.get(i), figures, file + ", record " + (i + 1));
-            }
-        } else {
-            List<String> lines = text.lines().toList();
-            for (int i = 0; i < lines.size(); i++) {
-                String line = lines.get(i).strip();
-                if (line.startsWith("{")) {
-                    String where = file + ":" + (i + 1);
-                    add(parse(line, file, ":" + (i + 1)), figures, where);
-                }
-            }
+        for (Located r : records(file)) {
+            add(r.node(), figures, r.where());
         }
         if (figures.isEmpty()) {
             throw new InvalidFiguresException(file + " has no llama-bench or llama-batched-bench record (make it with"
                     + " `llama-bench -t 1 ... -o jsonl` and `llama-batched-bench -t 1 -tb 1 ... --output-format jsonl`)");
         }
         return Collections.unmodifiableMap(figures);
+    }
+
+    /** A llama-batched-bench workload: {@code sequences} decoding at once ({@code pl}) on {@code threads} threads. */
+    public record Batched(long sequences, long threads) {
+        @Override
+        public String toString() {
+            return sequences + " sequences on " + threads + " thread" + (threads == 1 ? "" : "s");
+        }
+    }
+
+    /**
+     * llama-batched-bench's decode figures ({@code speed_tg}) by sequences and generation threads ({@code pl},
+     * {@code n_threads}), any thread count, for pipeline-bench, which compares a pipeline with llama.cpp running as
+     * many threads as the pipeline has cores. llama-bench's records are skipped; a file with no llama-batched-bench
+     * record is refused, as are records that do not parse.
+     */
+    public static Map<Batched, Range> readBatched(Path file) throws InvalidFiguresException {
+        Map<Batched, Range> figures = new java.util.LinkedHashMap<>();
+        for (Located r : records(file)) {
+            JsonNode n = r.node();
+            if (!n.isObject() || !n.has("pl")) {
+                continue;
+            }
+            Batched key = new Batched(integer(n, "pl", r.where()), integer(n, "n_threads", r.where()));
+            double tokensPerSecond = number(n, "speed_tg", r.where());
+            if (!(tokensPerSecond > 0) || Double.isInfinite(tokensPerSecond) || key.sequences() < 1 || key.threads() < 1) {
+                throw new InvalidFiguresException(r.where() + ": " + key + " at " + tokensPerSecond + " tokens/s is not a measurement");
+            }
+            Range before = figures.get(key);
+            figures.put(key, before == null ? new Range(tokensPerSecond, tokensPerSecond) : before.with(tokensPerSecond));
+        }
+        if (figures.isEmpty()) {
+            throw new InvalidFiguresException(file + " has no llama-batched-bench record (make it with"
+                    + " `llama-batched-bench -m MODEL -t T -tb T -c 4096 -npp 16 -ntg 64 -npl 1,8,16 --output-format jsonl`)");
+        }
+        return Collections.unmodifiableMap(figures);
+    }
+
+    /** One JSON record of a figures file and where it is (file and line, or file and record). */
+    private record Located(JsonNode node, String where) {
+    }
+
+    /**
+     * The file's records: the elements of one JSON array ({@code -o json}), or its lines that start with
+     * {@code {} ({@code -o jsonl}; other lines, such as a log line that reached stdout, are skipped).
+     */
+    private static List<Located> records(Path file) throws InvalidFiguresException {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new InvalidFiguresException("cannot read llama.cpp's figures from " + file + ": " + e);
+        }
+        List<Located> records = new java.util.ArrayList<>();
+        if (text.stripLeading().startsWith("[")) { // llama-bench -o json: one array
+            JsonNode array = parse(text, file, "");
+            for (int i = 0; i < array.size(); i++) {
+                records.add(new Located(array.get(i), file + ", record " + (i + 1)));
+            }
+        } else {
+            List<String> lines = text.lines().toList();
+            for (int i = 0; i < lines.size(); i++) {
+                String line = lines.get(i).strip();
+                if (line.startsWith("{")) {
+                    records.add(new Located(parse(line, file, ":" + (i + 1)), file + ":" + (i + 1)));
+                }
+            }
+        }
+        return records;
     }
 
     private static JsonNode parse(String json, Path file, String line) throws InvalidFiguresException {

@@ -18,6 +18,7 @@ import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.Tokenizers;
 import io.tnsr.engine.util.ConsoleLog;
 import io.tnsr.engine.util.TaskProgress;
+import io.tnsr.perf.engine.LlamaCppFigures;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -77,8 +78,16 @@ public final class PipelineBench implements Callable<Integer> {
         };
     }
 
+    @Option(names = "--llama-cpp", paramLabel = "FILE", description = {"Compare each row with llama.cpp measured here: FILE "
+            + "holds the JSON lines of `llama-batched-bench -m MODEL -t T -tb T -c 4096 -npp 16 -ntg 64 -npl 1,8,16"
+            + " --output-format jsonl` run on the same model file (pipeline-bench prints its path), one run per T.",
+            "A row compares with the record of as many sequences (micro-batches x size) on as many threads as the"
+            + " pipeline has cores: its stages, at most the CPUs."})
+    Path llamaCppFile;
+
     @Option(names = "--json", description = "Print one JSON object per scenario (one line each) instead of the table: "
-            + "scenario, stages, micro_batches, batch, layers, decode_tokens_per_second (one per repeat), median.")
+            + "scenario, stages, micro_batches, batch, layers, decode_tokens_per_second (one per repeat), median; with "
+            + "--llama-cpp, llama_cpp (sequences, threads, tokens_per_second [low, high]) and ratio_to_llama_cpp.")
     boolean json;
 
     @Option(names = {"-v", "--verbose"}, description = "Show every stage's start-up and session lines on stderr.")
@@ -106,6 +115,15 @@ public final class PipelineBench implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), "--tokens must be at least 3 (the first"
                     + " token of a sequence comes from its prompt, and part of the decode steps warm the JIT up), got " + tokens);
         }
+        Map<LlamaCppFigures.Batched, LlamaCppFigures.Range> llamaCpp = Map.of();
+        if (llamaCppFile != null) {
+            try {
+                llamaCpp = LlamaCppFigures.readBatched(llamaCppFile);
+            } catch (LlamaCppFigures.InvalidFiguresException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--llama-cpp: " + e.getMessage());
+            }
+        }
+        int cpus = Runtime.getRuntime().availableProcessors();
         // A layout asked for by two scenarios is measured once, in the order first asked.
         java.util.Map<String, Scenario> byName = new java.util.LinkedHashMap<>();
         for (String name : scenarios) {
@@ -138,9 +156,17 @@ public final class PipelineBench implements Callable<Integer> {
         if (!json) {
             System.out.printf(Locale.ROOT, "pipeline-bench: %s, %d tokens per sequence (rate after the first %d decode steps of each), "
                             + "%d repeats (median, min..max), %d CPUs, JDK %s%n",
-                    spec.describe(), tokens, warmupSteps(tokens), repeats, Runtime.getRuntime().availableProcessors(), Runtime.version());
-            System.out.printf(Locale.ROOT, "%-42s %-18s %14s %20s %8s%n", "scenario", "layers", "decode tok/s", "spread", "ratio");
+                    spec.describe(), tokens, warmupSteps(tokens), repeats, cpus, Runtime.version());
+            if (llamaCppFile != null) {
+                System.out.printf(Locale.ROOT, "llama.cpp = llama-batched-bench from %s (model %s), as many sequences on as many"
+                        + " threads as the row's pipeline has cores; vs = tokens/s / llama.cpp's (middle of its range)%n", llamaCppFile, model);
+                System.out.printf(Locale.ROOT, "%-42s %-18s %14s %20s %8s %12s %7s%n", "scenario", "layers", "decode tok/s", "spread",
+                        "ratio", "llama.cpp", "vs");
+            } else {
+                System.out.printf(Locale.ROOT, "%-42s %-18s %14s %20s %8s%n", "scenario", "layers", "decode tok/s", "spread", "ratio");
+            }
         }
+        List<String> unmatched = new ArrayList<>();
         double base = 0;
         try (TaskProgress progress = TaskProgress.start("pipeline-bench", (long) list.size() * repeats, TaskProgress.ITEMS)) {
             for (Scenario sc : list) {
@@ -160,6 +186,11 @@ public final class PipelineBench implements Callable<Integer> {
                 if (base == 0) {
                     base = median;
                 }
+                LlamaCppFigures.Batched key = comparable(sc, cpus);
+                LlamaCppFigures.Range theirs = llamaCpp.get(key);
+                if (llamaCppFile != null && theirs == null) {
+                    unmatched.add(sc.name() + " (" + key + ")");
+                }
                 if (json) {
                     Map<String, Object> row = new LinkedHashMap<>();
                     row.put("scenario", sc.name());
@@ -171,14 +202,36 @@ public final class PipelineBench implements Callable<Integer> {
                     row.put("tokens", tokens);
                     row.put("decode_tokens_per_second", rates);
                     row.put("median", median);
+                    if (theirs != null) {
+                        row.put("llama_cpp", Map.of("sequences", key.sequences(), "threads", key.threads(),
+                                "tokens_per_second", new double[] {theirs.low(), theirs.high()}));
+                        row.put("ratio_to_llama_cpp", median / theirs.middle());
+                    }
                     progress.println(System.out, JSON.writeValueAsString(row));
                     continue;
                 }
-                progress.println(System.out, String.format(Locale.ROOT, "%-42s %-18s %14.1f %20s %7.2fx", sc.name(), layout, median,
-                        String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), median / base));
+                String row = String.format(Locale.ROOT, "%-42s %-18s %14.1f %20s %7.2fx", sc.name(), layout, median,
+                        String.format(Locale.ROOT, "%.1f..%.1f", s[0], s[s.length - 1]), median / base);
+                if (llamaCppFile != null) {
+                    row += theirs == null ? String.format(Locale.ROOT, " %12s %7s", "-", "-")
+                            : String.format(Locale.ROOT, " %12s %6.2fx", theirs, median / theirs.middle());
+                }
+                progress.println(System.out, row);
             }
         }
+        if (!unmatched.isEmpty()) {
+            ConsoleLog.show("pipeline-bench: " + llamaCppFile + " has no llama-batched-bench record for " + String.join(", ", unmatched)
+                    + "; it has " + llamaCpp.keySet().stream().map(Object::toString).distinct().toList());
+        }
         return 0;
+    }
+
+    /**
+     * The llama.cpp workload a scenario compares with: as many sequences as it keeps in flight, on as many threads as
+     * it has cores (one compute thread per stage, at most the CPUs).
+     */
+    static LlamaCppFigures.Batched comparable(Scenario sc, int cpus) {
+        return new LlamaCppFigures.Batched((long) sc.microBatches() * sc.batch(), Math.min(sc.stages(), cpus));
     }
 
     /** A scenario written SxMxB: S stages, M micro-batches of B sequences in flight. */

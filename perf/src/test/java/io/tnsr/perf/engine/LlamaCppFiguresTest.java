@@ -107,4 +107,29 @@ class LlamaCppFiguresTest {
         assertTrue(missing.getMessage().contains("cannot read llama.cpp's figures from") && missing.getMessage().contains("absent.jsonl"),
                 missing.getMessage());
     }
+
+    @Test
+    void batchedRecordsAreKeyedBySequencesAndThreadsForPipelineBench(@TempDir Path dir) throws Exception {
+        Path file = write(dir, String.join("\n",
+                bench(0, 128, 0, 2, 30.0), // llama-bench: skipped here
+                batched(16, 2, 2, 306.0),
+                batched(16, 2, 2, 298.5),
+                batched(8, 2, 2, 210.0),
+                batched(16, 1, 1, 174.4)) + "\n");
+        Map<LlamaCppFigures.Batched, LlamaCppFigures.Range> f = LlamaCppFigures.readBatched(file);
+        assertEquals(Map.of(new LlamaCppFigures.Batched(16, 2), new LlamaCppFigures.Range(298.5, 306.0),
+                new LlamaCppFigures.Batched(8, 2), new LlamaCppFigures.Range(210.0, 210.0),
+                new LlamaCppFigures.Batched(16, 1), new LlamaCppFigures.Range(174.4, 174.4)), f);
+    }
+
+    @Test
+    void aFileWithoutBatchedRecordsIsRefusedForPipelineBench(@TempDir Path dir) throws Exception {
+        Path file = write(dir, bench(0, 128, 0, 1, 42.63) + "\n");
+        LlamaCppFigures.InvalidFiguresException e = assertThrows(LlamaCppFigures.InvalidFiguresException.class,
+                () -> LlamaCppFigures.readBatched(file));
+        assertTrue(e.getMessage().contains(file + " has no llama-batched-bench record"), e.getMessage());
+        Path broken = Files.writeString(dir.resolve("broken.jsonl"), batched(16, 2, 2, 300) + "\n{\"pl\": 16, \"n_threads\"\n");
+        e = assertThrows(LlamaCppFigures.InvalidFiguresException.class, () -> LlamaCppFigures.readBatched(broken));
+        assertTrue(e.getMessage().startsWith(broken + ":2 is not valid JSON"), e.getMessage());
+    }
 }

@@ -3,7 +3,11 @@ package io.tnsr.perf.pipeline;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tnsr.perf.engine.LlamaCppFigures;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.io.TempDir;
 import java.io.StringWriter;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -41,5 +45,22 @@ class PipelineBenchTest {
             assertTrue(err.toString().contains("unknown scenario '" + bad + "': expected stages, pipelining, spin or a layout SxMxB"),
                     err.toString());
         }
+    }
+
+    @Test
+    void aRowComparesWithAsManySequencesOnAsManyThreadsAsThePipelineHasCores() {
+        assertEquals(new LlamaCppFigures.Batched(16, 2), PipelineBench.comparable(new PipelineBench.Scenario("2x2x8", 2, 2, 8, false), 2));
+        assertEquals(new LlamaCppFigures.Batched(32, 2), PipelineBench.comparable(new PipelineBench.Scenario("4x4x8", 4, 4, 8, false), 2),
+                "four stages on two CPUs have two cores");
+        assertEquals(new LlamaCppFigures.Batched(1, 1), PipelineBench.comparable(new PipelineBench.Scenario("1x1x1", 1, 1, 1, false), 8));
+    }
+
+    @Test
+    void aLlamaCppFileThatCannotBeComparedIsAUsageErrorBeforeAnythingRuns(@TempDir Path dir) throws Exception {
+        Path file = Files.writeString(dir.resolve("bench.jsonl"), "not a record\n");
+        StringWriter err = new StringWriter();
+        int status = new CommandLine(new PipelineBench()).setErr(new PrintWriter(err, true)).execute("--llama-cpp", file.toString());
+        assertEquals(2, status);
+        assertTrue(err.toString().contains("--llama-cpp: " + file + " has no llama-batched-bench record"), err.toString());
     }
 }
