@@ -18,7 +18,9 @@ import java.util.Locale;
  * for the JVM's life, here up to 15% either way for the memory-bound figures, 18x once for a C2 boxing accident.
  * So every build's levels from all rounds are pooled and {@code change} = median(tree levels) / median(reference
  * levels): a median, because lucky and unlucky JVMs come in both directions and a few extreme ones must not
- * move it. REGRESSION when {@code change > 1 + tolerance}; IMPROVED (passes) when {@code change < 1 / (1 +
+ * move it. REGRESSION when {@code change > 1 + tolerance} and the tree is surely slower ({@code change} two standard
+ * errors above 1; a change beyond the limit whose band still holds 1 passes with a note: on a host where JVMs of
+ * the same code differ by a fifth, such a figure cannot tell a 5% slowdown from none); IMPROVED (passes) when {@code change < 1 / (1 +
  * tolerance)}; else PASS. NEW (passes) when the reference build could not measure it (a benchmark it does not have
  * yet).</li>
  * <li>Another round is measured, up to {@link #MAX_ROUNDS}, while {@code change} is not two standard errors (from
@@ -124,7 +126,13 @@ public final class GateCheck {
         double high = change + SETTLED * c.standardError();
         Verdict v;
         String note;
-        if (change > limit) {
+        if (change > limit && !(low > 1)) {
+            // Beyond the limit, but not even surely slower: after every round, the tree's JVMs and the reference's
+            // still overlap (a figure of tens of nanoseconds whose JVMs differ by a fifth). Named, not failed.
+            v = Verdict.PASS;
+            note = String.format(Locale.ROOT, "x%.3f but within two standard errors of no change (%.3f..%.3f): "
+                    + "the host's spread, not a measured slowdown", change, low, high);
+        } else if (change > limit) {
             v = Verdict.REGRESSION;
             note = String.format(Locale.ROOT, "%.1f%% slower than the reference (tolerance %.0f%%)", (change - 1) * 100,
                     m.tolerance() * 100);
