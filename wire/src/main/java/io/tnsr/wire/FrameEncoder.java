@@ -233,11 +233,6 @@ public final class FrameEncoder
     }
 
     /**
-     * END_SEQUENCE frame {@code [count]} from {@code seqIds[from .. from+count)}.
-     *
-     * @return the total frame length.
-     */
-    /**
      * Writes a SAMPLING frame header for {@code count} sequences; then {@link #putSampling} fills each row. The
      * frame is {@code HEADER_LENGTH + count * SAMPLING_WORDS * 4} bytes (returned).
      */
@@ -249,7 +244,10 @@ public final class FrameEncoder
         return HEADER_LENGTH + payloadLength;
     }
 
-    /** Row {@code i} of a SAMPLING frame: how the last stage samples sequence {@code seqId}, from random state {@code state}. */
+    /**
+     * Row {@code i} of a SAMPLING frame: how the last stage samples sequence {@code seqId}, from random state
+     * {@code state}; {@code logprobs} -1 for no log-probabilities, else how many top tokens to report.
+     */
     public static void putSampling(
         final MutableDirectBuffer buffer,
         final int offset,
@@ -258,7 +256,8 @@ public final class FrameEncoder
         final float temperature,
         final int topK,
         final float topP,
-        final long state)
+        final long state,
+        final int logprobs)
     {
         final int at = offset + HEADER_LENGTH + 4 * FrameValidator.SAMPLING_WORDS * i;
         buffer.putInt(at, seqId, ORDER);
@@ -266,8 +265,14 @@ public final class FrameEncoder
         buffer.putInt(at + 8, topK, ORDER);
         buffer.putFloat(at + 12, topP, ORDER);
         buffer.putLong(at + 16, state, ORDER);
+        buffer.putInt(at + 24, logprobs, ORDER);
     }
 
+    /**
+     * END_SEQUENCE frame {@code [count]} from {@code seqIds[from .. from+count)}.
+     *
+     * @return the total frame length.
+     */
     public static int encodeEndSequence(
         final MutableDirectBuffer buffer,
         final int offset,

@@ -39,7 +39,9 @@ public final class FrameValidator
     /** HEARTBEAT's shape is exactly {@code [HEARTBEAT_WORDS]}. */
     public static final int HEARTBEAT_WORDS = 4;
     /** SAMPLING's shape is {@code [n, SAMPLING_WORDS]}: one row of words per sequence. */
-    public static final int SAMPLING_WORDS = 6;
+    public static final int SAMPLING_WORDS = 7;
+    /** Most top tokens a SAMPLING row may ask log-probabilities for (its {@code logprobs} word, -1 for none). */
+    public static final int MAX_TOP_LOGPROBS = 20;
 
     private FrameValidator()
     {
@@ -146,6 +148,16 @@ public final class FrameValidator
         {
             throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET + 8,
                 "SAMPLING needs shape [n, " + SAMPLING_WORDS + "], got " + shape(buffer, offset, rank));
+        }
+        if (type == MessageType.SAMPLED && rank == 2)
+        {
+            final long width = dim(buffer, offset, 1);
+            if (width < 2 || (width & 1) != 0 || width > 2 + 2L * MAX_TOP_LOGPROBS)
+            {
+                throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET + 8,
+                    "SAMPLED with log-probabilities needs shape [n_rows, 2 + 2k] with k 0.." + MAX_TOP_LOGPROBS + ", got "
+                        + shape(buffer, offset, rank));
+            }
         }
         if (type == MessageType.ERROR && dim(buffer, offset, 0) < ErrorPayload.MESSAGE_OFFSET)
         {

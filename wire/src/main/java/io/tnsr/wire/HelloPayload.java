@@ -15,7 +15,7 @@ import org.agrona.DirectBuffer;
 public final class HelloPayload
 {
     /** The protocol version this codec implements. */
-    public static final int PROTOCOL_VERSION = 3;
+    public static final int PROTOCOL_VERSION = 4;
     /** role: the coordinator. */
     public static final int ROLE_COORDINATOR = 0;
     /** role: a pipeline stage. */

@@ -37,13 +37,16 @@ public enum MessageType
     READY(11, 1, 1, 1, false),
     /**
      * u32 token ids, rank 1 {@code [n_rows]}: the tokens the last stage sampled, one per WANT_LOGITS entry (each of
-     * which has SAMPLE), in entry order; carries the sequence table of the step.
+     * which has SAMPLE), in entry order; carries the sequence table of the step. Rank 2 {@code [n_rows, 2 + 2k]} when a
+     * sequence of the step asked for log-probabilities: per row the token, its log-probability (f32 bits), then k
+     * pairs {@code (token, log-probability)} of the most likely tokens, most likely first.
      */
-    SAMPLED(12, 4, 1, 1, true),
+    SAMPLED(12, 4, 1, 2, true),
     /**
-     * u32 rank 2 {@code [n, 6]}: how the last stage samples each of n sequences, a row each:
-     * {@code seq_id, temperature (f32 bits), top_k, top_p (f32 bits), random state low word, high word}; every stage
-     * passes it on, the last one keeps it until the sequence ends.
+     * u32 rank 2 {@code [n, 7]}: how the last stage samples each of n sequences, a row each:
+     * {@code seq_id, temperature (f32 bits), top_k, top_p (f32 bits), random state low word, high word, logprobs}
+     * ({@code logprobs}: -1 for none, else how many top tokens to report beside the chosen one); every stage passes it
+     * on, the last one keeps it until the sequence ends.
      */
     SAMPLING(13, 4, 2, 2, false);
 

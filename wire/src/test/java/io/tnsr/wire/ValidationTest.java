@@ -296,19 +296,30 @@ class ValidationTest
         assertTrue(e.getMessage().contains("SAMPLED has 2 rows (dims[0]) but 1 of its 2 sequence entries have WANT_LOGITS"),
             e::getMessage);
 
-        // SAMPLING rows are six words
-        e = expect(frame(MessageType.SAMPLING.code(), 2, 0, 0, 40, 2, 5, 0, 0, 40), Reason.WRONG_SHAPE_FOR_TYPE, 32);
-        assertTrue(e.getMessage().contains("SAMPLING needs shape [n, 6], got [2, 5]"), e::getMessage);
+        // SAMPLED with log-probabilities: [rows, 2 + 2k], k at most 20
+        final UnsafeBuffer withLogprobs = frame(MessageType.SAMPLED.code(), 2, 0, 1, 24, 1, 6, 0, 0, 24 + 16);
+        FrameEncoder.putSequenceEntry(withLogprobs, 0, 0, 1, 4, 1, SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE);
+        assertDoesNotThrow(() -> FrameValidator.validateHeader(withLogprobs, 0, 0, 0, 1024));
+        e = expect(frame(MessageType.SAMPLED.code(), 2, 0, 1, 20, 1, 5, 0, 0, 20 + 16), Reason.WRONG_SHAPE_FOR_TYPE, 32);
+        assertTrue(e.getMessage().contains("SAMPLED with log-probabilities needs shape [n_rows, 2 + 2k] with k 0..20, got [1, 5]"),
+            e::getMessage);
+        expect(frame(MessageType.SAMPLED.code(), 2, 0, 1, 176, 1, 44, 0, 0, 176 + 16), Reason.WRONG_SHAPE_FOR_TYPE, 32);
 
-        final UnsafeBuffer ok = new UnsafeBuffer(new byte[HEADER_LENGTH + 48]);
+        // SAMPLING rows are seven words
+        e = expect(frame(MessageType.SAMPLING.code(), 2, 0, 0, 48, 2, 6, 0, 0, 48), Reason.WRONG_SHAPE_FOR_TYPE, 32);
+        assertTrue(e.getMessage().contains("SAMPLING needs shape [n, 7], got [2, 6]"), e::getMessage);
+
+        final UnsafeBuffer ok = new UnsafeBuffer(new byte[HEADER_LENGTH + 56]);
         final int len = FrameEncoder.encodeSamplingHeader(ok, 0, 9, 2);
-        FrameEncoder.putSampling(ok, 0, 0, 7, 0.8f, 40, 0.95f, 0x0123_4567_89AB_CDEFL);
-        FrameEncoder.putSampling(ok, 0, 1, 8, 0f, 0, 1f, -1L);
-        assertEquals(HEADER_LENGTH + 48, len);
+        FrameEncoder.putSampling(ok, 0, 0, 7, 0.8f, 40, 0.95f, 0x0123_4567_89AB_CDEFL, 5);
+        FrameEncoder.putSampling(ok, 0, 1, 8, 0f, 0, 1f, -1L, -1);
+        assertEquals(HEADER_LENGTH + 56, len);
         assertDoesNotThrow(() -> FrameValidator.validateHeader(ok, 0, 0, 0, 1024));
         assertEquals(7, ok.getInt(HEADER_LENGTH, FrameHeader.ORDER));
         assertEquals(0.95f, ok.getFloat(HEADER_LENGTH + 12, FrameHeader.ORDER));
         assertEquals(0x0123_4567_89AB_CDEFL, ok.getLong(HEADER_LENGTH + 16, FrameHeader.ORDER));
-        assertEquals(-1L, ok.getLong(HEADER_LENGTH + 24 + 16, FrameHeader.ORDER));
+        assertEquals(5, ok.getInt(HEADER_LENGTH + 24, FrameHeader.ORDER));
+        assertEquals(-1L, ok.getLong(HEADER_LENGTH + 28 + 16, FrameHeader.ORDER));
+        assertEquals(-1, ok.getInt(HEADER_LENGTH + 28 + 24, FrameHeader.ORDER));
     }
 }

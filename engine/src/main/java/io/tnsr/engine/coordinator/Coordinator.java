@@ -7,6 +7,7 @@ import io.tnsr.engine.generate.TokenChooser;
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.pipeline.FrameSizes;
 import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.sampling.TokenLogprobs;
 import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.ErrorPayload;
@@ -419,20 +420,40 @@ public final class Coordinator {
         }
     }
 
-    /** Hands every token of the SAMPLED frame in recv to the scheduler. */
+    /**
+     * Hands every token of the SAMPLED frame in recv to the scheduler, with its log-probabilities when the frame has
+     * them (rank 2: token, logprob, then top (token, logprob) pairs per row) and its sequence asked for them.
+     */
     private void acceptAll(Scheduler scheduler) {
         int n = FrameHeader.sequenceCount(recv, 0);
+        int width = FrameHeader.rank(recv, 0) == 2 ? (int) FrameHeader.dim(recv, 0, 1) : 1;
         int payload = FrameHeader.HEADER_LENGTH;
         int r = 0;
         long now = System.nanoTime();
         for (int i = 0; i < n; i++) {
             if (SequenceTable.wantsLogits(recv, 0, i)) {
-                int token = recv.getInt(payload + 4 * r++, FrameHeader.ORDER);
+                int at = payload + 4 * width * r++;
+                int seqId = SequenceTable.seqId(recv, 0, i);
+                int token = recv.getInt(at, FrameHeader.ORDER);
                 if (token < 0 || token >= vocab) {
                     throw new PipelineException(fromLast.peer() + " sampled token " + token + " for sequence "
-                            + SequenceTable.seqId(recv, 0, i) + ", outside the vocabulary of " + vocab);
+                            + seqId + ", outside the vocabulary of " + vocab);
                 }
-                scheduler.accept(SequenceTable.seqId(recv, 0, i), token, now);
+                TokenLogprobs lp = scheduler.logprobs(seqId);
+                if (lp != null) {
+                    if (width == 1) {
+                        throw new PipelineException(fromLast.peer() + " sampled token " + token + " for sequence " + seqId
+                                + " without the log-probabilities it asked for");
+                    }
+                    lp.set(token, recv.getFloat(at + 4, FrameHeader.ORDER));
+                    for (int w = 2; w < width; w += 2) {
+                        int id = recv.getInt(at + 4 * w, FrameHeader.ORDER);
+                        if (id >= 0 && id < vocab) {
+                            lp.setTop(id, recv.getFloat(at + 4 * w + 4, FrameHeader.ORDER));
+                        }
+                    }
+                }
+                scheduler.accept(seqId, token, now);
             }
         }
     }
@@ -454,7 +475,8 @@ public final class Coordinator {
             for (int i = 0; i < count; i++) {
                 SequenceState s = todo.get(from + i);
                 SamplingConfig c = s.sampler().config();
-                FrameEncoder.putSampling(send, 0, i, s.index(), c.temperature(), c.topK(), c.topP(), s.randomState()[0]);
+                FrameEncoder.putSampling(send, 0, i, s.index(), c.temperature(), c.topK(), c.topP(), s.randomState()[0],
+                        s.logprobs() == null ? -1 : s.logprobs().top());
             }
             writeToFirst(len);
         }

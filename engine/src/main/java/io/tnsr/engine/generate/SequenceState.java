@@ -1,6 +1,7 @@
 package io.tnsr.engine.generate;
 
 import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.sampling.TokenLogprobs;
 import java.util.Arrays;
 import java.util.function.IntPredicate;
 
@@ -21,6 +22,7 @@ public final class SequenceState {
     private final IntPredicate endOfGeneration;
     private final Sampler sampler;
     private final long[] random = new long[1];
+    private TokenLogprobs logprobs;   // null unless asked for
     private int[] generated;
     private int generatedCount;
     private int prefilled;        // prompt (or replayed history) tokens already sent
@@ -146,6 +148,19 @@ public final class SequenceState {
 
     public long[] randomState() {
         return random;
+    }
+
+    /**
+     * Asks for the log-probabilities of each chosen token and of the {@code top} most likely ones (before it starts):
+     * {@link #logprobs()} holds those of the token last chosen when the listener hears of it.
+     */
+    public void wantLogprobs(int top) {
+        this.logprobs = new TokenLogprobs(top);
+    }
+
+    /** The log-probabilities of the token last chosen, or null when the sequence did not ask for them. */
+    public TokenLogprobs logprobs() {
+        return logprobs;
     }
 
     public boolean finished() {

@@ -29,13 +29,18 @@ public final class TokenChooser {
      * @return {@link #KEPT}, {@link #FIRST} and {@link #DONE} bits
      */
     public int choose(SequenceState s, float[] logits, int offset, long nowNanos) {
-        return take(s, s.sampler().sample(logits, offset, s.randomState()), nowNanos);
+        int token = s.sampler().sample(logits, offset, s.randomState());
+        if (s.logprobs() != null) {
+            s.logprobs().compute(logits, offset, s.sampler().vocab(), token);
+        }
+        return take(s, token, nowNanos);
     }
 
     /**
      * As {@link #choose}, for a token another process sampled with the sequence's sampler settings from its random
      * state as it stands: the state moves on as that sampling moved it ({@link Sampler#advance}), so that the
-     * sequence's state stays the stage's and a replay draws the same numbers.
+     * sequence's state stays the stage's and a replay draws the same numbers. When the sequence asked for
+     * log-probabilities, the caller has {@link io.tnsr.engine.sampling.TokenLogprobs#set set} them first.
      */
     public int accept(SequenceState s, int token, long nowNanos) {
         Sampler.advance(s.sampler().config(), s.randomState());

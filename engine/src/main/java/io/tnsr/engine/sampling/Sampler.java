@@ -24,6 +24,11 @@ public final class Sampler {
         return config;
     }
 
+    /** The vocabulary size: the length of a logits row. */
+    public int vocab() {
+        return vocab;
+    }
+
     /** Initial random state of sequence number {@code sequenceIndex} (xorshift64*; never 0). */
     public long newRandomState(int sequenceIndex) {
         long s = config.seed() * 0x9E3779B97F4A7C15L + (sequenceIndex + 1) * 0xBF58476D1CE4E5B9L;

@@ -2,6 +2,7 @@ package io.tnsr.engine.scheduler;
 
 import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.sampling.TokenLogprobs;
 import io.tnsr.engine.generate.TokenChooser;
 import io.tnsr.engine.metrics.LatencyMetric;
 import java.util.ArrayDeque;
@@ -384,6 +385,15 @@ public final class Scheduler {
         if (s != null && !s.finished()) {
             chosen(s, chooser.choose(s, logits, offset, nowNanos), nowNanos);
         }
+    }
+
+    /**
+     * Where the log-probabilities of sequence {@code seqId}'s next token go, or null when it is not running or did not
+     * ask for them.
+     */
+    public TokenLogprobs logprobs(int seqId) {
+        SequenceState s = live.get(seqId);
+        return s == null || s.finished() ? null : s.logprobs();
     }
 
     /**

@@ -1,7 +1,9 @@
 package io.tnsr.engine.server;
 
 import io.tnsr.engine.generate.SequenceState;
+import io.tnsr.engine.sampling.TokenLogprobs;
 import io.tnsr.engine.tokenizer.StreamingDecoder;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -41,6 +43,24 @@ public final class Completion {
         }
     }
 
+    /**
+     * One generated token's log-probabilities, as a request asked for them.
+     *
+     * @param textOffset where the token's text starts in the completion's text (chars)
+     * @param topIds     the most likely tokens, most likely first
+     */
+    public record TokenLogprob(int token, float logprob, int textOffset, int[] topIds, float[] topLogprobs) {
+        static TokenLogprob of(TokenLogprobs lp, int textOffset) {
+            int[] ids = new int[lp.count()];
+            float[] values = new float[lp.count()];
+            for (int i = 0; i < ids.length; i++) {
+                ids[i] = lp.topId(i);
+                values[i] = lp.topLogprob(i);
+            }
+            return new TokenLogprob(lp.token(), lp.logprob(), textOffset, ids, values);
+        }
+    }
+
     private final SequenceState sequence;
     private final StreamingDecoder decoder;
     private final List<String> stops;
@@ -51,6 +71,9 @@ public final class Completion {
     private boolean stopped;                       // a stop string ended the text
     private Finish finish;
     private String error;
+    private final List<TokenLogprob> logprobs = new ArrayList<>();   // one per kept token, when asked for
+    private int logprobsGiven;                     // entries handed out by takeLogprobs
+    private int logprobsReady;                     // entries of tokens generated before the last text handed out
 
     /**
      * @param decoder a decoder that has seen the prompt's last token (so that leading spaces come out right)
@@ -68,13 +91,17 @@ public final class Completion {
     }
 
     /**
-     * A token of this completion was chosen (coordinator thread).
+     * A token of this completion was chosen (coordinator thread), with its log-probabilities when the request asked
+     * for them (else null).
      *
      * @return true when a stop string now ends the text: the caller ends the sequence
      */
-    synchronized boolean onToken(int token) {
+    synchronized boolean onToken(int token, TokenLogprobs lp) {
         if (stopped || finish != null) {
             return false;
+        }
+        if (lp != null && lp.token() == token) {
+            logprobs.add(TokenLogprob.of(lp, text.length()));
         }
         decoder.next(token, text);
         if (!stops.isEmpty()) {
@@ -144,9 +171,11 @@ public final class Completion {
             if (upTo > sent) {
                 String delta = text.substring(sent, upTo);
                 sent = upTo;
+                logprobsReady = logprobs.size();
                 return delta;
             }
             if (finish != null) {
+                logprobsReady = logprobs.size();
                 return null;
             }
             long left = deadline - System.nanoTime();
@@ -168,6 +197,21 @@ public final class Completion {
             TimeUnit.NANOSECONDS.timedWait(this, left);
         }
         return text.toString();
+    }
+
+    /**
+     * The log-probabilities not handed out yet of the tokens generated up to the text {@link #nextDelta} last gave
+     * (all of them once it returned null): each entry is handed out once, in order.
+     */
+    public synchronized List<TokenLogprob> takeLogprobs() {
+        List<TokenLogprob> out = List.copyOf(logprobs.subList(logprobsGiven, logprobsReady));
+        logprobsGiven = logprobsReady;
+        return out;
+    }
+
+    /** Every token's log-probabilities (when the request asked for them; else empty). */
+    public synchronized List<TokenLogprob> logprobs() {
+        return List.copyOf(logprobs);
     }
 
     /** Why it ended, or null while it runs. */

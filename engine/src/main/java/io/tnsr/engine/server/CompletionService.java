@@ -4,6 +4,7 @@ import io.tnsr.engine.generate.Generator;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.sampling.TokenLogprobs;
 import io.tnsr.engine.scheduler.Scheduler;
 import io.tnsr.engine.tokenizer.Tokenizer;
 import java.nio.file.Path;
@@ -36,14 +37,20 @@ public final class CompletionService implements Generator.Listener {
      *                  read as those tokens, as a rendered chat template needs; BOS is then added only when the prompt
      *                  does not start with it
      * @param ignoreEos keep generating through end-of-generation tokens until {@code maxTokens} (for benchmarks)
+     * @param logprobs  -1 for none; else report each generated token's log-probability and those of this many most
+     *                  likely tokens (0 to {@link TokenLogprobs#MAX_TOP})
      */
     public record Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops, boolean special,
-                          boolean ignoreEos) {
+                          boolean ignoreEos, int logprobs) {
         public Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops) {
-            this(prompt, maxTokens, sampling, stops, false, false);
+            this(prompt, maxTokens, sampling, stops, false, false, -1);
         }
 
         public Request {
+            if (logprobs < -1 || logprobs > TokenLogprobs.MAX_TOP) {
+                throw new InvalidRequestException("the number of top log-probabilities must be 0 to " + TokenLogprobs.MAX_TOP
+                        + ", got " + logprobs);
+            }
             stops = List.copyOf(stops);
             if (maxTokens < 1) {
                 throw new InvalidRequestException("max_tokens must be at least 1, got " + maxTokens);
@@ -221,6 +228,9 @@ public final class CompletionService implements Generator.Listener {
         SequenceState seq = new SequenceState(id, 0, r.prompt(), prompt, r.maxTokens(), contextLength,
                 r.ignoreEos() ? -1 : tokenizer.bos(), r.ignoreEos() ? t -> false : tokenizer::isEndOfGeneration,
                 new Sampler(r.sampling(), vocab));
+        if (r.logprobs() >= 0) {
+            seq.wantLogprobs(r.logprobs());
+        }
         Completion c = new Completion(seq, tokenizer.newDecoder(prompt[prompt.length - 1]), r.stops());
         byId.put(id, c);
         long now = System.nanoTime();
@@ -264,7 +274,7 @@ public final class CompletionService implements Generator.Listener {
             metrics.firstToken(seq);
         }
         Completion c = byId.get(seq.index());
-        if (c != null && c.onToken(token)) {
+        if (c != null && c.onToken(token, seq.logprobs())) {
             scheduler.cancel(seq.index());   // a stop string ended the text: end the sequence too
         }
     }

@@ -6,6 +6,8 @@ import io.tnsr.engine.chat.ChatMessage;
 import io.tnsr.engine.chat.ChatTemplate;
 import io.tnsr.engine.chat.ChatTemplateException;
 import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.sampling.TokenLogprobs;
+import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.util.Jackson;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -374,7 +376,8 @@ public final class OpenAiHttpServer implements AutoCloseable {
             error(response, callback, 429, "rate_limit_exceeded", e.getMessage());
             return;
         }
-        Shape shape = new Shape((chat ? "chatcmpl-" : "cmpl-") + ids.incrementAndGet(), System.currentTimeMillis() / 1000, chat);
+        Shape shape = new Shape((chat ? "chatcmpl-" : "cmpl-") + ids.incrementAndGet(), System.currentTimeMillis() / 1000, chat,
+                p.request.logprobs() >= 0);
         // While the request waits for its tokens (a queue, a recovery of the pipeline) no byte may cross the
         // connection for longer than the idle timeout; the waits below have bounds of their own.
         request.addIdleTimeoutListener(timeout -> false);
@@ -401,7 +404,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             expired(response, callback);
             return;
         }
-        Map<String, Object> out = shape.whole(text, c.finish().json());
+        Map<String, Object> out = shape.whole(text, c.finish().json(), c.logprobs());
         out.put("usage", usage(c));
         json(response, callback, 200, out);
     }
@@ -437,7 +440,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             long wroteNanos = System.nanoTime();
             for (; delta != null; delta = c.nextDelta(Math.min(1000, TimeUnit.NANOSECONDS.toMillis(keepAliveNanos)))) {
                 if (!delta.isEmpty()) {
-                    event(out, Jackson.write(shape.chunk(delta, null)));
+                    event(out, Jackson.write(shape.chunk(delta, null, c.takeLogprobs())));
                     wroteNanos = System.nanoTime();
                 } else if (System.nanoTime() - wroteNanos >= keepAliveNanos) {
                     keepAlive(out);   // a pause (the pipeline recovering): proxies and clients keep the stream open
@@ -448,7 +451,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
                 event(out, Jackson.write(Map.of("error", Map.of("message", "the pipeline could not run the request: "
                         + c.error(), "type", "server_error", "code", "server_error"))));
             } else {
-                event(out, Jackson.write(shape.chunk(null, c.finish().json())));
+                event(out, Jackson.write(shape.chunk(null, c.finish().json(), c.takeLogprobs())));
             }
             if (includeUsage) {
                 Map<String, Object> u = shape.base();
@@ -488,12 +491,14 @@ public final class OpenAiHttpServer implements AutoCloseable {
         private final String id;
         private final long created;
         private final boolean chat;
+        private final boolean logprobs;
         private boolean roleSent;
 
-        Shape(String id, long created, boolean chat) {
+        Shape(String id, long created, boolean chat, boolean logprobs) {
             this.id = id;
             this.created = created;
             this.chat = chat;
+            this.logprobs = logprobs;
         }
 
         Map<String, Object> base() {
@@ -505,8 +510,55 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return m;
         }
 
-        /** A streamed chunk: a piece of text (null for none) or the finish. */
-        Map<String, Object> chunk(String text, String finish) {
+        /**
+         * The {@code logprobs} of a choice, null when not asked for: chat's {@code {"content": [{token, logprob, bytes,
+         * top_logprobs}]}}, or the completions API's {@code {tokens, token_logprobs, top_logprobs, text_offset}}.
+         */
+        Object logprobs(List<Completion.TokenLogprob> entries) {
+            if (!logprobs) {
+                return null;
+            }
+            Tokenizer t = service.tokenizer();
+            if (chat) {
+                List<Object> content = new ArrayList<>(entries.size());
+                for (Completion.TokenLogprob e : entries) {
+                    Map<String, Object> m = tokenLogprob(t, e.token(), e.logprob());
+                    List<Object> top = new ArrayList<>(e.topIds().length);
+                    for (int i = 0; i < e.topIds().length; i++) {
+                        top.add(tokenLogprob(t, e.topIds()[i], e.topLogprobs()[i]));
+                    }
+                    m.put("top_logprobs", top);
+                    content.add(m);
+                }
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("content", content);
+                m.put("refusal", null);
+                return m;
+            }
+            List<String> tokens = new ArrayList<>(entries.size());
+            List<Float> tokenLogprobs = new ArrayList<>(entries.size());
+            List<Map<String, Float>> top = new ArrayList<>(entries.size());
+            List<Integer> offsets = new ArrayList<>(entries.size());
+            for (Completion.TokenLogprob e : entries) {
+                tokens.add(text(t, e.token()));
+                tokenLogprobs.add(e.logprob());
+                Map<String, Float> best = new LinkedHashMap<>();
+                for (int i = 0; i < e.topIds().length; i++) {
+                    best.putIfAbsent(text(t, e.topIds()[i]), e.topLogprobs()[i]);
+                }
+                top.add(best);
+                offsets.add(e.textOffset());
+            }
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("tokens", tokens);
+            m.put("token_logprobs", tokenLogprobs);
+            m.put("top_logprobs", top);
+            m.put("text_offset", offsets);
+            return m;
+        }
+
+        /** A streamed chunk: a piece of text (null for none) or the finish, and the log-probabilities of its tokens. */
+        Map<String, Object> chunk(String text, String finish, List<Completion.TokenLogprob> entries) {
             Map<String, Object> choice = new LinkedHashMap<>();
             if (chat) {
                 Map<String, Object> delta = new LinkedHashMap<>();
@@ -523,7 +575,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
                 choice.put("text", text == null ? "" : text);
                 choice.put("index", 0);
             }
-            choice.put("logprobs", null);
+            choice.put("logprobs", logprobs(entries));
             choice.put("finish_reason", finish);
             Map<String, Object> m = base();
             m.put("choices", List.of(choice));
@@ -531,20 +583,39 @@ public final class OpenAiHttpServer implements AutoCloseable {
         }
 
         /** The whole answer of a request that did not stream. */
-        Map<String, Object> whole(String text, String finish) {
+        Map<String, Object> whole(String text, String finish, List<Completion.TokenLogprob> entries) {
             if (!chat) {
-                return chunk(text, finish);
+                return chunk(text, finish, entries);
             }
             Map<String, Object> choice = new LinkedHashMap<>();
             choice.put("index", 0);
             choice.put("message", Map.of("role", "assistant", "content", text));
-            choice.put("logprobs", null);
+            choice.put("logprobs", logprobs(entries));
             choice.put("finish_reason", finish);
             Map<String, Object> m = base();
             m.put("object", "chat.completion");
             m.put("choices", List.of(choice));
             return m;
         }
+    }
+
+    /** A token's text: its bytes as UTF-8 (a byte that is part of a character reads as U+FFFD; {@code bytes} has it). */
+    private static String text(Tokenizer t, int id) {
+        return new String(t.tokenBytes(id), StandardCharsets.UTF_8);
+    }
+
+    /** Chat's {@code {token, logprob, bytes}} of one token. */
+    private static Map<String, Object> tokenLogprob(Tokenizer t, int id, float logprob) {
+        byte[] bytes = t.tokenBytes(id);
+        List<Integer> unsigned = new ArrayList<>(bytes.length);
+        for (byte b : bytes) {
+            unsigned.add(b & 0xFF);
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("token", new String(bytes, StandardCharsets.UTF_8));
+        m.put("logprob", logprob);
+        m.put("bytes", unsigned);
+        return m;
     }
 
     private static Map<String, Object> usage(Completion c) {
@@ -638,8 +709,37 @@ public final class OpenAiHttpServer implements AutoCloseable {
             throw new CompletionService.InvalidRequestException(e.getMessage());
         }
         boolean ignoreEos = bool(root, "ignore_eos");
-        return new Parsed(model, new CompletionService.Request(prompt, maxTokens, sampling, stops, special, ignoreEos), stream,
-                includeUsage);
+        int logprobs = special ? chatLogprobs(root) : completionLogprobs(root);
+        return new Parsed(model, new CompletionService.Request(prompt, maxTokens, sampling, stops, special, ignoreEos,
+                logprobs), stream, includeUsage);
+    }
+
+    /** Chat's {@code logprobs} (true/false) and {@code top_logprobs} (0..20, only with logprobs): -1 for none. */
+    private static int chatLogprobs(JsonNode root) {
+        boolean want = bool(root, "logprobs");
+        JsonNode top = root.get("top_logprobs");
+        if (top != null && !top.isNull() && !want) {
+            throw new CompletionService.InvalidRequestException("'top_logprobs' needs 'logprobs': true");
+        }
+        int k = integer(root, "top_logprobs", 0);
+        if (k < 0 || k > TokenLogprobs.MAX_TOP) {
+            throw new CompletionService.InvalidRequestException("'top_logprobs' must be 0 to " + TokenLogprobs.MAX_TOP
+                    + ", got " + k);
+        }
+        return want ? k : -1;
+    }
+
+    /** The completions API's {@code logprobs}: how many top tokens (0..20), or null for none: -1. */
+    private static int completionLogprobs(JsonNode root) {
+        JsonNode v = root.get("logprobs");
+        if (v == null || v.isNull()) {
+            return -1;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToInt() || v.intValue() < 0 || v.intValue() > TokenLogprobs.MAX_TOP) {
+            throw new CompletionService.InvalidRequestException("'logprobs' of a completion is how many top tokens to report "
+                    + "with each token, 0 to " + TokenLogprobs.MAX_TOP + ", got " + v);
+        }
+        return v.intValue();
     }
 
     private static String text(JsonNode root, String field, boolean required) {

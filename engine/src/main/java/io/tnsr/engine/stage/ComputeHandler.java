@@ -7,6 +7,7 @@ import io.tnsr.engine.kvcache.SequenceException;
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.sampling.SamplingConfig;
+import io.tnsr.engine.sampling.TokenLogprobs;
 import io.tnsr.wire.ErrorCode;
 import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameHeader;
@@ -41,6 +42,8 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     private final float[] x;         // [maxTokens][dim]
     private final float[] logits;    // [maxSequences][vocab]
     private final int[] sampled;     // [maxSequences] tokens a last stage chose
+    private final TokenLogprobs[] sampledLogprobs;   // [maxSequences] their log-probabilities, null where not asked
+    private int logprobsWidth;       // words per SAMPLED row: 1, or 2 + 2k when a row asked for log-probabilities
     private final Sampler sampler;   // a last stage's scratch for choosing tokens
     /** A last stage: how each sequence of the session is sampled (SAMPLING frames), until it ends. */
     private final Int2ObjectHashMap<SequenceSampling> sampling = new Int2ObjectHashMap<>();
@@ -70,6 +73,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         this.x = new float[range.maxTokens() * range.config().dim()];
         this.logits = range.isLast() ? new float[range.maxSequences() * range.config().vocabSize()] : new float[0];
         this.sampled = new int[range.maxSequences()];
+        this.sampledLogprobs = new TokenLogprobs[range.maxSequences()];
         this.sampler = range.isLast() ? new Sampler(SamplingConfig.GREEDY, range.config().vocabSize()) : null;
         this.queueWait = queueWait;
         this.compute = compute;
@@ -236,7 +240,7 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
             }
             if (sampledRows > 0) {
                 outType = MessageType.SAMPLED;
-                width = 1;
+                width = logprobsWidth;
             }
         } else {
             outRows = batch.tokens();
@@ -255,11 +259,17 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
 
     private void encodeResult(MessageType outType, long step, int mb, int rows, int width) {
         int payloadBytes = rows * width * 4;
-        if (outType == MessageType.SAMPLED) {
+        if (outType == MessageType.SAMPLED && width == 1) {
             FrameEncoder.encodeHeader(out.data, 0, outType, step, mb, FrameHeader.FLAG_TRACE, batch.sequences(), 1,
                     rows, 0, 0, 0, payloadBytes);
             for (int r = 0; r < rows; r++) {
                 out.data.putInt(FrameHeader.HEADER_LENGTH + 4 * r, sampled[r], FrameHeader.ORDER);
+            }
+        } else if (outType == MessageType.SAMPLED) {
+            FrameEncoder.encodeHeader(out.data, 0, outType, step, mb, FrameHeader.FLAG_TRACE, batch.sequences(), 2,
+                    rows, width, 0, 0, payloadBytes);
+            for (int r = 0; r < rows; r++) {
+                putSampledRow(FrameHeader.HEADER_LENGTH + 4 * width * r, width, sampled[r], sampledLogprobs[r]);
             }
         } else {
             FrameEncoder.encodeHeader(out.data, 0, outType, step, mb, FrameHeader.FLAG_TRACE, batch.sequences(), 2,
@@ -275,14 +285,30 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         out.dataLength = (int) FrameHeader.frameLength(payloadBytes, batch.sequences(), FrameHeader.FLAG_TRACE);
     }
 
-    /** How a last stage samples one sequence: its settings and its random state, advanced by each token chosen. */
+    /** A SAMPLED row with log-probabilities: token, its logprob, then (token, logprob) pairs; 0xFFFFFFFF, 0 pad it. */
+    private void putSampledRow(int at, int width, int token, TokenLogprobs lp) {
+        out.data.putInt(at, token, FrameHeader.ORDER);
+        out.data.putFloat(at + 4, lp == null ? 0f : lp.logprob(), FrameHeader.ORDER);
+        int count = lp == null ? 0 : lp.count();
+        for (int k = 0, w = 2; w < width; k++, w += 2) {
+            out.data.putInt(at + 4 * w, k < count ? lp.topId(k) : -1, FrameHeader.ORDER);
+            out.data.putFloat(at + 4 * w + 4, k < count ? lp.topLogprob(k) : 0f, FrameHeader.ORDER);
+        }
+    }
+
+    /**
+     * How a last stage samples one sequence: its settings, its random state (advanced by each token chosen) and, when
+     * asked for, the log-probabilities of the token last chosen.
+     */
     private static final class SequenceSampling {
         final SamplingConfig config;
         final long[] state = new long[1];
+        final TokenLogprobs logprobs;
 
-        SequenceSampling(SamplingConfig config, long state) {
+        SequenceSampling(SamplingConfig config, long state, int logprobs) {
             this.config = config;
             this.state[0] = state;
+            this.logprobs = logprobs < 0 ? null : new TokenLogprobs(logprobs);
         }
     }
 
@@ -296,8 +322,13 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
             int topK = b.getInt(at + 8, FrameHeader.ORDER);
             float topP = b.getFloat(at + 12, FrameHeader.ORDER);
             long state = b.getLong(at + 16, FrameHeader.ORDER);
+            int logprobs = b.getInt(at + 24, FrameHeader.ORDER);
             try {
-                sampling.put(seqId, new SequenceSampling(new SamplingConfig(temperature, topK, topP, 0), state));
+                if (logprobs < -1 || logprobs > TokenLogprobs.MAX_TOP) {
+                    throw new IllegalArgumentException("logprobs must be -1 (none) or 0 to " + TokenLogprobs.MAX_TOP
+                            + " top tokens, got " + logprobs);
+                }
+                sampling.put(seqId, new SequenceSampling(new SamplingConfig(temperature, topK, topP, 0), state, logprobs));
             } catch (IllegalArgumentException e) {
                 out.error(step, mb, ErrorCode.MALFORMED_FRAME, seqId, stageName + ": SAMPLING for sequence " + seqId + ": "
                         + e.getMessage());
@@ -338,10 +369,16 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         }
         int r = 0;
         int vocab = range.config().vocabSize();
+        logprobsWidth = 1;
         for (int i = 0; i < batch.sequences(); i++) {
             if (batch.wantLogits(i)) {
                 SequenceSampling s = sampling.get(batch.seqId(i));
                 sampled[r] = sampler.sample(s.config, logits, r * vocab, s.state);
+                sampledLogprobs[r] = s.logprobs;
+                if (s.logprobs != null) {
+                    s.logprobs.compute(logits, r * vocab, vocab, sampled[r]);
+                    logprobsWidth = Math.max(logprobsWidth, 2 + 2 * s.logprobs.count());
+                }
                 r++;
             }
         }

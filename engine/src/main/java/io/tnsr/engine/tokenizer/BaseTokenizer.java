@@ -258,6 +258,11 @@ abstract class BaseTokenizer implements Tokenizer {
 
     // ---- decoding ------------------------------------------------------------------------------------
 
+    @Override
+    public final byte[] tokenBytes(int id) {
+        return rendered(id).clone();
+    }
+
     /** The bytes {@code id} stands for in decoded text (empty for control tokens); never modify. */
     final byte[] rendered(int id) {
         checkId(id);

@@ -70,6 +70,12 @@ public interface Tokenizer {
     /** The type of {@code id}. */
     TokenType type(int id);
 
+    /**
+     * The bytes {@code id} stands for in decoded text: UTF-8, possibly part of a character (a byte token); empty for a
+     * control token. A fresh copy.
+     */
+    byte[] tokenBytes(int id);
+
     /** Whether {@code id} is a control token (BOS, EOS, chat markers): never produced from plain text, renders as nothing. */
     default boolean isControl(int id) {
         return type(id) == TokenType.CONTROL;

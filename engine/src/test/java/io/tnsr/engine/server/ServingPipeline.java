@@ -23,6 +23,7 @@ import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.Tokenizers;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -53,6 +54,12 @@ final class ServingPipeline implements AutoCloseable {
     }
 
     ServingPipeline(ModelSpec spec, int maxRunning, int maxWaiting, long maxWaitMillis) throws Exception {
+        this(spec, maxRunning, maxWaiting, maxWaitMillis, true);
+    }
+
+    /** @param sampleInLastStage tokens chosen in the last stage (as serve does), else by the coordinator from logits */
+    ServingPipeline(ModelSpec spec, int maxRunning, int maxWaiting, long maxWaitMillis, boolean sampleInLastStage)
+            throws Exception {
         model = TestModels.get(spec);
         try (GgufFile f = GgufFile.open(model)) {
             cfg = LlamaConfig.fromGguf(f);
@@ -62,7 +69,8 @@ final class ServingPipeline implements AutoCloseable {
         Path runDir = Files.createTempDirectory("tnsr-serve-test");
         PipelineRun.Settings settings = new PipelineRun.Settings(model, pipeline, Collections.nCopies(2, WaitMode.BLOCK),
                 Collections.nCopies(2, -1), new Coordinator.Options(2, 0, pipeline.maxTokensPerFrame(),
-                pipeline.maxSequencesPerFrame(), pipeline.maxFrameBytes()), runDir, 30_000, 30_000, 10_000, 0);
+                pipeline.maxSequencesPerFrame(), pipeline.maxFrameBytes()).withSampleInLastStage(sampleInLastStage), runDir,
+                30_000, 30_000, 10_000, 0);
         service = new CompletionService(tok, cfg.contextLength(), cfg.vocabSize(),
                 new CompletionService.Limits(maxRunning, maxWaiting, maxWaitMillis), runDir, 2);
         stages = new LocalStages(pipeline, model, runDir);
@@ -88,13 +96,28 @@ final class ServingPipeline implements AutoCloseable {
 
     /** The text {@code tools/generate} prints for the prompt: the whole model in this process, decoded as it streams. */
     String alone(String prompt, int maxTokens, SamplingConfig sc) {
+        return alone(prompt, maxTokens, sc, -1, new ArrayList<>());
+    }
+
+    /**
+     * As {@link #alone(String, int, SamplingConfig)}, asking for log-probabilities with {@code top} most likely tokens
+     * (-1: none): each generated token's go to {@code logprobs}.
+     */
+    String alone(String prompt, int maxTokens, SamplingConfig sc, int top, List<Completion.TokenLogprob> logprobs) {
         try (GgufFile f = GgufFile.open(model)) {
             int[] ids = tok.encode(prompt, true);
             SequenceState s = new SequenceState(0, prompt, ids, maxTokens, cfg.contextLength(), tok.bos(),
                     tok::isEndOfGeneration, new Sampler(sc, cfg.vocabSize()));
+            if (top >= 0) {
+                s.wantLogprobs(top);
+            }
             LayerRange range = new LayerRange(f, cfg, 0, cfg.layers(),
                     KvCachePool.sized(cfg.layers(), cfg.kvDim(), cfg.contextLength(), 0), 64, 4);
-            new Generator(range, (q, t) -> { }).run(List.of(s));
+            new Generator(range, (q, t) -> {
+                if (q.logprobs() != null) {
+                    logprobs.add(Completion.TokenLogprob.of(q.logprobs(), -1));
+                }
+            }).run(List.of(s));
             StreamingDecoder d = tok.newDecoder(ids[ids.length - 1]);
             StringBuilder text = new StringBuilder();
             for (int t : s.generatedTokens()) {

@@ -100,7 +100,7 @@ class StageRuntimeTest {
     private int samplingFrame(long step, long state, int... seqs) {
         int len = FrameEncoder.encodeSamplingHeader(outBuf, 0, step, seqs.length);
         for (int i = 0; i < seqs.length; i++) {
-            FrameEncoder.putSampling(outBuf, 0, i, seqs[i], SEEDED.temperature(), SEEDED.topK(), SEEDED.topP(), state);
+            FrameEncoder.putSampling(outBuf, 0, i, seqs[i], SEEDED.temperature(), SEEDED.topK(), SEEDED.topP(), state, -1);
         }
         return len;
     }
