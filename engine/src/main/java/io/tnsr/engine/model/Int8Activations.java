@@ -48,6 +48,12 @@ final class Int8Activations {
     private int[] pairs = new int[0];
     /** [n][cols / 32]: the scale of each block. */
     private float[] scales = new float[0];
+    /**
+     * [n][cols / 32]: per block, 8 times the sum of its even columns' xq and of its odd columns' (each within
+     * [-16256, 16256]), packed as a pair is: what a sum of unsigned nibbles {@code q} needs taken off to be the sum of
+     * {@code q - 8} ({@link Q4_0Matrix}).
+     */
+    private int[] offsets = new int[0];
 
     int[] pairs() {
         return pairs;
@@ -57,12 +63,17 @@ final class Int8Activations {
         return scales;
     }
 
+    int[] offsets() {
+        return offsets;
+    }
+
     /** Quantizes tokens [0, n) of x (token t at {@code xo + t * cols}; cols a multiple of 32), block by block. */
     void quantize(float[] x, int xo, int n, int cols) {
         int blocks = cols / QK;
         if (scales.length < n * blocks) {
             pairs = new int[n * (cols / 2)];
             scales = new float[n * blocks];
+            offsets = new int[n * blocks];
         }
         for (int t = 0; t < n; t++) {
             for (int b = 0; b < blocks; b++) {
@@ -73,11 +84,16 @@ final class Int8Activations {
                 }
                 float id = amax > 0f ? 127f / amax : 0f;
                 scales[t * blocks + b] = amax / 127f;
+                int even = 0;
+                int odd = 0;
                 for (int c = 0, to = t * (cols / 2) + b * (QK / 2); c < QK; c += 2) {
                     int lo = (int) Math.rint(x[o + c] * id);
                     int hi = (int) Math.rint(x[o + c + 1] * id);
                     pairs[to + c / 2] = lo & 0xFFFF | hi << 16;
+                    even += lo;
+                    odd += hi;
                 }
+                offsets[t * blocks + b] = 8 * even & 0xFFFF | 8 * odd << 16;
             }
         }
     }
@@ -95,6 +111,11 @@ final class Int8Activations {
     /** Rows [0, L) of a pair: the low nibbles, sign-extended. */
     static ShortVector low(ShortVector v) {
         return v.lanewise(VectorOperators.LSHL, 12).lanewise(VectorOperators.ASHR, 12);
+    }
+
+    /** Rows [0, L) of a pair whose low nibbles are unsigned ({@link Q4_0Matrix}): one AND where {@link #low} shifts twice. */
+    static ShortVector lowUnsigned(ShortVector v) {
+        return v.and((short) 0xF);
     }
 
     /** Rows [L, P) of a pair: the high nibbles, sign-extended. */

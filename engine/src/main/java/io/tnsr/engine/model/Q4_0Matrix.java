@@ -2,6 +2,7 @@ package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.Int8Activations.high;
 import static io.tnsr.engine.model.Int8Activations.low;
+import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.rowSums;
 import static io.tnsr.engine.model.Int8Activations.xpair;
@@ -24,7 +25,11 @@ import jdk.incubator.vector.VectorSpecies;
  * column pair: per panel and pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its low nibble and
  * of row L + i in its high nibble, byte 2i + 1 the same for column c + 1; each nibble is {@code q - 8} as a signed
  * 4-bit number. Sign-extended to 16-bit lanes, {@code (v << 12) >> 12} is rows [0, L), {@code v >> 4} rows [L, P),
- * even lanes column c and odd lanes column c + 1. The scales in an array of their own, {@code [blocks][P]} floats
+ * even lanes column c and odd lanes column c + 1. That is the layout Q4_K and Q2_K share ({@link #putNibble}); Q4_0's
+ * own differs in one point: a low nibble holds {@code q} unsigned (0..15), so rows [0, L) are {@code v & 0xF}, one
+ * AND on any port where two shifts took the one port that also multiplies (Intel's port 0), and each block's 16-bit
+ * sums of those rows are corrected by {@code 8 * sum(xq)} of their column parity ({@link Int8Activations#offsets}):
+ * the lane sums stay within 16 * 15 * 127 = 30480 and the corrected sum is the same integer as before. The scales in an array of their own, {@code [blocks][P]} floats
  * per panel (interleaved with the quants, as Q8_0's are, they gained nothing here).
  *
  * <p>The activations: {@link Int8Activations}, one int per column pair that lines up with a pair's weights. A
@@ -68,7 +73,7 @@ final class Q4_0Matrix extends PanelMatrix {
         for (int r = 0; r < rows; r++) {
             for (int c = 0; c < cols; c++) {
                 int qb = (r * blocks + c / QK) * (QK / 2) + c % (QK / 2);
-                putNibble(q, cols, r, c, c % QK < QK / 2 ? quants[qb] & 0xF : (quants[qb] >> 4) & 0xF);
+                putOwnNibble(q, cols, r, c, c % QK < QK / 2 ? quants[qb] & 0xF : (quants[qb] >> 4) & 0xF);
             }
             int sbase = (r / P) * blocks * P + r % P;
             for (int b = 0; b < blocks; b++) {
@@ -80,6 +85,19 @@ final class Q4_0Matrix extends PanelMatrix {
     /** The byte holding row r, column c of a {@code cols}-column matrix in this layout (Q4_K's too). */
     private static int at(int cols, int r, int c) {
         return (r / P) * cols * L + (c / 2) * P + 2 * (r % L) + c % 2;
+    }
+
+    /** Stores nibble n (0..15) of row r, column c in Q4_0's own layout (see above); the other row's kept. */
+    private static void putOwnNibble(byte[] q, int cols, int r, int c, int n) {
+        int at = at(cols, r, c);
+        boolean lowRow = r % P < L;
+        q[at] = (byte) (lowRow ? q[at] & 0xF0 | n : q[at] & 0x0F | ((n - 8) & 0xF) << 4);
+    }
+
+    /** Row r, column c's {@code n - 8} in Q4_0's own layout. */
+    static int ownNibble(byte[] q, int cols, int r, int c) {
+        int v = q[at(cols, r, c)];
+        return r % P < L ? (v & 0xF) - 8 : v >> 4;
     }
 
     /** Stores nibble n (0..15) of row r, column c as {@code n - 8}, a signed 4-bit number; the other row's kept. */
@@ -115,7 +133,10 @@ final class Q4_0Matrix extends PanelMatrix {
         m1(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), out, oo);
     }
 
-    /** One panel (quants from {@code qo}, scales from {@code so}) . the prepared token: out[oo..oo+P). */
+    /**
+     * One panel (quants from {@code qo}, scales from {@code so}) . the prepared token: out[oo..oo+P). The low rows'
+     * nibbles as {@code (v & 0xF) - 8}: two ops that need not wait for the multiplier's port, and no correction.
+     */
     private static void m1(byte[] q, float[] d, int qo, int so, int blocks, int[] xq, float[] xs, float[] out, int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < blocks; b++) {
@@ -125,7 +146,7 @@ final class Q4_0Matrix extends PanelMatrix {
                     int i = k + u;
                     ShortVector v = pair(q, qo + i * P);
                     ShortVector xv = xpair(xq, i);
-                    s0 = low(v).mul(xv).add(s0);
+                    s0 = lowUnsigned(v).sub((short) 8).mul(xv).add(s0);
                     s1 = high(v).mul(xv).add(s1);
                 }
             }
@@ -139,7 +160,8 @@ final class Q4_0Matrix extends PanelMatrix {
 
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        k2x2(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), t0, valid, sums, out, oo, os);
+        k2x2(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), acts.offsets(), t0, valid, sums, out,
+                oo, os);
     }
 
     /**
@@ -152,11 +174,11 @@ final class Q4_0Matrix extends PanelMatrix {
      * token in prefill), depending on which type had run first. With four tokens it always did. Same arithmetic as
      * {@link #m1}, so the same bits.
      */
-    private static void k2x2(byte[] q, float[] d, int qo, int so, int blocks, int[] xq, float[] xs, int t0, int valid,
-                             float[] sums, float[] out, int oo, int os) {
+    private static void k2x2(byte[] q, float[] d, int qo, int so, int blocks, int[] xq, float[] xs, int[] xo, int t0,
+                             int valid, float[] sums, float[] out, int oo, int os) {
         int pairs = blocks * QK / 2;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * pairs, scales at u<j> * blocks
-        blockSums(q, qo, blocks, xq, u0 * pairs, u1 * pairs, sums);
+        ownBlockSums(q, qo, blocks, xq, xo, u0 * pairs, u1 * pairs, u0 * blocks, u1 * blocks, sums);
         FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
         FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
         for (int b = 0; b < blocks; b++) {
@@ -179,8 +201,33 @@ final class Q4_0Matrix extends PanelMatrix {
     }
 
     /**
+     * {@link #blockSums} in Q4_0's own layout: the low rows' sums corrected by token j's offsets (from o0, o1).
+     */
+    private static void ownBlockSums(byte[] q, int qo, int blocks, int[] xq, int[] xo, int x0, int x1, int o0, int o1,
+                                     float[] sums) {
+        for (int b = 0; b < blocks; b++) {
+            ShortVector s0 = ShortVector.zero(S), s1 = s0; // block sums, rows [0, L)
+            ShortVector t0 = s0, t1 = s0;                  // block sums, rows [L, P)
+            for (int i = b * QK / 2; i < b * QK / 2 + QK / 2; i++) {
+                ShortVector v = pair(q, qo + i * P);
+                ShortVector w0 = lowUnsigned(v);
+                ShortVector w1 = high(v);
+                ShortVector xv = xpair(xq, x0 + i);
+                s0 = w0.mul(xv).add(s0); t0 = w1.mul(xv).add(t0);
+                xv = xpair(xq, x1 + i);
+                s1 = w0.mul(xv).add(s1); t1 = w1.mul(xv).add(t1);
+            }
+            int sb = b * 2 * P;
+            rowSums(s0.sub(xpair(xo, o0 + b))).intoArray(sums, sb);
+            rowSums(t0).intoArray(sums, sb + L);
+            rowSums(s1.sub(xpair(xo, o1 + b))).intoArray(sums, sb + P);
+            rowSums(t1).intoArray(sums, sb + P + L);
+        }
+    }
+
+    /**
      * sums[b][j][i] = the integer sum of block b of row i (of the panel from {@code qo}) . token j's pairs (from x0,
-     * x1), as a float. Also Q4_K's.
+     * x1), as a float, in the layout Q4_K shares ({@link #putNibble}).
      */
     static void blockSums(byte[] q, int qo, int blocks, int[] xq, int x0, int x1, float[] sums) {
         for (int b = 0; b < blocks; b++) {
@@ -207,7 +254,7 @@ final class Q4_0Matrix extends PanelMatrix {
     protected void decodeRow(int row, float[] dst, int off) {
         int sbase = (row / P) * blocks * P + row % P;
         for (int c = 0; c < cols; c++) {
-            dst[off + c] = nibble(q, cols, row, c) * d[sbase + (c / QK) * P];
+            dst[off + c] = ownNibble(q, cols, row, c) * d[sbase + (c / QK) * P];
         }
     }
 }
