@@ -1,7 +1,7 @@
 package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.Int8Activations.high;
-import static io.tnsr.engine.model.Int8Activations.low;
+import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.rowSums;
 import static io.tnsr.engine.model.Int8Activations.xpair;
@@ -26,12 +26,12 @@ import jdk.incubator.vector.VectorSpecies;
  * (every 32 bytes of quants are 64 elements, the low nibbles sub-block 2p and the high nibbles sub-block 2p + 1,
  * each value {@code q * scale - min}); then into row panels laid out as Q4_0's ({@link Q4_0Matrix}): per panel
  * and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its low nibble and of row L + i in
- * its high nibble, byte 2i + 1 the same for column c + 1, each nibble {@code q - 8} as a signed 4-bit number, as
- * Q4_0's; per panel the scales and the negated mins, {@code [subBlocks][P]} floats each. With the bias, an element
+ * its high nibble, byte 2i + 1 the same for column c + 1, a low nibble {@code q} and a high one {@code q - 8} as a
+ * signed 4-bit number, as Q4_0's; per panel the scales and the negated mins, {@code [subBlocks][P]} floats each. With the bias, an element
  * is {@code (q - 8) * scale + (8 * scale - min)}.
  *
  * <p>Multiplied like Q4_0, in 16-bit integers against the activations quantized to 8 bits per sub-block
- * ({@link Int8Activations}; Q4_0's integer block sums serve unchanged). Result of a (row, token), one token or
+ * ({@link Int8Activations}; Q4_0's integer block sums serve unchanged, low rows corrected by the activations' offsets). Result of a (row, token), one token or
  * many: for each sub-block, {@code isum} = the exact integer sum of {@code (q - 8) * xq} over its 32 columns, then
  * {@code acc = fma((float) isum, scale * s, acc)} and {@code acc = fma(fma(scale, 8, -min), sx, acc)}, where s is
  * the activations' scale and sx the token's sum of x over the sub-block's columns (floats, in order, from zero;
@@ -55,7 +55,7 @@ final class Q4KMatrix extends PanelMatrix {
 
     private final GgmlType type;
     private final int units;
-    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
+    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putOwnNibble}). */
     private final byte[] q;
     /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
     private final float[] s;
@@ -97,7 +97,7 @@ final class Q4KMatrix extends PanelMatrix {
             for (int c = 0; c < cols; c++) {
                 int b = quants[r * (cols / 2) + (q4_1 ? (c / 32) * 16 + c % 16 : (c / 64) * 32 + c % 32)];
                 boolean low = q4_1 ? c % 32 < 16 : (c / 32) % 2 == 0;
-                Q4_0Matrix.putNibble(q, cols, r, c, low ? b & 0xF : (b >> 4) & 0xF);
+                Q4_0Matrix.putOwnNibble(q, cols, r, c, low ? b & 0xF : (b >> 4) & 0xF);
             }
             int sbase = (r / P) * units * P + r % P;
             for (int u = 0; u < units; u++) {
@@ -202,7 +202,7 @@ final class Q4KMatrix extends PanelMatrix {
                     int i = k + u;
                     ShortVector v = pair(q, qo + i * P);
                     ShortVector xv = xpair(xq, i);
-                    s0 = low(v).mul(xv).add(s0);
+                    s0 = lowUnsigned(v).sub((short) 8).mul(xv).add(s0);
                     s1 = high(v).mul(xv).add(s1);
                 }
             }
@@ -234,7 +234,8 @@ final class Q4KMatrix extends PanelMatrix {
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
         int so = p * units * P;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * cols / 2, sums and scales at u<j> * units
-        Q4_0Matrix.blockSums(q, p * cols * L, units, acts.pairs(), u0 * (cols / 2), u1 * (cols / 2), sums);
+        Q4_0Matrix.ownBlockSums(q, p * cols * L, units, acts.pairs(), acts.offsets(), u0 * (cols / 2), u1 * (cols / 2),
+                u0 * units, u1 * units, sums);
         float[] xs = acts.scales();
         FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
         FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
@@ -267,7 +268,7 @@ final class Q4KMatrix extends PanelMatrix {
         int sbase = (row / P) * units * P + row % P;
         for (int c = 0; c < cols; c++) {
             int u = sbase + (c / SUB) * P;
-            dst[off + c] = (Q4_0Matrix.nibble(q, cols, row, c) + 8) * s[u] + mneg[u]; // q * scale - min, as repacked
+            dst[off + c] = (Q4_0Matrix.ownNibble(q, cols, row, c) + 8) * s[u] + mneg[u]; // q * scale - min, as repacked
         }
     }
 }

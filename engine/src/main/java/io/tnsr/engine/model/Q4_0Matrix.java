@@ -1,7 +1,6 @@
 package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.Int8Activations.high;
-import static io.tnsr.engine.model.Int8Activations.low;
 import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.rowSums;
@@ -25,8 +24,8 @@ import jdk.incubator.vector.VectorSpecies;
  * column pair: per panel and pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its low nibble and
  * of row L + i in its high nibble, byte 2i + 1 the same for column c + 1; each nibble is {@code q - 8} as a signed
  * 4-bit number. Sign-extended to 16-bit lanes, {@code (v << 12) >> 12} is rows [0, L), {@code v >> 4} rows [L, P),
- * even lanes column c and odd lanes column c + 1. That is the layout Q4_K and Q2_K share ({@link #putNibble}); Q4_0's
- * own differs in one point: a low nibble holds {@code q} unsigned (0..15), so rows [0, L) are {@code v & 0xF}, one
+ * even lanes column c and odd lanes column c + 1. That is the layout Q2_K keeps ({@link #putNibble}); Q4_0's (and
+ * Q4_K's) own differs in one point: a low nibble holds {@code q} unsigned (0..15), so rows [0, L) are {@code v & 0xF}, one
  * AND on any port where two shifts took the one port that also multiplies (Intel's port 0), and each block's 16-bit
  * sums of those rows are corrected by {@code 8 * sum(xq)} of their column parity ({@link Int8Activations#offsets}):
  * the lane sums stay within 16 * 15 * 127 = 30480 and the corrected sum is the same integer as before. The scales in an array of their own, {@code [blocks][P]} floats
@@ -43,7 +42,7 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>The loops repeat {@link Int8PanelMatrix}'s shape on purpose (one final class per type keeps each kernel
  * monomorphic; a loop shared through a virtual or lambda call would leave vectors for C2 to box in JDK 17). Q4_K
- * calls {@link #blockSums} directly: a static method, the same compiled code for both.
+ * calls {@link #ownBlockSums} directly: a static method, the same compiled code for both.
  */
 final class Q4_0Matrix extends PanelMatrix {
     private static final int QK = 32;
@@ -87,20 +86,20 @@ final class Q4_0Matrix extends PanelMatrix {
         return (r / P) * cols * L + (c / 2) * P + 2 * (r % L) + c % 2;
     }
 
-    /** Stores nibble n (0..15) of row r, column c in Q4_0's own layout (see above); the other row's kept. */
-    private static void putOwnNibble(byte[] q, int cols, int r, int c, int n) {
+    /** Stores nibble n (0..15) of row r, column c in Q4_0's own layout (see above); the other row's kept. Also Q4_K's. */
+    static void putOwnNibble(byte[] q, int cols, int r, int c, int n) {
         int at = at(cols, r, c);
         boolean lowRow = r % P < L;
         q[at] = (byte) (lowRow ? q[at] & 0xF0 | n : q[at] & 0x0F | ((n - 8) & 0xF) << 4);
     }
 
-    /** Row r, column c's {@code n - 8} in Q4_0's own layout. */
+    /** Row r, column c's {@code n - 8} in Q4_0's own layout (Q4_K's too). */
     static int ownNibble(byte[] q, int cols, int r, int c) {
         int v = q[at(cols, r, c)];
         return r % P < L ? (v & 0xF) - 8 : v >> 4;
     }
 
-    /** Stores nibble n (0..15) of row r, column c as {@code n - 8}, a signed 4-bit number; the other row's kept. */
+    /** Stores nibble n (0..15) of row r, column c as {@code n - 8}, a signed 4-bit number; the other row's kept (Q2_K). */
     static void putNibble(byte[] q, int cols, int r, int c, int n) {
         int at = at(cols, r, c);
         boolean lowRow = r % P < L;
@@ -201,9 +200,10 @@ final class Q4_0Matrix extends PanelMatrix {
     }
 
     /**
-     * {@link #blockSums} in Q4_0's own layout: the low rows' sums corrected by token j's offsets (from o0, o1).
+     * sums[b][j][i] = the integer sum of block b of row i (of the panel from {@code qo}) . token j's pairs (from x0,
+     * x1), as a float: the low rows' 16-bit sums corrected by token j's offsets (from o0, o1) first. Also Q4_K's.
      */
-    private static void ownBlockSums(byte[] q, int qo, int blocks, int[] xq, int[] xo, int x0, int x1, int o0, int o1,
+    static void ownBlockSums(byte[] q, int qo, int blocks, int[] xq, int[] xo, int x0, int x1, int o0, int o1,
                                      float[] sums) {
         for (int b = 0; b < blocks; b++) {
             ShortVector s0 = ShortVector.zero(S), s1 = s0; // block sums, rows [0, L)
@@ -221,31 +221,6 @@ final class Q4_0Matrix extends PanelMatrix {
             rowSums(s0.sub(xpair(xo, o0 + b))).intoArray(sums, sb);
             rowSums(t0).intoArray(sums, sb + L);
             rowSums(s1.sub(xpair(xo, o1 + b))).intoArray(sums, sb + P);
-            rowSums(t1).intoArray(sums, sb + P + L);
-        }
-    }
-
-    /**
-     * sums[b][j][i] = the integer sum of block b of row i (of the panel from {@code qo}) . token j's pairs (from x0,
-     * x1), as a float, in the layout Q4_K shares ({@link #putNibble}).
-     */
-    static void blockSums(byte[] q, int qo, int blocks, int[] xq, int x0, int x1, float[] sums) {
-        for (int b = 0; b < blocks; b++) {
-            ShortVector s0 = ShortVector.zero(S), s1 = s0; // block sums, rows [0, L)
-            ShortVector t0 = s0, t1 = s0;                  // block sums, rows [L, P)
-            for (int i = b * QK / 2; i < b * QK / 2 + QK / 2; i++) {
-                ShortVector v = pair(q, qo + i * P);
-                ShortVector w0 = low(v);
-                ShortVector w1 = high(v);
-                ShortVector xv = xpair(xq, x0 + i);
-                s0 = w0.mul(xv).add(s0); t0 = w1.mul(xv).add(t0);
-                xv = xpair(xq, x1 + i);
-                s1 = w0.mul(xv).add(s1); t1 = w1.mul(xv).add(t1);
-            }
-            int sb = b * 2 * P;
-            rowSums(s0).intoArray(sums, sb);
-            rowSums(t0).intoArray(sums, sb + L);
-            rowSums(s1).intoArray(sums, sb + P);
             rowSums(t1).intoArray(sums, sb + P + L);
         }
     }
