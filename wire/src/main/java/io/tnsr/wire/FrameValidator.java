@@ -129,40 +129,9 @@ public final class FrameValidator
             throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, RANK_OFFSET,
                 type.printName() + " needs shape_rank " + rankRange(type) + ", got " + rank + " " + shape(buffer, offset, rank));
         }
-        if (type == MessageType.HELLO && dim(buffer, offset, 0) != HelloPayload.FIELD_COUNT)
+        if (SHAPE_RULE[typeCode])
         {
-            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
-                "HELLO needs shape [" + HelloPayload.FIELD_COUNT + "], got " + shape(buffer, offset, rank));
-        }
-        if (type == MessageType.AUTH && dim(buffer, offset, 0) != AUTH_WORDS)
-        {
-            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
-                "AUTH needs shape [" + AUTH_WORDS + "], got " + shape(buffer, offset, rank));
-        }
-        if (type == MessageType.HEARTBEAT && dim(buffer, offset, 0) != HEARTBEAT_WORDS)
-        {
-            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
-                "HEARTBEAT needs shape [" + HEARTBEAT_WORDS + "], got " + shape(buffer, offset, rank));
-        }
-        if (type == MessageType.SAMPLING && dim(buffer, offset, 1) != SAMPLING_WORDS)
-        {
-            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET + 8,
-                "SAMPLING needs shape [n, " + SAMPLING_WORDS + "], got " + shape(buffer, offset, rank));
-        }
-        if (type == MessageType.SAMPLED && rank == 2)
-        {
-            final long width = dim(buffer, offset, 1);
-            if (width < 2 || (width & 1) != 0 || width > 2 + 2L * MAX_TOP_LOGPROBS)
-            {
-                throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET + 8,
-                    "SAMPLED with log-probabilities needs shape [n_rows, 2 + 2k] with k 0.." + MAX_TOP_LOGPROBS + ", got "
-                        + shape(buffer, offset, rank));
-            }
-        }
-        if (type == MessageType.ERROR && dim(buffer, offset, 0) < ErrorPayload.MESSAGE_OFFSET)
-        {
-            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
-                "ERROR needs at least 8 payload bytes (error_code, seq_id), got shape " + shape(buffer, offset, rank));
+            checkShapeRule(buffer, offset, streamOffset, frameIndex, type, rank);
         }
 
         final long payloadLength = payloadLength(buffer, offset);
@@ -275,6 +244,64 @@ public final class FrameValidator
     }
 
     // ---------------------------------------------------------------- failure path only (allocates)
+
+    /** Whether a message type's shape has a rule beyond its rank ({@link #checkShapeRule}); by type code. */
+    private static final boolean[] SHAPE_RULE = new boolean[256];
+
+    static
+    {
+        for (final MessageType t : new MessageType[] {
+            MessageType.HELLO, MessageType.AUTH, MessageType.HEARTBEAT, MessageType.SAMPLING, MessageType.SAMPLED,
+            MessageType.ERROR})
+        {
+            SHAPE_RULE[t.code()] = true;
+        }
+    }
+
+    /**
+     * The shape rules of the control types (fixed lengths, SAMPLING's row width, SAMPLED's log-probability width,
+     * ERROR's minimum): out of line, so that a data frame's header pays one table lookup for them.
+     */
+    private static void checkShapeRule(
+        final DirectBuffer buffer, final int offset, final long streamOffset, final long frameIndex, final MessageType type,
+        final int rank) throws FrameFormatException
+    {
+        if (type == MessageType.HELLO && dim(buffer, offset, 0) != HelloPayload.FIELD_COUNT)
+        {
+            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
+                "HELLO needs shape [" + HelloPayload.FIELD_COUNT + "], got " + shape(buffer, offset, rank));
+        }
+        if (type == MessageType.AUTH && dim(buffer, offset, 0) != AUTH_WORDS)
+        {
+            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
+                "AUTH needs shape [" + AUTH_WORDS + "], got " + shape(buffer, offset, rank));
+        }
+        if (type == MessageType.HEARTBEAT && dim(buffer, offset, 0) != HEARTBEAT_WORDS)
+        {
+            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
+                "HEARTBEAT needs shape [" + HEARTBEAT_WORDS + "], got " + shape(buffer, offset, rank));
+        }
+        if (type == MessageType.SAMPLING && dim(buffer, offset, 1) != SAMPLING_WORDS)
+        {
+            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET + 8,
+                "SAMPLING needs shape [n, " + SAMPLING_WORDS + "], got " + shape(buffer, offset, rank));
+        }
+        if (type == MessageType.SAMPLED && rank == 2)
+        {
+            final long width = dim(buffer, offset, 1);
+            if (width < 2 || (width & 1) != 0 || width > 2 + 2L * MAX_TOP_LOGPROBS)
+            {
+                throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET + 8,
+                    "SAMPLED with log-probabilities needs shape [n_rows, 2 + 2k] with k 0.." + MAX_TOP_LOGPROBS + ", got "
+                        + shape(buffer, offset, rank));
+            }
+        }
+        if (type == MessageType.ERROR && dim(buffer, offset, 0) < ErrorPayload.MESSAGE_OFFSET)
+        {
+            throw fail(Reason.WRONG_SHAPE_FOR_TYPE, frameIndex, streamOffset, DIMS_OFFSET,
+                "ERROR needs at least 8 payload bytes (error_code, seq_id), got shape " + shape(buffer, offset, rank));
+        }
+    }
 
     private static FrameFormatException fail(
         final Reason reason, final long frameIndex, final long streamOffset, final int fieldOffset, final String detail)
