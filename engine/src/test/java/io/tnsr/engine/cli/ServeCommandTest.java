@@ -139,10 +139,11 @@ class ServeCommandTest {
             assertEquals("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", Jackson.MAPPER.readTree(post(http, base,
                     "/apply-template", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}")).get("prompt").asText());
 
-            // A client that leaves mid-stream: its place and every stage's KV cache pages are given back.
+            // A client that leaves mid-stream: its place and every stage's KV cache pages are given back. ignore_eos: a sampled
+            // end of text must not finish the request before the server sees the client gone.
             HttpResponse<java.io.InputStream> left = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
                     .header("Authorization", "Bearer k-123").POST(HttpRequest.BodyPublishers.ofString(
-                            "{\"prompt\": \"once upon a time\", \"max_tokens\": 240, \"stream\": true}")).build(),
+                            "{\"prompt\": \"once upon a time\", \"max_tokens\": 240, \"stream\": true, \"ignore_eos\": true}")).build(),
                     HttpResponse.BodyHandlers.ofInputStream());
             assertTrue(left.body().read() >= 0, "the stream started");
             left.body().close();
@@ -163,7 +164,7 @@ class ServeCommandTest {
             // A stream in flight when SIGTERM comes is let finish: its events, its finish chunk, [DONE].
             HttpResponse<java.io.InputStream> stream = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
                     .header("Authorization", "Bearer k-123").POST(HttpRequest.BodyPublishers.ofString(
-                            "{\"prompt\": \"once upon a time\", \"max_tokens\": 200, \"stream\": true}")).build(),
+                            "{\"prompt\": \"once upon a time\", \"max_tokens\": 200, \"stream\": true, \"ignore_eos\": true}")).build(),
                     HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, stream.statusCode());
             List<String> events = new ArrayList<>();

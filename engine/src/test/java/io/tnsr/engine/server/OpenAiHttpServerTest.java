@@ -370,10 +370,10 @@ class OpenAiHttpServerTest {
         base = URI.create("http://127.0.0.1:" + server.start());
         java.util.concurrent.CompletableFuture<HttpResponse<String>> whole = http.sendAsync(
                 HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(60)).POST(
-                        HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250}")).build(),
+                        HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250, \"ignore_eos\": true}")).build(),
                 HttpResponse.BodyHandlers.ofString());
         HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
-                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250, \"stream\": true}"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250, \"stream\": true, \"ignore_eos\": true}"))
                 .build(), HttpResponse.BodyHandlers.ofInputStream());
         List<String> events = new ArrayList<>();
         try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
