@@ -31,7 +31,7 @@ import jdk.incubator.vector.VectorSpecies;
  * uses an instance (a matrix's scratch).
  *
  * <p>Also the vector helpers of that pair layout, shared by both kernels: {@link #pair} (a column pair's bytes as
- * 16-bit lanes), {@link #xpair}, {@link #low} / {@link #high} (the signed nibbles of rows [0, L) and [L, P)) and
+ * 16-bit lanes), {@link #xpair}, {@link #lowUnsigned} / {@link #high} (the nibbles of rows [0, L), unsigned, and [L, P), signed) and
  * {@link #rowSums} (a block's even and odd lanes added per row, as floats). They are small enough that C2 inlines
  * them into each kernel; a kernel past C2's node budget boxes them (the types' javadoc says where that bit).
  */
@@ -108,12 +108,7 @@ final class Int8Activations {
         return IntVector.broadcast(I, pairs[i]).reinterpretAsShorts();
     }
 
-    /** Rows [0, L) of a pair: the low nibbles, sign-extended. */
-    static ShortVector low(ShortVector v) {
-        return v.lanewise(VectorOperators.LSHL, 12).lanewise(VectorOperators.ASHR, 12);
-    }
-
-    /** Rows [0, L) of a pair whose low nibbles are unsigned ({@link Q4_0Matrix}): one AND where {@link #low} shifts twice. */
+    /** Rows [0, L) of a pair, whose low nibbles are unsigned ({@link Q4_0Matrix}): one AND, where sign-extending took two shifts. */
     static ShortVector lowUnsigned(ShortVector v) {
         return v.and((short) 0xF);
     }

@@ -1,7 +1,7 @@
 package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.Int8Activations.high;
-import static io.tnsr.engine.model.Int8Activations.low;
+import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.rowSums;
 import static io.tnsr.engine.model.Int8Activations.xpair;
@@ -24,8 +24,10 @@ import jdk.incubator.vector.VectorSpecies;
  * <p>Repacked at load ({@link #repack}: the 64 bytes of quants as they are, and per sub-block the float products
  * {@code d * sc} and {@code dmin * m}, the bits the decoder computes), then into row panels laid out as Q4_0's
  * ({@link Q4_0Matrix}): per panel and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its
- * low nibble and of row L + i in its high nibble, byte 2i + 1 the same for column c + 1, each nibble {@code q - 2}
- * as a signed 4-bit number; per panel the scales and the negated mins, {@code [subBlocks][P]} floats each, as
+ * low nibble and of row L + i in its high nibble, byte 2i + 1 the same for column c + 1, each nibble {@code n = q + 6}
+ * (Q4_0's own layout: a low nibble unsigned, read with one AND and less 8 in the lane; a high one {@code n - 8} as a
+ * signed 4-bit number, read with one shift; either way {@code q - 2}, and shifts share port 0 with the 16-bit
+ * multiplies on Intel's cores); per panel the scales and the negated mins, {@code [subBlocks][P]} floats each, as
  * {@link Q4KMatrix}'s. With the bias, an element is {@code (q - 2) * scale + (2 * scale - min)}. Nibbles, not a
  * byte per element: decode of a large matrix streams its panels from memory, and a byte per element (1.5 bytes per
  * weight with the scales) ran at 21 G weights/s against 41 in nibbles (4096 x 4096, one token, one thread).
@@ -52,7 +54,7 @@ final class Q2KMatrix extends PanelMatrix {
     private static final FloatVector TWO = FloatVector.broadcast(F, 2f);
 
     private final int units;
-    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
+    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putOwnNibble}). */
     private final byte[] q;
     /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
     private final float[] s;
@@ -83,7 +85,7 @@ final class Q2KMatrix extends PanelMatrix {
             for (int c = 0; c < cols; c++) {
                 int e = c % QK;
                 int b = quants[r * (cols / 4) + (c / QK) * 64 + e / 128 * 32 + e % 32];
-                Q4_0Matrix.putNibble(q, cols, r, c, ((b >> (e / 32 % 4 * 2)) & 3) + 6); // stored minus 8: q - 2
+                Q4_0Matrix.putOwnNibble(q, cols, r, c, ((b >> (e / 32 % 4 * 2)) & 3) + 6); // n - 8 = q - 2
             }
             int sbase = (r / P) * units * P + r % P;
             for (int u = 0; u < units; u++) {
@@ -156,7 +158,7 @@ final class Q2KMatrix extends PanelMatrix {
                     int i = k + u;
                     ShortVector v = pair(q, qo + i * P);
                     ShortVector xv = xpair(xq, i);
-                    s0 = low(v).mul(xv).add(s0);
+                    s0 = lowUnsigned(v).sub((short) 8).mul(xv).add(s0);
                     s1 = high(v).mul(xv).add(s1);
                 }
             }
@@ -231,7 +233,7 @@ final class Q2KMatrix extends PanelMatrix {
             ShortVector t0 = s0, t1 = s0;                  // sub-block sums, rows [L, P)
             for (int i = b * SUB / 2; i < b * SUB / 2 + SUB / 2; i++) {
                 ShortVector v = pair(q, qo + i * P);
-                ShortVector w0 = low(v);
+                ShortVector w0 = lowUnsigned(v).sub((short) 8);
                 ShortVector w1 = high(v);
                 ShortVector xv = xpair(xq, x0 + i);
                 s0 = w0.mul(xv).add(s0); t0 = w1.mul(xv).add(t0);
@@ -251,7 +253,7 @@ final class Q2KMatrix extends PanelMatrix {
         int sbase = (row / P) * units * P + row % P;
         for (int c = 0; c < cols; c++) {
             int u = sbase + (c / SUB) * P;
-            dst[off + c] = (Q4_0Matrix.nibble(q, cols, row, c) + 2) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
+            dst[off + c] = (Q4_0Matrix.ownNibble(q, cols, row, c) + 2) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
         }
     }
 }

@@ -22,12 +22,12 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>Repacked at load ({@link PackedBlocks}, then here) into row panels ({@link PanelKernels}), column pair after
  * column pair: per panel and pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its low nibble and
- * of row L + i in its high nibble, byte 2i + 1 the same for column c + 1; each nibble is {@code q - 8} as a signed
- * 4-bit number. Sign-extended to 16-bit lanes, {@code (v << 12) >> 12} is rows [0, L), {@code v >> 4} rows [L, P),
- * even lanes column c and odd lanes column c + 1. That is the layout Q2_K keeps ({@link #putNibble}); Q4_0's (and
- * Q4_K's) own differs in one point: a low nibble holds {@code q} unsigned (0..15), so rows [0, L) are {@code v & 0xF}, one
- * AND on any port where two shifts took the one port that also multiplies (Intel's port 0), and each block's 16-bit
- * sums of those rows are corrected by {@code 8 * sum(xq)} of their column parity ({@link Int8Activations#offsets}):
+ * of row L + i in its high nibble, byte 2i + 1 the same for column c + 1 ({@link #putOwnNibble}). Sign-extended to
+ * 16-bit lanes, even lanes are column c and odd lanes column c + 1. A high nibble is {@code q - 8} as a signed 4-bit
+ * number: {@code v >> 4} is rows [L, P). A low nibble holds {@code q} unsigned (0..15): {@code v & 0xF} is rows
+ * [0, L), one AND on any port where sign-extending shifts would take the one port that also multiplies (Intel's
+ * port 0); each block's 16-bit sums of those rows are corrected by {@code 8 * sum(xq)} of their column parity
+ * ({@link Int8Activations#offsets}), or the one-token kernel takes 8 off in the lane. Q4_K and Q2_K keep the layout.
  * the lane sums stay within 16 * 15 * 127 = 30480 and the corrected sum is the same integer as before. The scales in an array of their own, {@code [blocks][P]} floats
  * per panel (interleaved with the quants, as Q8_0's are, they gained nothing here).
  *
@@ -86,30 +86,17 @@ final class Q4_0Matrix extends PanelMatrix {
         return (r / P) * cols * L + (c / 2) * P + 2 * (r % L) + c % 2;
     }
 
-    /** Stores nibble n (0..15) of row r, column c in Q4_0's own layout (see above); the other row's kept. Also Q4_K's. */
+    /** Stores nibble n (0..15) of row r, column c in Q4_0's own layout (see above); the other row's kept. Also Q4_K's and Q2_K's. */
     static void putOwnNibble(byte[] q, int cols, int r, int c, int n) {
         int at = at(cols, r, c);
         boolean lowRow = r % P < L;
         q[at] = (byte) (lowRow ? q[at] & 0xF0 | n : q[at] & 0x0F | ((n - 8) & 0xF) << 4);
     }
 
-    /** Row r, column c's {@code n - 8} in Q4_0's own layout (Q4_K's too). */
+    /** Row r, column c's {@code n - 8} in Q4_0's own layout (Q4_K's and Q2_K's too). */
     static int ownNibble(byte[] q, int cols, int r, int c) {
         int v = q[at(cols, r, c)];
         return r % P < L ? (v & 0xF) - 8 : v >> 4;
-    }
-
-    /** Stores nibble n (0..15) of row r, column c as {@code n - 8}, a signed 4-bit number; the other row's kept (Q2_K). */
-    static void putNibble(byte[] q, int cols, int r, int c, int n) {
-        int at = at(cols, r, c);
-        boolean lowRow = r % P < L;
-        q[at] = (byte) (q[at] & (lowRow ? 0xF0 : 0x0F) | ((n - 8) & 0xF) << (lowRow ? 0 : 4));
-    }
-
-    /** Row r, column c's {@code n - 8}, as the kernels see it (the byte sign-extended, then its nibble). */
-    static int nibble(byte[] q, int cols, int r, int c) {
-        int v = q[at(cols, r, c)];
-        return r % P < L ? v << 28 >> 28 : v >> 4;
     }
 
     /** Heap bytes a rows x cols Q4_0 matrix takes once repacked (its rows rounded up to whole panels). */
