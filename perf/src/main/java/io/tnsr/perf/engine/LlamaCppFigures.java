@@ -110,8 +110,7 @@ public final class LlamaCppFigures {
             if (!(tokensPerSecond > 0) || Double.isInfinite(tokensPerSecond) || key.sequences() < 1 || key.threads() < 1) {
                 throw new InvalidFiguresException(r.where() + ": " + key + " at " + tokensPerSecond + " tokens/s is not a measurement");
             }
-            Range before = figures.get(key);
-            figures.put(key, before == null ? new Range(tokensPerSecond, tokensPerSecond) : before.with(tokensPerSecond));
+            figures.merge(key, new Range(tokensPerSecond, tokensPerSecond), (before, one) -> before.with(tokensPerSecond));
         }
         if (figures.isEmpty()) {
             throw new InvalidFiguresException(file + " has no llama-batched-bench record (make it with"

@@ -221,7 +221,7 @@ public final class PipelineBench implements Callable<Integer> {
         }
         if (!unmatched.isEmpty()) {
             ConsoleLog.show("pipeline-bench: " + llamaCppFile + " has no llama-batched-bench record for " + String.join(", ", unmatched)
-                    + "; it has " + llamaCpp.keySet().stream().map(Object::toString).distinct().toList());
+                    + "; it has " + llamaCpp.keySet().stream().map(Object::toString).toList());
         }
         return 0;
     }
