@@ -27,9 +27,10 @@ import jdk.incubator.vector.VectorSpecies;
  * number: {@code v >> 4} is rows [L, P). A low nibble holds {@code q} unsigned (0..15): {@code v & 0xF} is rows
  * [0, L), one AND on any port where sign-extending shifts would take the one port that also multiplies (Intel's
  * port 0); each block's 16-bit sums of those rows are corrected by {@code 8 * sum(xq)} of their column parity
- * ({@link Int8Activations#offsets}), or the one-token kernel takes 8 off in the lane. Q4_K and Q2_K keep the layout.
- * the lane sums stay within 16 * 15 * 127 = 30480 and the corrected sum is the same integer as before. The scales in an array of their own, {@code [blocks][P]} floats
- * per panel (interleaved with the quants, as Q8_0's are, they gained nothing here).
+ * ({@link Int8Activations#offsets}), or the one-token kernel takes 8 off in the lane: the lane sums stay within
+ * 16 * 15 * 127 = 30480 and the corrected sum is the same integer as before. Q4_K and Q2_K keep the layout. The
+ * scales in an array of their own, {@code [blocks][P]} floats per panel (interleaved with the quants, as Q8_0's are,
+ * they gained nothing here).
  *
  * <p>The activations: {@link Int8Activations}, one int per column pair that lines up with a pair's weights. A
  * 16-bit lane sums a block's 16 products of its column parity, at most 16 * 8 * 127 = 16256 in magnitude: exact.
