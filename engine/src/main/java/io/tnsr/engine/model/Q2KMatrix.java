@@ -25,7 +25,7 @@ import jdk.incubator.vector.VectorSpecies;
  * {@code d * sc} and {@code dmin * m}, the bits the decoder computes), then into row panels laid out as Q4_0's
  * ({@link Q4_0Matrix}): per panel and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its
  * low nibble and of row L + i in its high nibble, byte 2i + 1 the same for column c + 1, each nibble {@code n = q + 6}
- * (Q4_0's own layout: a low nibble unsigned, read with one AND and less 8 in the lane; a high one {@code n - 8} as a
+ * (Q4_0's layout: a low nibble unsigned, read with one AND and less 8 in the lane; a high one {@code n - 8} as a
  * signed 4-bit number, read with one shift; either way {@code q - 2}, and shifts share port 0 with the 16-bit
  * multiplies on Intel's cores); per panel the scales and the negated mins, {@code [subBlocks][P]} floats each, as
  * {@link Q4KMatrix}'s. With the bias, an element is {@code (q - 2) * scale + (2 * scale - min)}. Nibbles, not a
@@ -54,7 +54,7 @@ final class Q2KMatrix extends PanelMatrix {
     private static final FloatVector TWO = FloatVector.broadcast(F, 2f);
 
     private final int units;
-    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putOwnNibble}). */
+    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
     private final byte[] q;
     /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
     private final float[] s;
@@ -85,7 +85,7 @@ final class Q2KMatrix extends PanelMatrix {
             for (int c = 0; c < cols; c++) {
                 int e = c % QK;
                 int b = quants[r * (cols / 4) + (c / QK) * 64 + e / 128 * 32 + e % 32];
-                Q4_0Matrix.putOwnNibble(q, cols, r, c, ((b >> (e / 32 % 4 * 2)) & 3) + 6); // n - 8 = q - 2
+                Q4_0Matrix.putNibble(q, cols, r, c, ((b >> (e / 32 % 4 * 2)) & 3) + 6); // n - 8 = q - 2
             }
             int sbase = (r / P) * units * P + r % P;
             for (int u = 0; u < units; u++) {
@@ -253,7 +253,7 @@ final class Q2KMatrix extends PanelMatrix {
         int sbase = (row / P) * units * P + row % P;
         for (int c = 0; c < cols; c++) {
             int u = sbase + (c / SUB) * P;
-            dst[off + c] = (Q4_0Matrix.ownNibble(q, cols, row, c) + 2) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
+            dst[off + c] = (Q4_0Matrix.nibble(q, cols, row, c) + 2) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
         }
     }
 }

@@ -55,7 +55,7 @@ final class Q4KMatrix extends PanelMatrix {
 
     private final GgmlType type;
     private final int units;
-    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putOwnNibble}). */
+    /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
     private final byte[] q;
     /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
     private final float[] s;
@@ -97,7 +97,7 @@ final class Q4KMatrix extends PanelMatrix {
             for (int c = 0; c < cols; c++) {
                 int b = quants[r * (cols / 2) + (q4_1 ? (c / 32) * 16 + c % 16 : (c / 64) * 32 + c % 32)];
                 boolean low = q4_1 ? c % 32 < 16 : (c / 32) % 2 == 0;
-                Q4_0Matrix.putOwnNibble(q, cols, r, c, low ? b & 0xF : (b >> 4) & 0xF);
+                Q4_0Matrix.putNibble(q, cols, r, c, low ? b & 0xF : (b >> 4) & 0xF);
             }
             int sbase = (r / P) * units * P + r % P;
             for (int u = 0; u < units; u++) {
@@ -234,7 +234,7 @@ final class Q4KMatrix extends PanelMatrix {
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
         int so = p * units * P;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * cols / 2, sums and scales at u<j> * units
-        Q4_0Matrix.ownBlockSums(q, p * cols * L, units, acts.pairs(), acts.offsets(), u0 * (cols / 2), u1 * (cols / 2),
+        Q4_0Matrix.blockSums(q, p * cols * L, units, acts.pairs(), acts.offsets(), u0 * (cols / 2), u1 * (cols / 2),
                 u0 * units, u1 * units, sums);
         float[] xs = acts.scales();
         FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
@@ -268,7 +268,7 @@ final class Q4KMatrix extends PanelMatrix {
         int sbase = (row / P) * units * P + row % P;
         for (int c = 0; c < cols; c++) {
             int u = sbase + (c / SUB) * P;
-            dst[off + c] = (Q4_0Matrix.ownNibble(q, cols, row, c) + 8) * s[u] + mneg[u]; // q * scale - min, as repacked
+            dst[off + c] = (Q4_0Matrix.nibble(q, cols, row, c) + 8) * s[u] + mneg[u]; // q * scale - min, as repacked
         }
     }
 }

@@ -22,7 +22,7 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>Repacked at load ({@link PackedBlocks}, then here) into row panels ({@link PanelKernels}), column pair after
  * column pair: per panel and pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its low nibble and
- * of row L + i in its high nibble, byte 2i + 1 the same for column c + 1 ({@link #putOwnNibble}). Sign-extended to
+ * of row L + i in its high nibble, byte 2i + 1 the same for column c + 1 ({@link #putNibble}). Sign-extended to
  * 16-bit lanes, even lanes are column c and odd lanes column c + 1. A high nibble is {@code q - 8} as a signed 4-bit
  * number: {@code v >> 4} is rows [L, P). A low nibble holds {@code q} unsigned (0..15): {@code v & 0xF} is rows
  * [0, L), one AND on any port where sign-extending shifts would take the one port that also multiplies (Intel's
@@ -43,7 +43,7 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>The loops repeat {@link Int8PanelMatrix}'s shape on purpose (one final class per type keeps each kernel
  * monomorphic; a loop shared through a virtual or lambda call would leave vectors for C2 to box in JDK 17). Q4_K
- * calls {@link #ownBlockSums} directly: a static method, the same compiled code for both.
+ * calls {@link #blockSums} directly: a static method, the same compiled code for both.
  */
 final class Q4_0Matrix extends PanelMatrix {
     private static final int QK = 32;
@@ -73,7 +73,7 @@ final class Q4_0Matrix extends PanelMatrix {
         for (int r = 0; r < rows; r++) {
             for (int c = 0; c < cols; c++) {
                 int qb = (r * blocks + c / QK) * (QK / 2) + c % (QK / 2);
-                putOwnNibble(q, cols, r, c, c % QK < QK / 2 ? quants[qb] & 0xF : (quants[qb] >> 4) & 0xF);
+                putNibble(q, cols, r, c, c % QK < QK / 2 ? quants[qb] & 0xF : (quants[qb] >> 4) & 0xF);
             }
             int sbase = (r / P) * blocks * P + r % P;
             for (int b = 0; b < blocks; b++) {
@@ -87,15 +87,15 @@ final class Q4_0Matrix extends PanelMatrix {
         return (r / P) * cols * L + (c / 2) * P + 2 * (r % L) + c % 2;
     }
 
-    /** Stores nibble n (0..15) of row r, column c in Q4_0's own layout (see above); the other row's kept. Also Q4_K's and Q2_K's. */
-    static void putOwnNibble(byte[] q, int cols, int r, int c, int n) {
+    /** Stores nibble n (0..15) of row r, column c in Q4_0's layout (see above); the other row's kept. Also Q4_K's and Q2_K's. */
+    static void putNibble(byte[] q, int cols, int r, int c, int n) {
         int at = at(cols, r, c);
         boolean lowRow = r % P < L;
         q[at] = (byte) (lowRow ? q[at] & 0xF0 | n : q[at] & 0x0F | ((n - 8) & 0xF) << 4);
     }
 
-    /** Row r, column c's {@code n - 8} in Q4_0's own layout (Q4_K's and Q2_K's too). */
-    static int ownNibble(byte[] q, int cols, int r, int c) {
+    /** Row r, column c's {@code n - 8} in Q4_0's layout (Q4_K's and Q2_K's too). */
+    static int nibble(byte[] q, int cols, int r, int c) {
         int v = q[at(cols, r, c)];
         return r % P < L ? (v & 0xF) - 8 : v >> 4;
     }
@@ -165,7 +165,7 @@ final class Q4_0Matrix extends PanelMatrix {
                              int valid, float[] sums, float[] out, int oo, int os) {
         int pairs = blocks * QK / 2;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * pairs, scales at u<j> * blocks
-        ownBlockSums(q, qo, blocks, xq, xo, u0 * pairs, u1 * pairs, u0 * blocks, u1 * blocks, sums);
+        blockSums(q, qo, blocks, xq, xo, u0 * pairs, u1 * pairs, u0 * blocks, u1 * blocks, sums);
         FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
         FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
         for (int b = 0; b < blocks; b++) {
@@ -191,8 +191,8 @@ final class Q4_0Matrix extends PanelMatrix {
      * sums[b][j][i] = the integer sum of block b of row i (of the panel from {@code qo}) . token j's pairs (from x0,
      * x1), as a float: the low rows' 16-bit sums corrected by token j's offsets (from o0, o1) first. Also Q4_K's.
      */
-    static void ownBlockSums(byte[] q, int qo, int blocks, int[] xq, int[] xo, int x0, int x1, int o0, int o1,
-                                     float[] sums) {
+    static void blockSums(byte[] q, int qo, int blocks, int[] xq, int[] xo, int x0, int x1, int o0, int o1,
+                          float[] sums) {
         for (int b = 0; b < blocks; b++) {
             ShortVector s0 = ShortVector.zero(S), s1 = s0; // block sums, rows [0, L)
             ShortVector t0 = s0, t1 = s0;                  // block sums, rows [L, P)
@@ -217,7 +217,7 @@ final class Q4_0Matrix extends PanelMatrix {
     protected void decodeRow(int row, float[] dst, int off) {
         int sbase = (row / P) * blocks * P + row % P;
         for (int c = 0; c < cols; c++) {
-            dst[off + c] = ownNibble(q, cols, row, c) * d[sbase + (c / QK) * P];
+            dst[off + c] = nibble(q, cols, row, c) * d[sbase + (c / QK) * P];
         }
     }
 }
