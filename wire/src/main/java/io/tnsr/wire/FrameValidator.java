@@ -243,8 +243,6 @@ public final class FrameValidator
         }
     }
 
-    // ---------------------------------------------------------------- failure path only (allocates)
-
     /** Whether a message type's shape has a rule beyond its rank ({@link #checkShapeRule}); by type code. */
     private static final boolean[] SHAPE_RULE = new boolean[256];
 
@@ -260,7 +258,8 @@ public final class FrameValidator
 
     /**
      * The shape rules of the control types (fixed lengths, SAMPLING's row width, SAMPLED's log-probability width,
-     * ERROR's minimum): out of line, so that a data frame's header pays one table lookup for them.
+     * ERROR's minimum): out of line, so that a data frame's header pays one table lookup for them. Runs for every
+     * control frame; allocates only when it throws.
      */
     private static void checkShapeRule(
         final DirectBuffer buffer, final int offset, final long streamOffset, final long frameIndex, final MessageType type,
@@ -302,6 +301,8 @@ public final class FrameValidator
                 "ERROR needs at least 8 payload bytes (error_code, seq_id), got shape " + shape(buffer, offset, rank));
         }
     }
+
+    // ---------------------------------------------------------------- failure path only (allocates)
 
     private static FrameFormatException fail(
         final Reason reason, final long frameIndex, final long streamOffset, final int fieldOffset, final String detail)
