@@ -39,6 +39,7 @@ final class InboundReceiver {
     private volatile boolean serving;
     private volatile int upstreamFrames;      // frames_done of the upstream's last heartbeat
     private volatile int upstreamBusyMillis;  // busy_ms of the upstream's last heartbeat
+    private volatile long shutdownSequence = -1; // ring sequence of this session's SHUTDOWN frame, -1 before one arrived
 
     InboundReceiver(RingBuffer<FrameSlot> ring, LatencyMetric hop, String stageName) {
         this.ring = ring;
@@ -82,8 +83,18 @@ final class InboundReceiver {
         return serving;
     }
 
+    /**
+     * The ring sequence of the SHUTDOWN frame the session read, or -1 if none: a session whose upstream closes right
+     * after SHUTDOWN ended normally once the compute thread has passed that slot, which may be after the end of the
+     * stream was seen here.
+     */
+    long shutdownSequence() {
+        return shutdownSequence;
+    }
+
     /** Reads the upstream's frames into the ring until it ends (normally: returns; malformed: throws). */
     void serve(FrameChannel ch) throws IOException {
+        shutdownSequence = -1;
         lastHeardNanos.set(System.nanoTime());
         serving = true;
         try {
@@ -107,8 +118,14 @@ final class InboundReceiver {
                         return; // upstream closed between frames
                     }
                     lastHeardNanos.lazySet(slot.receivedNanos);
-                    if (slot.status != FrameSlot.Status.FRAME
-                            || FrameHeader.messageTypeCode(slot.buffer, 0) != MessageType.HEARTBEAT.code()) {
+                    if (slot.status != FrameSlot.Status.FRAME) {
+                        break;
+                    }
+                    int type = FrameHeader.messageTypeCode(slot.buffer, 0);
+                    if (type != MessageType.HEARTBEAT.code()) {
+                        if (type == MessageType.SHUTDOWN.code()) {
+                            shutdownSequence = seq;
+                        }
                         break;
                     }
                     upstreamFrames = slot.buffer.getInt(FrameHeader.HEADER_LENGTH, FrameHeader.ORDER);

@@ -104,6 +104,8 @@ public final class StageRuntime implements AutoCloseable {
     static final long REFUSAL_LOG_INTERVAL_MILLIS = 5000;
     /** How often the liveness thread looks. */
     static final long LIVENESS_TICK_MILLIS = 50;
+    /** Longest wait for the compute thread to pass a SHUTDOWN its upstream closed right after (the ring's frames run first). */
+    private static final long SHUTDOWN_FORWARD_NANOS = TimeUnit.SECONDS.toNanos(30);
     /**
      * Counters in the stage's counters file ({@code <name>-metrics.counters}), after the stage's name: bytes of weights
      * it loads at start-up, and how many of those are loaded so far; a coordinator reads them for its progress bar.
@@ -513,6 +515,7 @@ public final class StageRuntime implements AutoCloseable {
                 current = null;
                 up.channel().closeQuietly();
             }
+            awaitShutdownForwarded(inbound.shutdownSequence());
             if (!shutdownSeen && state.get() == State.RUNNING && why != null && !why.startsWith("stage")) {
                 sender.sendError("stage" + sessionIndex + ": " + why);   // tell the coordinator why the session broke here
             }
@@ -525,6 +528,22 @@ public final class StageRuntime implements AutoCloseable {
                 return;
             }
             log("session ended: " + why + (o.once() ? "; waiting for the coordinator to reconnect" : ""));
+        }
+    }
+
+    /**
+     * When the session read a SHUTDOWN (ring sequence {@code at}, or -1 if none), waits until the compute thread has
+     * passed it, so that an upstream closing right after SHUTDOWN reads as the session's normal end rather than a
+     * broken link. Bounded: the frames ahead of it in the ring must run first, and a compute thread that fails ends
+     * the wait through the stage's state.
+     */
+    private void awaitShutdownForwarded(long at) {
+        if (at < 0) {
+            return;
+        }
+        long deadline = System.nanoTime() + SHUTDOWN_FORWARD_NANOS;
+        while (processor.getSequence().get() < at && state.get() == State.RUNNING && System.nanoTime() < deadline) {
+            LockSupport.parkNanos(100_000);
         }
     }
 

@@ -164,6 +164,35 @@ class StageRuntimeTest {
         }
     }
 
+    /**
+     * The coordinator sends SHUTDOWN and closes its link at once, while frames before it are still being computed: the
+     * stage sees the end of the stream before its compute thread has forwarded SHUTDOWN. That is the session's normal
+     * end, not a broken link: the frames and SHUTDOWN go downstream, and no ERROR.
+     */
+    @Test
+    void aShutdownFollowedAtOnceByTheEndOfTheStreamEndsTheSessionCleanly() throws Exception {
+        int frames = 6; // below the 8-slot ring: all are read and the end of the stream seen while compute still runs
+        for (int round = 0; round < 5; round++) {
+            try (FrameChannel up = connectAsCoordinator()) {
+                int[] prompt = new int[32];
+                java.util.Arrays.fill(prompt, 5);
+                for (int i = 0; i < frames; i++) {
+                    up.write(out, tokensFrame(i + 1, 100 * round + i, 0, prompt));
+                }
+                up.write(out, FrameEncoder.encodeShutdown(outBuf, 0, frames + 1, 0));
+            }
+            for (int i = 0; i < frames; i++) {
+                MessageType t = read(downstream);
+                assertEquals(MessageType.LOGITS, t, "round " + round + ", frame " + i + ": "
+                        + (t == MessageType.ERROR ? ErrorPayload.message(inBuf, 0) : t));
+            }
+            MessageType last = read(downstream);
+            assertEquals(MessageType.SHUTDOWN, last, "round " + round + ": "
+                    + (last == MessageType.ERROR ? ErrorPayload.message(inBuf, 0) : last));
+        }
+        assertEquals(StageRuntime.State.RUNNING, stage.state());
+    }
+
     @Test
     void aMalformedFrameIsAnsweredWithAnErrorTheConnectionClosedAndTheStageKeepsServing() throws Exception {
         try (FrameChannel bad = connectAsCoordinator()) {
