@@ -53,7 +53,7 @@ final class BF16Matrix extends PanelMatrix {
         float[] x = new float[2 * pairs];
         float[] out = new float[5 * P];
         for (int i = 0; i < 3000; i++) {
-            matvec(w, 5, pairs, 2 * pairs, x, 0, out, 0);
+            matvec(w, 0, 5, pairs, 2 * pairs, x, 0, out, 0);
         }
     }
 
@@ -72,6 +72,19 @@ final class BF16Matrix extends PanelMatrix {
                 w[base + k * P] = (row[2 * k] & 0xFFFF) | row[2 * k + 1] << 16;
             }
         }
+    }
+
+    /** A view: {@code shared}'s weights, scratch of its own. */
+    private BF16Matrix(BF16Matrix shared) {
+        super(shared.name, shared.rows, shared.cols, PanelKernels.TOKENS);
+        this.pairs = shared.pairs;
+        this.floats = new float[cols * P];
+        this.w = shared.w;
+    }
+
+    @Override
+    PanelMatrix view() {
+        return new BF16Matrix(this);
     }
 
     /** Heap bytes a rows x cols BF16 matrix takes once repacked (its rows rounded up to whole panels, columns to pairs). */
@@ -105,8 +118,8 @@ final class BF16Matrix extends PanelMatrix {
     }
 
     @Override
-    protected void wholePanels(float[] x, int xo, float[] out, int oo) {
-        matvec(w, fullPanels, pairs, cols, x, xo, out, oo);
+    protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
+        matvec(w, from * pairs * P, to - from, pairs, cols, x, xo, out, oo + from * P);
     }
 
     @Override
@@ -121,23 +134,23 @@ final class BF16Matrix extends PanelMatrix {
      * 2.9 MB per 2048 x 768 call at 1/50 the speed. An odd last column of the two-panel groups is a pass of its own
      * (an FMA on the stored sums: the same bits), for the same reason.
      */
-    private static void matvec(int[] w, int panels, int pairs, int cols, float[] x, int xo, float[] out, int oo) {
+    private static void matvec(int[] w, int wo, int panels, int pairs, int cols, float[] x, int xo, float[] out, int oo) {
         int ps = pairs * P;
         int p = 0;
         for (; p + 2 <= panels; p += 2) {
-            m2(w, p * ps, pairs, cols, x, xo, out, oo + p * P);
+            m2(w, wo + p * ps, pairs, cols, x, xo, out, oo + p * P);
         }
         if (cols % 2 != 0) { // m2 left out an odd last column: its FMA now, the last of each chain
             FloatVector xv = FloatVector.broadcast(F, x[xo + cols - 1]);
             for (int q = 0; q < p; q++) {
-                int o = q * ps + (pairs - 1) * P;
+                int o = wo + q * ps + (pairs - 1) * P;
                 int r = oo + q * P;
                 low(w, o).fma(xv, FloatVector.fromArray(F, out, r)).intoArray(out, r);
                 low(w, o + L).fma(xv, FloatVector.fromArray(F, out, r + L)).intoArray(out, r + L);
             }
         }
         for (; p < panels; p++) {
-            m1(w, p * ps, pairs, cols, x, xo, out, oo + p * P);
+            m1(w, wo + p * ps, pairs, cols, x, xo, out, oo + p * P);
         }
     }
 

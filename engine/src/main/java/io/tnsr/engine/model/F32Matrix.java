@@ -42,6 +42,17 @@ final class F32Matrix extends PanelMatrix {
         }
     }
 
+    /** A view: {@code shared}'s weights, scratch of its own. */
+    private F32Matrix(F32Matrix shared) {
+        super(shared.name, shared.rows, shared.cols, PanelKernels.TOKENS);
+        this.w = shared.w;
+    }
+
+    @Override
+    PanelMatrix view() {
+        return new F32Matrix(this);
+    }
+
     /** Heap bytes a rows x cols F32 matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytes(long rows, long cols) {
         return paddedRows(rows) * cols * Float.BYTES;
@@ -54,39 +65,39 @@ final class F32Matrix extends PanelMatrix {
 
     /** Four panels at a time (eight chains, four streams): the fastest one-token read measured. */
     @Override
-    protected void wholePanels(float[] x, int xo, float[] out, int oo) {
-        PanelKernels.matvec(w, 0, fullPanels, cols, x, xo, out, oo);
+    protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
+        PanelKernels.matvec(w, from * cols * P, to - from, cols, x, xo, out, oo + from * P);
     }
 
     /**
-     * Up to {@link #STREAMED_TOKENS} tokens (batched decode): groups of four panels through {@link PanelKernels#k8x2},
+     * Up to {@link #STREAMED_TOKENS} tokens (batched decode): groups of four whole panels through {@link PanelKernels#k8x2},
      * chunk of columns after chunk, pair of tokens after pair; the panels left over through {@link PanelKernels#k2x8}.
      * More tokens take k2x8 alone: it loads two weight vectors per 16 FMAs where k8x2 loads eight, and with a panel
      * reused from L2 for 16 tokens or more that wins (k8x2 at 16 tokens: a 2048 x 768 matrix in cache 1.6x slower;
      * docs/engine-speed.md). From memory, at up to 8 tokens, k8x2's four streams win (1.3-1.5x).
      */
     @Override
-    protected void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
+    protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
         if (n > STREAMED_TOKENS) {
-            super.matmulTokens(x, xo, n, out, oo);
+            groups(x, xo, n, out, oo, from, to);
             return;
         }
-        prepare(x, xo, n);
-        int quads = fullPanels / 4;
+        int quads = Math.min(to, fullPanels) - from >> 2;
         int ps = cols * P;
         for (int g = 0; g < quads; g++) {
+            int r0 = (from + g * 4) * P; // the quad's first row
             for (int t = 0; t < n; t++) { // the chains start from zero
-                Arrays.fill(out, oo + t * rows + g * 4 * P, oo + t * rows + (g + 1) * 4 * P, 0f);
+                Arrays.fill(out, oo + t * rows + r0, oo + t * rows + r0 + 4 * P, 0f);
             }
             for (int c0 = 0; c0 < cols; c0 += PanelKernels.CHUNK) {
                 int c1 = Math.min(cols, c0 + PanelKernels.CHUNK);
                 for (int t0 = 0; t0 < n; t0 += 2) {
-                    PanelKernels.k8x2(w, g * 4 * ps, cols, c0, c1, x, xo + t0 * cols, Math.min(2, n - t0), out,
-                            oo + t0 * rows + g * 4 * P, rows);
+                    PanelKernels.k8x2(w, r0 * cols, cols, c0, c1, x, xo + t0 * cols, Math.min(2, n - t0), out,
+                            oo + t0 * rows + r0, rows);
                 }
             }
         }
-        groups(x, xo, n, out, oo, quads * 4);
+        groups(x, xo, n, out, oo, from + quads * 4, to);
     }
 
     @Override

@@ -126,6 +126,21 @@ final class Int8PanelMatrix extends PanelMatrix {
         return paddedRows(rows, H) * (cols + cols / unit * Float.BYTES);
     }
 
+    /** A view: {@code shared}'s weights, scratch of its own. */
+    private Int8PanelMatrix(Int8PanelMatrix shared) {
+        super(shared.name, shared.rows, shared.cols, TOKENS, H);
+        this.type = shared.type;
+        this.unit = shared.unit;
+        this.blocks = shared.blocks;
+        this.unitBytes = shared.unitBytes;
+        this.q = shared.q;
+    }
+
+    @Override
+    PanelMatrix view() {
+        return new Int8PanelMatrix(this);
+    }
+
     @Override
     public GgmlType type() {
         return type;

@@ -11,13 +11,15 @@ import static io.tnsr.engine.model.PanelKernels.P;
  * matvec:        prepare(x, 1); wholePanels(x, out); panel(last partial one) into the spill
  * matmulTokens:  prepare(x, n); for each panel p (read from memory once): for each group of tokens (from L2):
  *                    group(p, tokens t0 .. t0 + valid)
+ * matmulPanels:  either of the two over panels [from, to) only: one thread's share of a row split (RowParts)
  * }</pre>
  *
  * A panel is {@link #panelRows} rows, P (= 2L, {@link PanelKernels}) unless a type stacks more (Int8PanelMatrix: 4P,
  * more independent sums per column). The kernels always store whole panels, panelRows outputs per token: a last
  * partial panel (rows % panelRows != 0) is computed into a scratch and only its valid rows are copied out. The calls into the kernels are virtual and pass no vector:
  * each type's kernels compile as units of their own, which keeps C2 (JDK 17) within its inlining budget (see
- * {@link WeightMatrix}). One compute thread uses a matrix (the scratch is the matrix's).
+ * {@link WeightMatrix}). One compute thread uses a matrix (the scratch is the matrix's); the other threads of a row split
+ * use {@link #view}s of it.
  */
 abstract class PanelMatrix extends WeightMatrix {
     /** Rows per panel: a multiple of P. */
@@ -69,22 +71,52 @@ abstract class PanelMatrix extends WeightMatrix {
     @Override
     protected final void matvec(float[] x, int xo, float[] out, int oo) {
         prepare(x, xo, 1);
-        wholePanels(x, xo, out, oo);
-        if (fullPanels < panels) {
+        panelsOne(x, xo, out, oo, 0, panels);
+    }
+
+    @Override
+    protected final void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
+        prepare(x, xo, n);
+        panelsTokens(x, xo, n, out, oo, 0, panels);
+    }
+
+    /**
+     * Panels [from, to) of {@link #matmul}: out rows [from * panelRows, min(rows, to * panelRows)) of every token, each
+     * (row, token) with the bits the whole call gives it. What one thread of a row split runs ({@link RowParts}); the
+     * matrix's scratch serves one thread, so each thread calls its own {@link #view}.
+     */
+    final void matmulPanels(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
+        prepare(x, xo, n);
+        if (n == 1) {
+            panelsOne(x, xo, out, oo, from, to);
+        } else {
+            panelsTokens(x, xo, n, out, oo, from, to);
+        }
+    }
+
+    /** This matrix's weights (shared, read-only) with scratch of its own, for another thread of a row split. */
+    abstract PanelMatrix view();
+
+    /** Panels [from, to) . one token, x already prepared: the whole ones, then a last partial one through the spill. */
+    private void panelsOne(float[] x, int xo, float[] out, int oo, int from, int to) {
+        int whole = Math.min(to, fullPanels);
+        if (from < whole) {
+            wholePanels(x, xo, out, oo, from, whole);
+        }
+        if (to > fullPanels && fullPanels >= from) {
             panel(fullPanels, x, xo, spill, 0);
             System.arraycopy(spill, 0, out, oo + fullPanels * panelRows, rows - fullPanels * panelRows);
         }
     }
 
-    @Override
-    protected void matmulTokens(float[] x, int xo, int n, float[] out, int oo) {
-        prepare(x, xo, n);
-        groups(x, xo, n, out, oo, 0);
+    /** Panels [from, to) . tokens [0, n), x already prepared: {@link #groups} unless a type knows better. */
+    protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
+        groups(x, xo, n, out, oo, from, to);
     }
 
-    /** Panels [from, panels) . tokens [0, n) through {@link #group}, x already prepared. */
-    protected final void groups(float[] x, int xo, int n, float[] out, int oo, int from) {
-        for (int p = from; p < panels; p++) {
+    /** Panels [from, to) . tokens [0, n) through {@link #group}, x already prepared. */
+    protected final void groups(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
+        for (int p = from; p < to; p++) {
             int r0 = p * panelRows;
             for (int t0 = 0; t0 < n; t0 += tokens) {
                 int valid = Math.min(tokens, n - t0);
@@ -104,9 +136,9 @@ abstract class PanelMatrix extends WeightMatrix {
     protected void prepare(float[] x, int xo, int n) {
     }
 
-    /** One token: out[oo + p * panelRows ..] for every whole panel p. One panel at a time unless a type knows better. */
-    protected void wholePanels(float[] x, int xo, float[] out, int oo) {
-        for (int p = 0; p < fullPanels; p++) {
+    /** One token: out[oo + p * panelRows ..] for the whole panels p in [from, to). One at a time unless a type knows better. */
+    protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
+        for (int p = from; p < to; p++) {
             panel(p, x, xo, out, oo + p * panelRows);
         }
     }

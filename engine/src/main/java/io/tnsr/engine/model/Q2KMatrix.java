@@ -100,6 +100,21 @@ final class Q2KMatrix extends PanelMatrix {
         return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) * Float.BYTES);
     }
 
+    /** A view: {@code shared}'s weights, scratch of its own. */
+    private Q2KMatrix(Q2KMatrix shared) {
+        super(shared.name, shared.rows, shared.cols, TOKENS);
+        this.units = shared.units;
+        this.q = shared.q;
+        this.s = shared.s;
+        this.mneg = shared.mneg;
+        this.sums = new float[units * 2 * P];
+    }
+
+    @Override
+    PanelMatrix view() {
+        return new Q2KMatrix(this);
+    }
+
     @Override
     public GgmlType type() {
         return GgmlType.Q2_K;

@@ -112,6 +112,22 @@ final class Q4KMatrix extends PanelMatrix {
         return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) * Float.BYTES);
     }
 
+    /** A view: {@code shared}'s weights, scratch of its own. */
+    private Q4KMatrix(Q4KMatrix shared) {
+        super(shared.name, shared.rows, shared.cols, TOKENS);
+        this.type = shared.type;
+        this.units = shared.units;
+        this.q = shared.q;
+        this.s = shared.s;
+        this.mneg = shared.mneg;
+        this.sums = new float[units * 2 * P];
+    }
+
+    @Override
+    PanelMatrix view() {
+        return new Q4KMatrix(this);
+    }
+
     @Override
     public GgmlType type() {
         return type;

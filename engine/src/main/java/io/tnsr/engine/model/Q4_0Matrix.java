@@ -105,6 +105,20 @@ final class Q4_0Matrix extends PanelMatrix {
         return paddedRows(rows) * (cols / 2 + cols / QK * Float.BYTES);
     }
 
+    /** A view: {@code shared}'s weights, scratch of its own. */
+    private Q4_0Matrix(Q4_0Matrix shared) {
+        super(shared.name, shared.rows, shared.cols, TOKENS);
+        this.blocks = shared.blocks;
+        this.q = shared.q;
+        this.d = shared.d;
+        this.sums = new float[blocks * 2 * P];
+    }
+
+    @Override
+    PanelMatrix view() {
+        return new Q4_0Matrix(this);
+    }
+
     @Override
     public GgmlType type() {
         return GgmlType.Q4_0;

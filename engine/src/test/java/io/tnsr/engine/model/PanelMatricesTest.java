@@ -308,6 +308,37 @@ class PanelMatricesTest {
                 assertEquals(Float.NaN, out[i], "out[" + i + "] past the output written");
             }
         }
+        for (int parts : new int[] {2, 3}) { // a row split: every part on its own, last first, gives the same bits
+            RowParts split = RowParts.of(m, parts);
+            assertEquals(parts, split.parts(), type + " splits");
+            for (int n : new int[] {1, 2, 5, 16}) {
+                int xOff = 3;
+                int outOff = 5;
+                float[] out = new float[outOff + n * rows + 4];
+                Arrays.fill(out, Float.NaN);
+                for (int part = parts - 1; part >= 0; part--) {
+                    split.run(part, x, xOff, n, out, outOff);
+                    for (int t = 0; t < n; t++) {
+                        for (int i = split.firstRow(part); i < split.firstRow(part + 1); i++) {
+                            float ref = k.dot(i, x, xOff + t * cols);
+                            float got = out[outOff + t * rows + i];
+                            assertEquals(Float.floatToIntBits(ref), Float.floatToIntBits(got), type + ", " + n
+                                    + " tokens, part " + part + " of " + parts + ": token " + t + " row " + i);
+                        }
+                        for (int i = 0; i < split.firstRow(part); i++) { // the parts before it not yet run
+                            assertEquals(Float.NaN, out[outOff + t * rows + i], "part " + part + " wrote row " + i);
+                        }
+                    }
+                }
+                assertEquals(rows, split.firstRow(parts), "the parts cover every row");
+                for (int i = 0; i < outOff; i++) {
+                    assertEquals(Float.NaN, out[i], "out[" + i + "] before the output written");
+                }
+                for (int i = outOff + n * rows; i < out.length; i++) {
+                    assertEquals(Float.NaN, out[i], "out[" + i + "] past the output written");
+                }
+            }
+        }
     }
 
     /** "P_a_b" = a whole panels and b rows more; a plain number is itself. */

@@ -271,6 +271,16 @@ class ScaleMinTypesTest {
                             t + ", " + n + " tokens: token " + tok + " row " + r + ": " + got + " vs " + ref);
                 }
             }
+            RowParts split = RowParts.of(w, 2); // a row split: its two parts give the whole call's bits
+            float[] parts = new float[n * rows + 2];
+            Arrays.fill(parts, Float.NaN);
+            split.run(1, x, 3, n, parts, 1);
+            split.run(0, x, 3, n, parts, 1);
+            for (int i = 1; i <= n * rows; i++) {
+                assertEquals(Float.floatToIntBits(out[i]), Float.floatToIntBits(parts[i]), t + ", " + n
+                        + " tokens in two parts: out[" + i + "]");
+            }
+            assertTrue(Float.isNaN(parts[0]) && Float.isNaN(parts[n * rows + 1]), "nothing written outside the output");
         }
         double worst = 0;
         for (int tok = 0; tok < maxTokens; tok++) {
