@@ -11,6 +11,7 @@ import io.tnsr.engine.memory.Region;
 import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.model.LayerWeights;
 import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.model.RowParts;
 import io.tnsr.engine.model.WeightMatrix;
 import io.tnsr.engine.util.TaskProgress;
 
@@ -29,10 +30,17 @@ import io.tnsr.engine.util.TaskProgress;
  * if (range.isLast()) range.logits(batch, x, logits);        // logits: [batch.logitRows()][vocab]
  * ...
  * range.endSequence(seqId);                   // frees its KV cache
+ * range.close();                              // stops the matmul threads, if any
  * }</pre>
- * Steady state allocates nothing: scratch buffers are sized once for {@code maxTokens} rows.
+ * Steady state allocates nothing: scratch buffers are sized once for {@code maxTokens} rows. With {@code threads > 1}
+ * every matmul's rows are shared among that many threads ({@link RowParallel}; the rest of the pass stays on the
+ * calling thread); results keep their bits.
  */
-public final class LayerRange {
+public final class LayerRange implements AutoCloseable {
+    /** Matmuls per layer, in {@link #parts}' order: wq, wk, wv, wo, gate, up, down. */
+    private static final int MATRICES = 7;
+    private static final int WQ = 0, WK = 1, WV = 2, WO = 3, GATE = 4, UP = 5, DOWN = 6;
+
     private final LlamaConfig c;
     private final int from;
     private final int to;
@@ -61,6 +69,9 @@ public final class LayerRange {
     private final float[] lastRows; // [maxSequences][dim] normed last rows for the classifier
     private final int[] rowPos;  // [maxTokens] position of each row
     private final KvCache[] rowCache; // [maxTokens] cache of each row's sequence
+    private final RowParallel threads;  // the matmul threads, the caller's included
+    private final RowParts[] parts;     // [layers][MATRICES] each layer matrix's share per thread
+    private final RowParts classifierParts; // last range only
 
     /**
      * Loads layers [from, to) of {@code file}: maps only their weights (plus the embedding if from == 0, and
@@ -87,6 +98,18 @@ public final class LayerRange {
      */
     public LayerRange(GgufFile file, LlamaConfig config, int from, int to, KvCachePool cache, int maxTokens,
                       int maxSequences, LoadListener listener) {
+        this(file, config, from, to, cache, maxTokens, maxSequences, 1, listener);
+    }
+
+    /**
+     * As {@link #LayerRange(GgufFile, LlamaConfig, int, int, KvCachePool, int, int, LoadListener)}, every matmul's rows
+     * shared among {@code threads} threads (the caller's and {@code threads - 1} workers; see {@link RowParallel}).
+     */
+    public LayerRange(GgufFile file, LlamaConfig config, int from, int to, KvCachePool cache, int maxTokens,
+                      int maxSequences, int threads, LoadListener listener) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be at least 1, not " + threads);
+        }
         if (from < 0 || to > config.layers() || from >= to) {
             throw new IllegalArgumentException("layer range [" + from + ", " + to + ") is not inside [0, "
                     + config.layers() + ")");
@@ -149,6 +172,32 @@ public final class LayerRange {
         lastRows = new float[maxSequences * dim];
         rowPos = new int[maxTokens];
         rowCache = new KvCache[maxTokens];
+        parts = new RowParts[layers.length * MATRICES];
+        for (int l = 0; l < layers.length; l++) {
+            LayerWeights w = layers[l];
+            WeightMatrix[] m = {w.wq(), w.wk(), w.wv(), w.wo(), w.gate(), w.up(), w.down()};
+            for (int i = 0; i < MATRICES; i++) {
+                parts[l * MATRICES + i] = RowParts.of(m[i], threads);
+            }
+        }
+        classifierParts = classifier == null ? null : RowParts.of(classifier, threads);
+        this.threads = new RowParallel(threads, "layers-" + from + "-" + to);
+    }
+
+    /** Threads each matmul's rows are shared among (1: the calling thread alone). */
+    public int threads() {
+        return threads.threads();
+    }
+
+    /** Stops the matmul threads (none with one thread). */
+    @Override
+    public void close() {
+        threads.close();
+    }
+
+    /** Layer {@code local}'s matrix {@code which} . x: [n][cols] -> out: [n][rows], on every matmul thread. */
+    private void matmul(int local, int which, float[] x, int n, float[] out) {
+        threads.matmul(parts[local * MATRICES + which], x, n, out);
     }
 
     /**
@@ -364,7 +413,7 @@ public final class LayerRange {
         ropeTables(n);
         for (int l = 0; l < layers.length; l++) {
             attention(l, layers[l], n, x);
-            feedForward(layers[l], n, x);
+            feedForward(l, layers[l], n, x);
         }
         int row = 0;
         for (int s = 0; s < batch.sequences(); s++) {
@@ -385,9 +434,9 @@ public final class LayerRange {
         for (int t = 0; t < n; t++) {
             VectorOps.rmsnorm(xb, t * dim, x, t * dim, w.attnNorm(), dim, c.rmsEps());
         }
-        w.wq().matmul(xb, 0, n, q, 0); // [n][dim] -> [n][qDim]
-        w.wk().matmul(xb, 0, n, k, 0); // [n][dim] -> [n][kvDim]
-        w.wv().matmul(xb, 0, n, v, 0); // [n][dim] -> [n][kvDim]
+        matmul(local, WQ, xb, n, q); // [n][dim] -> [n][qDim]
+        matmul(local, WK, xb, n, k); // [n][dim] -> [n][kvDim]
+        matmul(local, WV, xb, n, v); // [n][dim] -> [n][kvDim]
         if (w.qBias() != null) {
             for (int t = 0; t < n; t++) {
                 VectorOps.add(q, t * qDim, w.qBias(), 0, qDim);
@@ -448,23 +497,23 @@ public final class LayerRange {
                 }
             }
         }
-        w.wo().matmul(att, 0, n, xb, 0); // [n][qDim] -> [n][dim]
+        matmul(local, WO, att, n, xb); // [n][qDim] -> [n][dim]
         VectorOps.add(x, 0, xb, 0, n * dim);
     }
 
     /** x += down . (silu(gate . norm(x)) * (up . norm(x))). */
-    private void feedForward(LayerWeights w, int n, float[] x) {
+    private void feedForward(int local, LayerWeights w, int n, float[] x) {
         int dim = c.dim();
         int ffn = c.ffnDim();
         for (int t = 0; t < n; t++) {
             VectorOps.rmsnorm(xb, t * dim, x, t * dim, w.ffnNorm(), dim, c.rmsEps());
         }
-        w.gate().matmul(xb, 0, n, hb, 0);
-        w.up().matmul(xb, 0, n, hb2, 0);
+        matmul(local, GATE, xb, n, hb);  // [n][dim] -> [n][ffn]
+        matmul(local, UP, xb, n, hb2);   // [n][dim] -> [n][ffn]
         for (int t = 0; t < n; t++) {
             VectorOps.swiglu(hb, t * ffn, hb2, t * ffn, ffn); // row by row: see swiglu
         }
-        w.down().matmul(hb, 0, n, xb, 0);
+        matmul(local, DOWN, hb, n, xb);  // [n][ffn] -> [n][dim]
         VectorOps.add(x, 0, xb, 0, n * dim);
     }
 
@@ -534,7 +583,7 @@ public final class LayerRange {
                 rows++;
             }
         }
-        classifier.matmul(lastRows, 0, rows, out, 0);
+        threads.matmul(classifierParts, lastRows, rows, out); // [rows][dim] -> [rows][vocab]
         return rows;
     }
 

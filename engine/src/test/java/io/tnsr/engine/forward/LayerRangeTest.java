@@ -87,6 +87,41 @@ class LayerRangeTest {
         }
     }
 
+    /** A model of each kind of matrix a row split treats its own way: F32's four-panel groups, F16 (not split), int8, Q4. */
+    static Stream<Arguments> threadModels() {
+        ModelSpec tiny = ModelSpec.tiny();
+        return Stream.of(
+                Arguments.of("stories260K (trained, GQA 8/4)", SharedData.path("models/stories260K.gguf")),
+                Arguments.of("synthetic GQA, untied, F16", TestModels.get(tiny.withType(GgmlType.F16))),
+                Arguments.of("synthetic qwen3, tied, Q8_0", TestModels.get(tiny.withArch(Architecture.QWEN3, 32).withTied(true).withType(GgmlType.Q8_0))),
+                Arguments.of("llama.cpp Q4_K_M (Q4_K + Q6_K)", SharedData.path("models/quantized/q256-q4_k_m.gguf")));
+    }
+
+    /** Every matmul's rows shared between 2 threads, whole and split in two ranges: the logits of one thread. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("threadModels")
+    void matmulsSharedAmongThreadsAreBitIdenticalToOneThread(String label, Path model) {
+        try (GgufFile f = GgufFile.open(model)) {
+            List<float[]> one;
+            int[] tokens;
+            try (InProcessPipeline p = new InProcessPipeline(f, 32, 4)) {
+                tokens = randomTokens(11, p.cfg.vocabSize(), 2);
+                one = runSequence(p, tokens);
+            }
+            for (int threads : new int[] {2}) { // more threads than cores would only wait on each other (3 parts: PanelMatricesTest)
+                for (int[] bounds : new int[][] {{}, {1}}) {
+                    try (InProcessPipeline p = new InProcessPipeline(threads, f, 32, 4, bounds)) {
+                        List<float[]> shared = runSequence(p, tokens);
+                        for (int i = 0; i < one.size(); i++) {
+                            assertArrayEquals(one.get(i), shared.get(i), 0f, label + ": " + threads + " threads, split "
+                                    + java.util.Arrays.toString(bounds) + ", call " + i);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
     void batchesAndBlocksAgreeWithOneTokenAtATime(String label, Path model) {

@@ -1,0 +1,129 @@
+package io.tnsr.engine.forward;
+
+import io.tnsr.engine.model.RowParts;
+import java.util.concurrent.TimeUnit;
+import org.agrona.concurrent.Agent;
+import org.agrona.concurrent.AgentRunner;
+import org.agrona.concurrent.BackoffIdleStrategy;
+
+/**
+ * Threads that share the rows of every matmul with the thread that calls {@link #matmul}: with {@code threads}
+ * threads, the caller computes part 0 of a {@link RowParts} and worker k part k, at once; the call returns when every
+ * part is written. Each part is its own rows, computed as one thread would, so results keep their bits.
+ *
+ * <pre>
+ * caller:   task = (parts, x, n, out); posted++ -> run part 0 -> wait until every worker's done == posted
+ * worker k: (Agent, run by an AgentRunner) idle until posted > seen -> run part k -> done[k] = posted
+ * </pre>
+ *
+ * Workers spin between the matmuls of a step (a step's matmuls come tens of microseconds apart) and back off to
+ * yielding, then parking, when no work comes for about a millisecond, as between the steps of a pipeline stage. Give a
+ * process no more threads in all than it has cores: a spinning worker takes a core from anything sharing it.
+ * One caller at a time; allocation-free per call.
+ */
+public final class RowParallel implements AutoCloseable {
+    /** Longest a caller waits for the workers' parts of one matmul: far beyond any one matmul, short of a hang. */
+    private static final long PART_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(60);
+
+    private final int threads;
+    private final Worker[] workers;   // [threads - 1]
+    private final AgentRunner[] runners;
+    private volatile long posted;     // written by the caller only, after the task's fields
+    private RowParts task;
+    private float[] x;
+    private int n;
+    private float[] out;
+    private volatile Throwable failure;
+
+    /** @param threads threads per matmul, the caller's included (1: no workers, every matmul on the caller) */
+    public RowParallel(int threads, String name) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be at least 1, not " + threads);
+        }
+        this.threads = threads;
+        this.workers = new Worker[threads - 1];
+        this.runners = new AgentRunner[threads - 1];
+        for (int k = 1; k < threads; k++) {
+            workers[k - 1] = new Worker(k, name + "-matmul-" + k);
+            runners[k - 1] = new AgentRunner(new BackoffIdleStrategy(50_000, 100, TimeUnit.MICROSECONDS.toNanos(1),
+                    TimeUnit.MILLISECONDS.toNanos(1)), this::failed, null, workers[k - 1]);
+            AgentRunner.startOnThread(runners[k - 1], r -> {
+                Thread t = new Thread(r);
+                t.setDaemon(true);
+                return t;
+            });
+        }
+    }
+
+    public int threads() {
+        return threads;
+    }
+
+    /** {@code parts.matrix().matmul(x, 0, n, out, 0)}, its parts on this thread and the workers. */
+    public void matmul(RowParts parts, float[] x, int n, float[] out) {
+        if (threads == 1) {
+            parts.run(0, x, 0, n, out, 0);
+            return;
+        }
+        this.task = parts;
+        this.x = x;
+        this.n = n;
+        this.out = out;
+        long p = posted + 1;
+        posted = p;   // publishes the task's fields
+        parts.run(0, x, 0, n, out, 0);
+        long deadline = System.nanoTime() + PART_TIMEOUT_NANOS;
+        for (Worker w : workers) {
+            while (w.done < p) {
+                if (failure != null || System.nanoTime() - deadline > 0) {
+                    throw new IllegalStateException(w.roleName + " did not finish its rows of " + parts.matrix().name()
+                            + (failure != null ? ": " + failure : " within " + TimeUnit.NANOSECONDS.toSeconds(PART_TIMEOUT_NANOS) + " s"),
+                            failure);
+                }
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    private void failed(Throwable t) {
+        failure = t;
+    }
+
+    /** Stops the workers (bounded by AgentRunner's close). */
+    @Override
+    public void close() {
+        for (AgentRunner r : runners) {
+            r.close();
+        }
+    }
+
+    /** Worker k: runs part k of each posted matmul. */
+    private final class Worker implements Agent {
+        private final int k;
+        private final String roleName;
+        private long seen;
+        private volatile long done;
+
+        Worker(int k, String roleName) {
+            this.k = k;
+            this.roleName = roleName;
+        }
+
+        @Override
+        public int doWork() {
+            long p = posted;
+            if (p == seen) {
+                return 0;
+            }
+            seen = p;
+            task.run(k, x, 0, n, out, 0);
+            done = p;
+            return 1;
+        }
+
+        @Override
+        public String roleName() {
+            return roleName;
+        }
+    }
+}
