@@ -29,6 +29,11 @@ final class PipelineOptions {
     @Option(names = "--model", paramLabel = "FILE.gguf", description = "The model (default: a synthetic stories15M-shape model, generated once).")
     Path model;
 
+    @Option(names = "--threads-per-stage", paramLabel = "N", description = {"Threads sharing the rows of each stage's"
+            + " matmuls (default: 1, or the --config file's threads_per_stage).",
+            "Stages x N should not exceed the cores: e.g. 16 sequences on 2 cores run best as --stages 1 --threads-per-stage 2."})
+    Integer threadsPerStage;
+
     @Option(names = "--spin", description = {"Busy-spin the compute threads, each pinned to its own CPU. When the machine",
             "cannot give every stage a core (plus one for the rest), stages back off (spin, yield, park) instead."})
     boolean spin;
@@ -130,7 +135,15 @@ final class PipelineOptions {
 
     /** The stages: the --config file's, or --stages N splitting the model's layers evenly. */
     PipelineConfig pipeline(LlamaConfig model) throws IOException {
-        return PipelineConfig.resolve(config, stages, model.layers());
+        PipelineConfig pc = PipelineConfig.resolve(config, stages, model.layers());
+        if (threadsPerStage != null) {
+            try {
+                pc = pc.withThreadsPerStage(threadsPerStage);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--threads-per-stage: " + e.getMessage(), e);
+            }
+        }
+        return pc;
     }
 
     /** How the stages wait (--spin on this machine's CPUs); a warning goes to stderr under {@code tool}'s name. */

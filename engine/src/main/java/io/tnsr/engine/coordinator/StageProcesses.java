@@ -227,6 +227,7 @@ public final class StageProcesses implements Stages {
                 "--max-sequences-per-frame", String.valueOf(config.maxSequencesPerFrame()),
                 "--wait", waits.get(i).name().toLowerCase(Locale.ROOT),
                 "--cpu", String.valueOf(cpus.get(i)),
+                "--threads", String.valueOf(config.threadsPerStage()),
                 "--kv-cache-tokens", String.valueOf(config.kvCacheTokens()),
                 "--metrics-dir", metricsDir.toString(),
                 "--socket-buffer-bytes", String.valueOf(config.socketBufferBytes()),

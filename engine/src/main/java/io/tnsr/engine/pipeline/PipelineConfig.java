@@ -31,10 +31,12 @@ import java.util.List;
  * @param socketBufferBytes    socket buffer size between stages (0 = the OS's default)
  * @param stallThresholdMicros a frame that reaches an idle compute thread but is picked up later than this is
  *                             counted as a stall ({@code stage<i>-stalls}); key {@code stall_threshold_us}
+ * @param threadsPerStage      threads sharing the rows of each stage's matmuls (key {@code threads_per_stage}; 1 = the
+ *                             compute thread alone); stages times threads should not exceed the cores
  */
 public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
                              int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens,
-                             int socketBufferBytes, long stallThresholdMicros) {
+                             int socketBufferBytes, long stallThresholdMicros, int threadsPerStage) {
 
     public static final int DEFAULT_RING_SIZE = 16;
     public static final int DEFAULT_MAX_FRAME_BYTES = 64 << 20;
@@ -52,6 +54,7 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
     static final Bound KV_CACHE_TOKENS = new Bound("kv_cache_tokens", 0, 1L << 40, false, "auto");
     static final Bound SOCKET_BUFFER_BYTES = new Bound("socket_buffer_bytes", 0, Integer.MAX_VALUE, false, "the OS default");
     static final Bound STALL_THRESHOLD_US = new Bound("stall_threshold_us", 1, 3_600_000_000L, false, null);
+    static final Bound THREADS_PER_STAGE = new Bound("threads_per_stage", 1, 256, false, null);
 
     public PipelineConfig {
         stages = List.copyOf(stages);
@@ -65,6 +68,7 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         KV_CACHE_TOKENS.check(kvCacheTokens);
         SOCKET_BUFFER_BYTES.check(socketBufferBytes);
         STALL_THRESHOLD_US.check(stallThresholdMicros);
+        THREADS_PER_STAGE.check(threadsPerStage);
         for (int i = 1; i < stages.size(); i++) {
             if (stages.get(i).layerFrom() != stages.get(i - 1).layerTo()) {
                 throw new IllegalArgumentException("stage " + i + " starts at layer " + stages.get(i).layerFrom()
@@ -93,7 +97,15 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         }
     }
 
-    /** With the default stall threshold (1000 us). */
+    /** With one thread per stage. */
+    public PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
+                          int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens, int socketBufferBytes,
+                          long stallThresholdMicros) {
+        this(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens,
+                socketBufferBytes, stallThresholdMicros, 1);
+    }
+
+    /** With the default stall threshold (1000 us) and one thread per stage. */
     public PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
                           int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens, int socketBufferBytes) {
         this(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens,
@@ -234,12 +246,18 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
 
     public PipelineConfig withWaitMode(WaitMode w) {
         return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, w, kvCacheTokens,
-                socketBufferBytes, stallThresholdMicros);
+                socketBufferBytes, stallThresholdMicros, threadsPerStage);
     }
 
     public PipelineConfig withStages(List<StageSpec> s) {
         return new PipelineConfig(host, s, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens,
-                socketBufferBytes, stallThresholdMicros);
+                socketBufferBytes, stallThresholdMicros, threadsPerStage);
+    }
+
+    /** The same pipeline with {@code threads} threads sharing each stage's matmuls. */
+    public PipelineConfig withThreadsPerStage(int threads) {
+        return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode,
+                kvCacheTokens, socketBufferBytes, stallThresholdMicros, threads);
     }
 
     /**
@@ -303,7 +321,8 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                       @JsonProperty("max_sequences_per_frame") Number maxSequencesPerFrame,
                       @JsonProperty("wait_strategy") String waitStrategy, @JsonProperty("kv_cache_tokens") Number kvCacheTokens,
                       @JsonProperty("socket_buffer_bytes") Number socketBufferBytes,
-                      @JsonProperty("stall_threshold_us") Number stallThresholdMicros, String comment) {
+                      @JsonProperty("stall_threshold_us") Number stallThresholdMicros,
+                      @JsonProperty("threads_per_stage") Number threadsPerStage, String comment) {
     }
 
     /** One entry of a configuration file's {@code stages} list. */
@@ -394,7 +413,8 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 f.waitStrategy() == null ? WaitMode.BLOCK : WaitMode.parse(f.waitStrategy()),
                 KV_CACHE_TOKENS.read(f.kvCacheTokens(), 0),
                 SOCKET_BUFFER_BYTES.readInt(f.socketBufferBytes(), 0),
-                STALL_THRESHOLD_US.read(f.stallThresholdMicros(), DEFAULT_STALL_THRESHOLD_MICROS));
+                STALL_THRESHOLD_US.read(f.stallThresholdMicros(), DEFAULT_STALL_THRESHOLD_MICROS),
+                THREADS_PER_STAGE.readInt(f.threadsPerStage(), 1));
         c.checkCovers(modelLayers);
         return c;
     }

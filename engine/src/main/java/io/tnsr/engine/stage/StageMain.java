@@ -80,6 +80,11 @@ public final class StageMain implements Callable<Integer> {
     @Option(names = "--cpu", defaultValue = "-1", description = "CPU to pin the compute thread to when spinning.")
     int cpu;
 
+    @Option(names = "--threads", defaultValue = "1", paramLabel = "N", description = {"Threads sharing the rows of every"
+            + " matmul: the compute thread and N - 1 workers (default: ${DEFAULT-VALUE}). Results keep their bits. Give the",
+            "stages on one host no more threads in all than it has cores."})
+    int threads;
+
     @Option(names = "--kv-cache-tokens", defaultValue = "0", description = "KV cache capacity in positions (0 = auto).")
     long kvCacheTokens;
 
@@ -140,7 +145,7 @@ public final class StageMain implements Callable<Integer> {
                 .ringSize(ringSize).maxFrameBytes(maxFrameBytes)
                 .frameLimits(maxTokensPerFrame, maxSequencesPerFrame).wait(WaitMode.parse(wait), cpu)
                 .kvCacheTokens(kvCacheTokens).metricsDir(metricsDir).socketBufferBytes(socketBufferBytes)
-                .stallThresholdMicros(stallThresholdMicros)
+                .stallThresholdMicros(stallThresholdMicros).threads(threads)
                 .link(new LinkOptions(key, livenessMillis, handshakeMillis, connectTimeoutMillis, fingerprintCache))
                 .once(once).build();
         if (parentPid > 0) {

@@ -28,6 +28,8 @@ import java.nio.file.Path;
  * @param stallThresholdMicros a frame that reaches the idle compute thread but is picked up later than this counts
  *                             as a stall ({@code stage<i>-stalls})
  * @param link                 the links' key, liveness bound and time limits
+ * @param threads              threads sharing the rows of every matmul (the compute thread and {@code threads - 1}
+ *                             workers; 1 = the compute thread alone)
  * @param once                 stop after the session that passes SHUTDOWN (a stage that {@code run-pipeline} starts: a
  *                             broken session is followed by the coordinator's next one); otherwise serve one session
  *                             after another until stopped ({@code tools/stage})
@@ -35,7 +37,7 @@ import java.nio.file.Path;
 public record StageOptions(Path model, int stageIndex, int stageCount, int layerFrom, int layerTo, String host, int port,
                            int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
                            WaitMode waitMode, int cpu, long kvCacheTokens, Path metricsDir,
-                           int socketBufferBytes, long stallThresholdMicros, LinkOptions link, boolean once) {
+                           int socketBufferBytes, long stallThresholdMicros, LinkOptions link, int threads, boolean once) {
 
     public StageOptions {
         if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {
@@ -51,6 +53,9 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
             throw new IllegalArgumentException("port " + port + " is outside 0..65535");
         }
         java.util.Objects.requireNonNull(link, "link options");
+        if (threads < 1 || threads > 256) {
+            throw new IllegalArgumentException("threads must be 1..256, got " + threads);
+        }
         if (stallThresholdMicros < 1) {
             throw new IllegalArgumentException("the stall threshold must be >= 1 us, got " + stallThresholdMicros);
         }
@@ -78,6 +83,7 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
         private int maxTokensPerFrame = PipelineConfig.DEFAULT_MAX_TOKENS_PER_FRAME;
         private int maxSequencesPerFrame = PipelineConfig.DEFAULT_MAX_SEQUENCES_PER_FRAME;
         private WaitMode waitMode = WaitMode.BLOCK;
+        private int threads = 1;
         private int cpu = -1;
         private long kvCacheTokens;
         private Path metricsDir;
@@ -155,6 +161,12 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
             return this;
         }
 
+        /** Threads sharing the rows of every matmul (default 1: the compute thread alone). */
+        public Builder threads(int threads) {
+            this.threads = threads;
+            return this;
+        }
+
         /** Stop after a session that passed SHUTDOWN (true, the default), or serve sessions until stopped. */
         public Builder once(boolean once) {
             this.once = once;
@@ -164,7 +176,7 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
         public StageOptions build() {
             return new StageOptions(model, stageIndex, stageCount, layerFrom, layerTo, host, port, ringSize, maxFrameBytes,
                     maxTokensPerFrame, maxSequencesPerFrame, waitMode, cpu, kvCacheTokens, metricsDir, socketBufferBytes,
-                    stallThresholdMicros, link, once);
+                    stallThresholdMicros, link, threads, once);
         }
     }
 

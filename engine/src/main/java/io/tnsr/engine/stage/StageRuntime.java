@@ -160,6 +160,7 @@ public final class StageRuntime implements AutoCloseable {
         this.name = options.name();
         this.file = GgufFile.open(options.model());
         MetricsLog log = null;
+        LayerRange layers = null;
         try {
             LlamaConfig c = LlamaConfig.fromGguf(file);
             if (o.layerTo() > c.layers()) {
@@ -172,8 +173,9 @@ public final class StageRuntime implements AutoCloseable {
             log.counter(name + LOAD_BYTES_TOTAL, "bytes (in the model file) of the weights this stage loads at start-up")
                     .setRelease(LayerRange.loadBytes(file, c, o.layerFrom(), o.layerTo()));
             AtomicCounter loaded = log.counter(name + LOAD_BYTES, "bytes of those loaded so far (start-up progress)");
-            this.range = new LayerRange(file, c, o.layerFrom(), o.layerTo(), pool, o.maxTokensPerFrame(), o.maxSequencesPerFrame(),
-                    loaded::setRelease);
+            layers = new LayerRange(file, c, o.layerFrom(), o.layerTo(), pool, o.maxTokensPerFrame(), o.maxSequencesPerFrame(),
+                    o.threads(), loaded::setRelease);
+            this.range = layers;
             this.fingerprint = links.fingerprintCache() != null ? ModelFingerprint.of(o.model(), links.fingerprintCache())
                     : ModelFingerprint.of(o.model());
             this.sessionIndex = o.stageIndex();
@@ -184,6 +186,9 @@ public final class StageRuntime implements AutoCloseable {
                     fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9));
             this.metricsLog = log;
         } catch (RuntimeException e) {
+            if (layers != null) {
+                layers.close();
+            }
             if (log != null) {
                 log.close();
             }
@@ -832,6 +837,7 @@ public final class StageRuntime implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        range.close();          // its matmul workers, once the compute thread is done
         closedComputeNanos = computeNanos();
         counters = null;        // their file is unmapped now
         metricsLog.close();

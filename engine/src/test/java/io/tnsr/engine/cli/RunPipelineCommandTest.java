@@ -63,6 +63,21 @@ class RunPipelineCommandTest {
         assertEquals(2, ((List<?>) json.get("stage_compute_share")).size());
     }
 
+    /** A stage process whose matmuls two threads share gives the golden tokens, as one thread does. */
+    @Test
+    void aStageOfTwoThreadsTellsTheGoldenStory() throws Exception {
+        Golden.Case c = Golden.greedyCases().get(1);
+        Object[] r = runCli("--stages", "1", "--threads-per-stage", "2", "--model", SharedData.path("models/stories260K.gguf").toString(),
+                "--prompt", c.prompt(), "--temperature", "0", "--max-tokens", String.valueOf(c.maxNewTokens()), "--json");
+        assertEquals(0, r[0], (String) r[2]);
+        Map<?, ?> seq = (Map<?, ?>) ((List<?>) ((Map<?, ?>) TestJson.parse(((String) r[1]).strip())).get("sequences")).get(0);
+        assertArrayEquals(c.generatedTokens(), TestJson.ints(seq.get("generated_tokens")));
+        Object[] bad = runCli("--stages", "1", "--threads-per-stage", "0", "--model", SharedData.path("models/stories260K.gguf").toString(),
+                "--prompt", c.prompt());
+        assertEquals(2, bad[0], "a usage error");
+        assertTrue(((String) bad[2]).contains("--threads-per-stage: threads_per_stage must be from 1 to 256, got 0"), (String) bad[2]);
+    }
+
     /**
      * A qwen3 model (head size 128: Q 512 wide over a hidden dim of 256) through three stage processes gives
      * llama.cpp's greedy tokens (index.json; this model's are clear of near-ties, see LlamaCppLogitsTest).

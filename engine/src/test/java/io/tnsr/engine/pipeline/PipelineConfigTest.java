@@ -82,9 +82,13 @@ class PipelineConfigTest {
                 "stage 0: port must be from 0 (any free port) to 65535, got -1");
         assertError("{\"stages\": [{\"layers\": [0, 5], \"cpus\": [4294967297]}]}",
                 "stage 0: cpus must be from 0 to 65535, got 4294967297");
+        assertError("{\"threads_per_stage\": 0}", "threads_per_stage must be from 1 to 256, got 0");
+        assertError("{\"threads_per_stage\": 4294967298}", "threads_per_stage must be from 1 to 256, got 4294967298");
         assertError("{\"ring_size\": true}", "ring_size: ");
-        Path f = Files.writeString(tmp.resolve("ok.json"), "{\"ring_size\": 8.0, \"kv_cache_tokens\": 4294967296}");
+        Path f = Files.writeString(tmp.resolve("ok.json"), "{\"ring_size\": 8.0, \"kv_cache_tokens\": 4294967296, \"threads_per_stage\": 2}");
         PipelineConfig ok = PipelineConfig.load(f, 5);
+        assertEquals(2, ok.threadsPerStage());
+        assertEquals(1, PipelineConfig.defaults(5, 1, ok.waitMode()).threadsPerStage(), "one thread unless asked");
         assertEquals(8, ok.ringSize());
         assertEquals(4294967296L, ok.kvCacheTokens());
     }

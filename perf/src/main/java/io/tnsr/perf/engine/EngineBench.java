@@ -81,6 +81,12 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--probe-runs", defaultValue = "5", description = "Runs of each hardware probe; the best counts (default: ${DEFAULT-VALUE}).")
     int probeRuns;
 
+    @Option(names = "--threads", defaultValue = "1", paramLabel = "N",
+            description = {"Threads sharing the rows of every matmul (default: ${DEFAULT-VALUE}); the rest of the pass stays"
+                    + " on one. Compare with llama.cpp run with as many threads (-t N -tb N). The %% of ceiling column"
+                    + " stays one core's ceiling."})
+    int threads;
+
     @Option(names = "--fork", negatable = true, defaultValue = "true", fallbackValue = "true",
             description = {"Measure each weight type in a JVM of its own, as a stage runs one model per process (default)."
                     + " --no-fork: every type in this one JVM, where a type measured after others can lose up to 12%%"
@@ -224,7 +230,7 @@ public final class EngineBench implements Callable<Integer> {
             int maxTokens = Math.max(prefill, maxSeqs * 16);
             LayerRange range = new LayerRange(file, c, 0, c.layers(),
                     new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, (long) (maxSeqs + 1) * c.contextLength()),
-                    maxTokens, maxSeqs);
+                    maxTokens, maxSeqs, threads, bytes -> { });
             Runner r = new Runner(range, maxTokens, maxSeqs);
             r.warmupNanos = (long) (warmupSeconds * 1e9);
             int workloads = 2 + batches.size() + (decodeAt > 0 ? 1 : 0);
@@ -249,6 +255,8 @@ public final class EngineBench implements Callable<Integer> {
                             work.ceiling(1, 1, 1, decodeAt + decodeSteps / 2, bw, peak), r.allocatedPerToken));
                     progress.stepBy(1);
                 }
+            } finally {
+                range.close();
             }
         }
     }
@@ -317,7 +325,7 @@ public final class EngineBench implements Callable<Integer> {
                 "--decode-tokens", String.valueOf(decodeSteps), "--prefill", String.valueOf(prefill),
                 "--batches", batches.stream().map(String::valueOf).collect(Collectors.joining(",")),
                 "--decode-at", String.valueOf(decodeAt), "--repeats", String.valueOf(repeats),
-                "--warmup", String.valueOf(warmupSeconds),
+                "--warmup", String.valueOf(warmupSeconds), "--threads", String.valueOf(threads),
                 "--probed", bw + "," + peak));
         if (llamaCppFiles != null) { // only this type's file: the child reads it again (the parent checked it)
             GgmlType t = ModelSpec.parseType(type);

@@ -63,7 +63,8 @@ public final class PipelineBench implements Callable<Integer> {
     @Option(names = "--scenarios", defaultValue = "pipelining", split = ",",
             description = "stages (1, 2 and 4 stages, one micro-batch of 8 per stage), pipelining (1 stage x1, 1 stage 1x8, "
                     + "2 stages 2x8 and 4x8), spin (4 stages 4x8, blocking vs --spin), or one layout SxMxB (S stages, M "
-                    + "micro-batches of B sequences, e.g. 2x2x8); any comma-separated mix.")
+                    + "micro-batches of B sequences, e.g. 2x2x8) or SxMxBxT (each stage's matmuls shared by T threads, e.g. "
+                    + "1x1x16x2); any comma-separated mix.")
     List<String> scenarios;
 
     @Option(names = "--sample-in", paramLabel = "WHERE", defaultValue = "last-stage", description = {"Where tokens are chosen:",
@@ -94,7 +95,10 @@ public final class PipelineBench implements Callable<Integer> {
     boolean verbose;
 
     /** One measured layout. */
-    record Scenario(String name, int stages, int microBatches, int batch, boolean spin) {
+    record Scenario(String name, int stages, int microBatches, int batch, boolean spin, int threadsPerStage) {
+        Scenario(String name, int stages, int microBatches, int batch, boolean spin) {
+            this(name, stages, microBatches, batch, spin, 1);
+        }
     }
 
     /**
@@ -175,7 +179,8 @@ public final class PipelineBench implements Callable<Integer> {
                 for (int r = 0; r < repeats; r++) {
                     // The last stage also runs the classifier: balance the work (8 + 4 for the stories110M shape).
                     PipelineConfig pc = PipelineConfig.defaults(cfg.layers(), sc.stages(), WaitMode.BLOCK)
-                            .withStages(PipelineConfig.balancedSplit(cfg.layers(), sc.stages(), classifierLayers));
+                            .withStages(PipelineConfig.balancedSplit(cfg.layers(), sc.stages(), classifierLayers))
+                            .withThreadsPerStage(sc.threadsPerStage());
                     layout = layoutOf(pc);
                     rates[r] = run(model, cfg, tok, pc, sc);
                     progress.stepBy(1);
@@ -197,6 +202,7 @@ public final class PipelineBench implements Callable<Integer> {
                     row.put("stages", sc.stages());
                     row.put("micro_batches", sc.microBatches());
                     row.put("batch", sc.batch());
+                    row.put("threads_per_stage", sc.threadsPerStage());
                     row.put("layers", layout);
                     row.put("model", spec.describe());
                     row.put("tokens", tokens);
@@ -228,21 +234,22 @@ public final class PipelineBench implements Callable<Integer> {
 
     /**
      * The llama.cpp workload a scenario compares with: as many sequences as it keeps in flight, on as many threads as
-     * it has cores (one compute thread per stage, at most the CPUs).
+     * it has cores (its stages' threads, at most the CPUs).
      */
     static LlamaCppFigures.Batched comparable(Scenario sc, int cpus) {
-        return new LlamaCppFigures.Batched((long) sc.microBatches() * sc.batch(), Math.min(sc.stages(), cpus));
+        return new LlamaCppFigures.Batched((long) sc.microBatches() * sc.batch(),
+                Math.min(sc.stages() * sc.threadsPerStage(), cpus));
     }
 
-    /** A scenario written SxMxB: S stages, M micro-batches of B sequences in flight. */
+    /** A scenario written SxMxB or SxMxBxT: S stages of T threads (default 1), M micro-batches of B sequences in flight. */
     private Scenario layout(String name) {
         String[] p = name.split("x");
-        int[] v = new int[3];
+        int[] v = {0, 0, 0, 1};
         try {
-            if (p.length != 3) {
+            if (p.length != 3 && p.length != 4) {
                 throw new NumberFormatException();
             }
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < p.length; i++) {
                 v[i] = Integer.parseInt(p[i]);
                 if (v[i] < 1) {
                     throw new NumberFormatException();
@@ -250,10 +257,11 @@ public final class PipelineBench implements Callable<Integer> {
             }
         } catch (NumberFormatException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "unknown scenario '" + name
-                    + "': expected stages, pipelining, spin or a layout SxMxB of positive numbers (e.g. 2x2x8)");
+                    + "': expected stages, pipelining, spin or a layout SxMxB or SxMxBxT of positive numbers (e.g. 2x2x8,"
+                    + " or 1x1x16x2 for one stage of two threads)");
         }
-        return new Scenario(String.format(Locale.ROOT, "%d stage%s, %d micro-batch%s of %d", v[0], v[0] == 1 ? "" : "s",
-                v[1], v[1] == 1 ? "" : "es", v[2]), v[0], v[1], v[2], false);
+        return new Scenario(String.format(Locale.ROOT, "%d stage%s, %d micro-batch%s of %d%s", v[0], v[0] == 1 ? "" : "s",
+                v[1], v[1] == 1 ? "" : "es", v[2], v[3] == 1 ? "" : ", " + v[3] + " threads each"), v[0], v[1], v[2], false, v[3]);
     }
 
     private static String layoutOf(PipelineConfig pc) {

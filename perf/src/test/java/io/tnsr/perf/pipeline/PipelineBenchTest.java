@@ -38,7 +38,7 @@ class PipelineBenchTest {
 
     @Test
     void aLayoutThatIsNotSxMxBIsAUsageError() {
-        for (String bad : new String[] {"2x2", "0x2x8", "2x2xeight", "pipelinin"}) {
+        for (String bad : new String[] {"2x2", "0x2x8", "2x2xeight", "pipelinin", "1x1x16x0", "1x1x16x2x2"}) {
             StringWriter err = new StringWriter();
             int status = new CommandLine(new PipelineBench()).setErr(new PrintWriter(err, true)).execute("--scenarios", bad);
             assertEquals(2, status, bad);
@@ -53,6 +53,10 @@ class PipelineBenchTest {
         assertEquals(new LlamaCppFigures.Batched(32, 2), PipelineBench.comparable(new PipelineBench.Scenario("4x4x8", 4, 4, 8, false), 2),
                 "four stages on two CPUs have two cores");
         assertEquals(new LlamaCppFigures.Batched(1, 1), PipelineBench.comparable(new PipelineBench.Scenario("1x1x1", 1, 1, 1, false), 8));
+        assertEquals(new LlamaCppFigures.Batched(16, 2), PipelineBench.comparable(new PipelineBench.Scenario("1x1x16x2", 1, 1, 16, false, 2), 2),
+                "one stage of two threads has two cores");
+        assertEquals(new LlamaCppFigures.Batched(16, 2), PipelineBench.comparable(new PipelineBench.Scenario("2x2x8x2", 2, 2, 8, false, 2), 2),
+                "never more cores than the machine has");
     }
 
     @Test
