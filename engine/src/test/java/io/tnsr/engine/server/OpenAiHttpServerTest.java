@@ -196,6 +196,48 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void sixteenConcurrentSeededRequestsEachGiveTheTokensOfTheirSoloRun() throws Exception {
+        server.close();
+        pipeline.close();
+        pipeline = new ServingPipeline(16, 0);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        // Sampled, each with a seed, top_k and top_p of its own; ignore_eos: a drawn end of text must not cut one short,
+        // so that every request runs its whole length beside the others. Every other one asks for its tokens (logprobs).
+        int tokens = 32;
+        List<SamplingConfig> configs = new ArrayList<>();
+        List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> answers = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            double topP = 0.8 + 0.01 * i;
+            int topK = 10 + 5 * i;
+            configs.add(new SamplingConfig(0.9f, topK, (float) topP, 1000 + i));
+            String body = "{\"prompt\": \"" + PROMPT + " " + i + "\", \"max_tokens\": " + tokens + ", \"temperature\": 0.9, "
+                    + "\"seed\": " + (1000 + i) + ", \"top_k\": " + topK + ", \"top_p\": " + topP + ", \"ignore_eos\": true"
+                    + (i % 2 == 0 ? ", \"logprobs\": 0" : "") + "}";
+            answers.add(http.sendAsync(HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(90))
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()));
+        }
+        for (int i = 0; i < 16; i++) {
+            HttpResponse<String> r = answers.get(i).get(90, TimeUnit.SECONDS);
+            assertEquals(200, r.statusCode(), r.body());
+            JsonNode body = json(r);
+            List<Completion.TokenLogprob> solo = new ArrayList<>();
+            String text = pipeline.alone(PROMPT + " " + i, tokens, configs.get(i), true, 0, solo);
+            assertEquals(text, body.at("/choices/0/text").asText(), "request " + i + ": the text of its solo run");
+            assertEquals(tokens, body.at("/usage/completion_tokens").asInt(), "request " + i);
+            assertEquals("length", body.at("/choices/0/finish_reason").asText(), "request " + i);
+            if (i % 2 == 0) {
+                JsonNode served = body.at("/choices/0/logprobs/tokens");
+                assertEquals(solo.size(), served.size(), "request " + i);
+                for (int k = 0; k < solo.size(); k++) {
+                    assertEquals(new String(pipeline.tok.tokenBytes(solo.get(k).token()), StandardCharsets.UTF_8),
+                            served.get(k).asText(), "request " + i + ", token " + k + ": the token of its solo run");
+                }
+            }
+        }
+    }
+
+    @Test
     void tokenizeAndDetokenizeRoundTripAsTheCompletionRunsIt() throws Exception {
         HttpResponse<String> t = post("/tokenize", "{\"content\": \"" + PROMPT + "\", \"with_pieces\": true}");
         assertEquals(200, t.statusCode(), t.body());

@@ -104,10 +104,16 @@ final class ServingPipeline implements AutoCloseable {
      * (-1: none): each generated token's go to {@code logprobs}.
      */
     String alone(String prompt, int maxTokens, SamplingConfig sc, int top, List<Completion.TokenLogprob> logprobs) {
+        return alone(prompt, maxTokens, sc, false, top, logprobs);
+    }
+
+    /** As {@link #alone(String, int, SamplingConfig, int, List)}; {@code ignoreEos}: as the request's {@code ignore_eos}. */
+    String alone(String prompt, int maxTokens, SamplingConfig sc, boolean ignoreEos, int top,
+                 List<Completion.TokenLogprob> logprobs) {
         try (GgufFile f = GgufFile.open(model)) {
             int[] ids = tok.encode(prompt, true);
-            SequenceState s = new SequenceState(0, prompt, ids, maxTokens, cfg.contextLength(), tok.bos(),
-                    tok::isEndOfGeneration, new Sampler(sc, cfg.vocabSize()));
+            SequenceState s = new SequenceState(0, prompt, ids, maxTokens, cfg.contextLength(), ignoreEos ? -1 : tok.bos(),
+                    ignoreEos ? t -> false : tok::isEndOfGeneration, new Sampler(sc, cfg.vocabSize()));
             if (top >= 0) {
                 s.wantLogprobs(top);
             }
