@@ -238,6 +238,29 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void aBodyOverTheSizeLimitGets413AndTheServerGoesOnServing() throws Exception {
+        // JSON may end in whitespace: a valid request padded to exactly the limit is taken, one byte more is not.
+        String request = "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 3, \"temperature\": 0}";
+        HttpResponse<String> atLimit = post("/v1/completions", request + " ".repeat(OpenAiHttpServer.MAX_BODY_BYTES - request.length()));
+        assertEquals(200, atLimit.statusCode(), "a body of exactly the limit is served");
+        for (int size : List.of(OpenAiHttpServer.MAX_BODY_BYTES + 1, 4 * OpenAiHttpServer.MAX_BODY_BYTES)) {
+            HttpResponse<String> r = post("/v1/completions", request + " ".repeat(size - request.length()));
+            assertEquals(413, r.statusCode(), size + " bytes: " + r.body());
+            JsonNode error = json(r).get("error");
+            assertEquals("invalid_request_error", error.get("type").asText(), r.body());
+            assertTrue(error.get("message").asText().contains(String.valueOf(OpenAiHttpServer.MAX_BODY_BYTES)), r.body());
+            assertTrue(error.has("code"), r.body());
+        }
+        assertEquals(0, pipeline.service.active(), "nothing was run for them");
+        HttpResponse<String> after = post("/v1/completions", request);
+        assertEquals(200, after.statusCode(), after.body());
+        assertEquals(pipeline.alone(PROMPT, 3, SamplingConfig.GREEDY), json(after).at("/choices/0/text").asText());
+        assertEquals(200, get("/health").statusCode());
+        assertTrue(get("/metrics").body().lines().anyMatch(l -> l.matches("tnsr_requests_rejected_total\\{status=\"413\"} 2(\\.0)?")),
+                "both refusals are counted");
+    }
+
+    @Test
     void tokenizeAndDetokenizeRoundTripAsTheCompletionRunsIt() throws Exception {
         HttpResponse<String> t = post("/tokenize", "{\"content\": \"" + PROMPT + "\", \"with_pieces\": true}");
         assertEquals(200, t.statusCode(), t.body());
