@@ -261,6 +261,102 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void aClientThatLeavesBeforeAWholeAnswerHasItsSequenceCancelled() throws Exception {
+        server.close();
+        pipeline.close();
+        // a context long enough that the request runs far longer than the test waits for its cancellation
+        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny().withContext(4096), 2, 1, 0);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        byte[] body = ("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 4000, \"ignore_eos\": true}").getBytes(StandardCharsets.UTF_8);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        try (java.net.Socket client = new java.net.Socket(base.getHost(), base.getPort())) {
+            client.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: " + base.getAuthority()
+                    + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            client.getOutputStream().write(body);
+            client.getOutputStream().flush();
+            while (java.util.Arrays.stream(pipeline.usedPages()).sum() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertTrue(java.util.Arrays.stream(pipeline.usedPages()).sum() > 0, "the request is running");
+            assertEquals(0, client.getInputStream().available(), "no answer yet");
+        }                                                    // the client goes away, waiting for the whole answer
+        while (pipeline.service.active() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, pipeline.service.active(), "its place was freed");
+        List<String> ended = get("/metrics").body().lines().filter(l -> l.startsWith("tnsr_requests_total{")).toList();
+        assertTrue(ended.stream().anyMatch(l -> l.matches("tnsr_requests_total\\{finish_reason=\"cancelled\"} 1(\\.0)?")),
+                () -> "it was cancelled, not run to its end: " + ended);
+        while (java.util.Arrays.stream(pipeline.usedPages()).sum() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals("[0, 0]", java.util.Arrays.toString(pipeline.usedPages()), "every stage's KV cache is as before the request");
+    }
+
+    @Test
+    void aRequestPipelinedBehindAWholeAnswerIsNotTakenForAClientThatLeft() throws Exception {
+        byte[] first = ("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}")
+                .getBytes(StandardCharsets.UTF_8);
+        byte[] second = "{\"prompt\": \"x\", \"max_tokens\": 2}".getBytes(StandardCharsets.UTF_8);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        try (java.net.Socket client = new java.net.Socket(base.getHost(), base.getPort())) {
+            client.setSoTimeout(30_000);
+            client.getOutputStream().write(rawPost(first));
+            client.getOutputStream().flush();
+            while (java.util.Arrays.stream(pipeline.usedPages()).sum() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            client.getOutputStream().write(rawPost(second));   // the next request, sent before the first is answered
+            client.getOutputStream().flush();
+            java.io.DataInputStream in = new java.io.DataInputStream(new java.io.BufferedInputStream(client.getInputStream()));
+            List<String> head = new ArrayList<>();
+            for (String l = line(in); !l.isEmpty(); l = line(in)) {
+                head.add(l.toLowerCase(java.util.Locale.ROOT));
+            }
+            assertEquals("http/1.1 200 ok", head.get(0), head::toString);
+            int length = head.stream().filter(h -> h.startsWith("content-length:")).mapToInt(h -> Integer.parseInt(h.substring(15).trim()))
+                    .findFirst().orElseThrow();
+            byte[] body = new byte[length];
+            in.readFully(body);
+            JsonNode answer = Jackson.MAPPER.readTree(body);
+            assertEquals(200, answer.at("/usage/completion_tokens").asInt(), "the first request ran to its end: " + answer);
+            assertEquals(pipeline.alone(PROMPT, 200, SamplingConfig.GREEDY, true, -1, new ArrayList<>()),
+                    answer.at("/choices/0/text").asText());
+            // Whether the second is answered or the connection is closed for the client to send it again depends on
+            // whether it came before the first was handled; either is HTTP/1.1.
+            if (head.contains("connection: close")) {
+                assertEquals(-1, in.read(), "nothing more on a connection closed for the client to send the second again");
+            } else {
+                assertTrue(line(in).startsWith("HTTP/1.1 200"), "the second request is answered on the same connection");
+            }
+        }
+    }
+
+    private static byte[] rawPost(byte[] body) {
+        byte[] head = ("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: "
+                + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+        byte[] all = java.util.Arrays.copyOf(head, head.length + body.length);
+        System.arraycopy(body, 0, all, head.length, body.length);
+        return all;
+    }
+
+    /** One line of an HTTP head, without its CRLF. */
+    private static String line(InputStream in) throws java.io.IOException {
+        StringBuilder l = new StringBuilder();
+        for (int b = in.read(); b != '\n'; b = in.read()) {
+            if (b < 0) {
+                throw new java.io.EOFException("the connection ended in a line: " + l);
+            }
+            if (b != '\r') {
+                l.append((char) b);
+            }
+        }
+        return l.toString();
+    }
+
+    @Test
     void tokenizeAndDetokenizeRoundTripAsTheCompletionRunsIt() throws Exception {
         HttpResponse<String> t = post("/tokenize", "{\"content\": \"" + PROMPT + "\", \"with_pieces\": true}");
         assertEquals(200, t.statusCode(), t.body());
