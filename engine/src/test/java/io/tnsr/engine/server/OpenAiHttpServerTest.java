@@ -357,6 +357,26 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void healthIs503AndCompletionsAreRefusedWhileTheStagesLoadThenBoth200() throws Exception {
+        server.close();
+        pipeline.close();
+        // As tools/serve runs: the HTTP server listens before the stages are started
+        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny(), 2, 1, 0, true, false);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        HttpResponse<String> loading = get("/health");
+        assertEquals(503, loading.statusCode(), loading.body());
+        assertEquals("the pipeline is starting", json(loading).at("/error/message").asText(), loading.body());
+        HttpResponse<String> early = post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 3}");
+        assertEquals(503, early.statusCode(), early.body());
+        assertEquals(200, get("/v1/models").statusCode(), "what is served is known before it is up");
+        pipeline.start();
+        assertEquals(200, get("/health").statusCode());
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 3, \"temperature\": 0}");
+        assertEquals(200, r.statusCode(), r.body());
+    }
+
+    @Test
     void tokenizeAndDetokenizeRoundTripAsTheCompletionRunsIt() throws Exception {
         HttpResponse<String> t = post("/tokenize", "{\"content\": \"" + PROMPT + "\", \"with_pieces\": true}");
         assertEquals(200, t.statusCode(), t.body());
