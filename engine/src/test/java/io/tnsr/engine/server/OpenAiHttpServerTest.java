@@ -377,6 +377,61 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void stopStringsEndTheTextJustBeforeThem() throws Exception {
+        int tokens = 40;
+        String whole = pipeline.alone(PROMPT, tokens, SamplingConfig.GREEDY, true, -1, new ArrayList<>());
+        // a stop string from the second half of the text; the answer is the text before its first occurrence
+        String stop = whole.substring(whole.length() / 2, whole.length() / 2 + 3);
+        String before = whole.substring(0, whole.indexOf(stop));
+        assertTrue(!before.isEmpty() && before.length() < whole.length() - 3, () -> "a usable stop string in '" + whole + "'");
+        String request = "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": " + tokens + ", \"temperature\": 0, \"ignore_eos\": true, ";
+        for (String stops : List.of(Jackson.write(stop), Jackson.write(List.of("never in this text \u2603", stop)))) {
+            HttpResponse<String> r = post("/v1/completions", request + "\"stop\": " + stops + "}");
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(before, json(r).at("/choices/0/text").asText(), "stop " + stops);
+            assertEquals("stop", json(r).at("/choices/0/finish_reason").asText(), "stop " + stops);
+            assertTrue(json(r).at("/usage/completion_tokens").asInt() < tokens, r.body());
+        }
+        HttpResponse<String> none = post("/v1/completions", request + "\"stop\": [\"never in this text \u2603\"]}");
+        assertEquals(whole, json(none).at("/choices/0/text").asText(), "a stop string that never comes changes nothing");
+        assertEquals("length", json(none).at("/choices/0/finish_reason").asText());
+    }
+
+    @Test
+    void maxCompletionTokensBoundsTheAnswerAsMaxTokensDoes() throws Exception {
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"max_completion_tokens\": 7, "
+                + "\"temperature\": 0, \"ignore_eos\": true}");
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(7, json(r).at("/usage/completion_tokens").asInt(), r.body());
+        assertEquals("length", json(r).at("/choices/0/finish_reason").asText());
+        assertEquals(pipeline.alone(PROMPT, 7, SamplingConfig.GREEDY, true, -1, new ArrayList<>()),
+                json(r).at("/choices/0/text").asText());
+    }
+
+    @Test
+    void topKAndTopPChangeNothingForGreedyAndAreAppliedWhenSampling() throws Exception {
+        String greedy = pipeline.alone(PROMPT, 24, SamplingConfig.GREEDY, true, -1, new ArrayList<>());
+        String request = "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 24, \"ignore_eos\": true, ";
+        HttpResponse<String> r = post("/v1/completions", request + "\"temperature\": 0, \"top_k\": 5, \"top_p\": 0.5}");
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(greedy, json(r).at("/choices/0/text").asText(), "greedy with top_k and top_p");
+        // top_k 1 leaves only the most likely token to draw, whatever the temperature and seed
+        for (int seed = 1; seed <= 3; seed++) {
+            HttpResponse<String> k1 = post("/v1/completions", request + "\"temperature\": 1, \"top_k\": 1, \"seed\": " + seed + "}");
+            assertEquals(200, k1.statusCode(), k1.body());
+            assertEquals(greedy, json(k1).at("/choices/0/text").asText(), "top_k 1, seed " + seed);
+        }
+        HttpResponse<String> free = post("/v1/completions", request + "\"temperature\": 1, \"seed\": 1}");
+        assertTrue(!greedy.equals(json(free).at("/choices/0/text").asText()), "without top_k the same seed draws other tokens");
+        SamplingConfig nucleus = new SamplingConfig(1f, 0, 0.6f, 1);
+        HttpResponse<String> p = post("/v1/completions", request + "\"temperature\": 1, \"top_p\": 0.6, \"seed\": 1}");
+        assertEquals(pipeline.alone(PROMPT, 24, nucleus, true, -1, new ArrayList<>()), json(p).at("/choices/0/text").asText(),
+                "top_p as one process applies it");
+        assertTrue(!json(free).at("/choices/0/text").asText().equals(json(p).at("/choices/0/text").asText()),
+                "top_p changed what the same seed draws");
+    }
+
+    @Test
     void tokenizeAndDetokenizeRoundTripAsTheCompletionRunsIt() throws Exception {
         HttpResponse<String> t = post("/tokenize", "{\"content\": \"" + PROMPT + "\", \"with_pieces\": true}");
         assertEquals(200, t.statusCode(), t.body());
