@@ -107,6 +107,11 @@ class ServeCommandTest {
             HttpResponse<String> anonymous = http.send(HttpRequest.newBuilder(base.resolve("/v1/models")).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(401, anonymous.statusCode(), anonymous.body());
+            HttpResponse<String> models = http.send(HttpRequest.newBuilder(base.resolve("/v1/models"))
+                    .header("Authorization", "Bearer k-123").build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, models.statusCode(), models.body());
+            assertEquals(model.getFileName().toString().replaceFirst("\\.gguf$", ""),
+                    Jackson.MAPPER.readTree(models.body()).at("/data/0/id").asText(), "the model, named by its file: " + models.body());
             HttpResponse<String> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
                     .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json").header("Authorization", "Bearer k-123")
                     .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"once upon a time\", \"max_tokens\": 12, \"temperature\": 0}"))
