@@ -25,12 +25,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.io.EndPoint;
+import org.eclipse.jetty.io.EofException;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.server.handler.GracefulHandler;
+import org.eclipse.jetty.util.BufferUtil;
 import org.eclipse.jetty.util.Callback;
 
 /**
@@ -63,6 +66,8 @@ public final class OpenAiHttpServer implements AutoCloseable {
     public static final int MAX_BODY_BYTES = 1 << 20;
     /** How long a non-streaming request waits for its text before it is cancelled with a 503. */
     static final long REQUEST_TIMEOUT_MILLIS = 600_000;
+    /** How often a request that does not stream checks that its client is still there. */
+    static final long CLIENT_CHECK_MILLIS = 100;
     /** Longest silence on a paused stream before an SSE comment line is sent (proxies often cut at 60 s). */
     static final long MAX_KEEP_ALIVE_MILLIS = 15_000;
     private static final byte[] KEEP_ALIVE = ": keep-alive\n\n".getBytes(StandardCharsets.US_ASCII);
@@ -386,7 +391,14 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return;
         }
         request.addFailureListener(t -> service.cancel(c));
-        String text = c.awaitText(REQUEST_TIMEOUT_MILLIS);
+        String text;
+        try {
+            text = awaitWhole(request, response, c);
+        } catch (IOException gone) {
+            service.cancel(c);   // the client went away: free its place and its KV cache
+            callback.failed(gone);
+            return;
+        }
         if (text == null) {
             service.cancel(c);
             error(response, callback, 503, "timeout", "no answer within " + REQUEST_TIMEOUT_MILLIS / 1000 + " s");
@@ -407,6 +419,42 @@ public final class OpenAiHttpServer implements AutoCloseable {
         Map<String, Object> out = shape.whole(text, c.finish().json(), c.logprobs());
         out.put("usage", usage(c));
         json(response, callback, 200, out);
+    }
+
+    /**
+     * Waits for the whole text of a request that does not stream; null when it took longer than
+     * {@link #REQUEST_TIMEOUT_MILLIS}. Jetty does not read an HTTP/1 connection while its request is handled, so a
+     * client that leaves would go unnoticed until the answer is written: every {@link #CLIENT_CHECK_MILLIS} the
+     * connection is read here. End of input or an error means the client is gone (as llama-server takes it, a client
+     * that only shut its sending side counts as gone): {@link IOException}. Bytes mean a pipelined request behind this
+     * one: the check stops, and the answer closes the connection, so that the client sends it again (RFC 9112 9.3.2).
+     *
+     * @throws IOException the client went away
+     */
+    private static String awaitWhole(Request request, Response response, Completion c) throws IOException, InterruptedException {
+        EndPoint endPoint = request.getConnectionMetaData().getConnection().getEndPoint();
+        ByteBuffer probe = BufferUtil.allocate(1);
+        boolean watching = true;
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(REQUEST_TIMEOUT_MILLIS);
+        while (true) {
+            long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+            if (left <= 0) {
+                return null;
+            }
+            String text = c.awaitText(watching ? Math.min(left, CLIENT_CHECK_MILLIS) : left);
+            if (text != null) {
+                return text;
+            }
+            if (watching && !endPoint.isFillInterested()) {   // Jetty itself reading: it sees the client leave
+                int n = endPoint.fill(probe);
+                if (n < 0) {
+                    throw new EofException("the client closed the connection");
+                } else if (n > 0) {
+                    watching = false;
+                    response.getHeaders().put(HttpHeader.CONNECTION, "close");
+                }
+            }
+        }
     }
 
     private void expired(Response response, Callback callback) {

@@ -45,30 +45,56 @@ class ServeCommandTest {
     }
 
     @Test
+    void anAddressBeyondLoopbackWithInsecureServesAndSaysSoLoudly() throws Exception {
+        // 0.0.0.0, every address of the host, is not loopback: without a key it needs --insecure
+        Path model = TestModels.get(ModelSpec.tiny());
+        Process serve = new ProcessBuilder(serve("--stages", "2", "--model", model.toString(), "--host", "0.0.0.0",
+                "--port", "0", "--insecure")).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        BlockingQueue<String> lines = stderr(serve);
+        try {
+            String port = null;
+            boolean ready = false;
+            List<String> seen = new ArrayList<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            while (!ready && System.nanoTime() < deadline) {
+                String l = lines.poll(1, TimeUnit.SECONDS);
+                if (l == null) {
+                    continue;
+                }
+                seen.add(l);
+                Matcher m = Pattern.compile("listening on http://0\\.0\\.0\\.0:(\\d+)").matcher(l);
+                if (m.find()) {
+                    port = m.group(1);
+                }
+                ready = l.contains("ready in");
+            }
+            assertNotNull(port, () -> "serve said where it listens: " + seen);
+            assertTrue(ready, () -> "serve said it is ready: " + seen);
+            assertTrue(seen.stream().anyMatch(l -> l.startsWith("serve: WARNING: --insecure: listening on 0.0.0.0 with no API key")
+                    && l.contains("anyone who can reach this address can use the model")), () -> "the warning, on stderr: " + seen);
+            HttpClient http = HttpClient.newHttpClient();
+            URI base = URI.create("http://127.0.0.1:" + port);
+            HttpResponse<String> models = http.send(HttpRequest.newBuilder(base.resolve("/v1/models")).timeout(Duration.ofSeconds(10))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, models.statusCode(), "served without a key: " + models.body());
+            HttpResponse<String> health = http.send(HttpRequest.newBuilder(base.resolve("/health")).timeout(Duration.ofSeconds(10))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, health.statusCode(), health.body());
+            serve.destroy();                                   // SIGTERM
+            assertTrue(serve.waitFor(60, TimeUnit.SECONDS), "serve ends");
+            assertEquals(0, serve.exitValue(), () -> "exit status 0 after SIGTERM: " + String.join("\n", lines));
+        } finally {
+            serve.destroyForcibly();
+        }
+    }
+
+    @Test
     void servesCompletionsUntilSigtermThenStopsEveryStageAndExitsZero(@TempDir Path dir) throws Exception {
         Path model = TestModels.get(ModelSpec.tiny());
         Path keyFile = Files.writeString(dir.resolve("key"), "k-123\n");
-        List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString()));
-        cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
-                .filter(a -> !a.startsWith("-javaagent") && !a.startsWith("-agentlib")).toList());
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ServeCommand.class.getName(),
-                "--stages", "2", "--model", model.toString(), "--port", "0", "--max-sequences", "4", "--max-queued", "2",
-                "--api-key-file", keyFile.toString(), "--chat-template", "chatml"));
-        Process serve = new ProcessBuilder(cmd).start();
-        BlockingQueue<String> lines = new LinkedBlockingQueue<>();   // stderr
-        Thread reader = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(serve.getErrorStream(), StandardCharsets.UTF_8))) {
-                for (String l; (l = in.readLine()) != null; ) {
-                    if (!l.startsWith("WARNING: Using incubator modules")) {   // the JVM's, which the launcher filters out
-                        lines.add(l);
-                    }
-                }
-            } catch (Exception ignored) {
-                // the process ended
-            }
-        });
-        reader.setDaemon(true);
-        reader.start();
+        Process serve = new ProcessBuilder(serve("--stages", "2", "--model", model.toString(), "--port", "0",
+                "--max-sequences", "4", "--max-queued", "2", "--api-key-file", keyFile.toString(), "--chat-template", "chatml")).start();
+        BlockingQueue<String> lines = stderr(serve);
         java.util.concurrent.CompletableFuture<String> stdout = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
             try {
                 return new String(serve.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -107,6 +133,11 @@ class ServeCommandTest {
             HttpResponse<String> anonymous = http.send(HttpRequest.newBuilder(base.resolve("/v1/models")).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(401, anonymous.statusCode(), anonymous.body());
+            HttpResponse<String> models = http.send(HttpRequest.newBuilder(base.resolve("/v1/models"))
+                    .header("Authorization", "Bearer k-123").build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, models.statusCode(), models.body());
+            assertEquals(model.getFileName().toString().replaceFirst("\\.gguf$", ""),
+                    Jackson.MAPPER.readTree(models.body()).at("/data/0/id").asText(), "the model, named by its file: " + models.body());
             HttpResponse<String> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
                     .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json").header("Authorization", "Bearer k-123")
                     .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"once upon a time\", \"max_tokens\": 12, \"temperature\": 0}"))
@@ -190,6 +221,35 @@ class ServeCommandTest {
         } finally {
             serve.destroyForcibly();
         }
+    }
+
+    /** The command line of {@code tools/serve} with {@code args}, on this JVM and class path. */
+    private static List<String> serve(String... args) {
+        List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .filter(a -> !a.startsWith("-javaagent") && !a.startsWith("-agentlib")).toList());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ServeCommand.class.getName()));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    /** The process's stderr lines as they come, read by a thread of their own. */
+    private static BlockingQueue<String> stderr(Process p) {
+        BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        Thread reader = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8))) {
+                for (String l; (l = in.readLine()) != null; ) {
+                    if (!l.startsWith("WARNING: Using incubator modules")) {   // the JVM's, which the launcher filters out
+                        lines.add(l);
+                    }
+                }
+            } catch (Exception ignored) {
+                // the process ended
+            }
+        });
+        reader.setDaemon(true);
+        reader.start();
+        return lines;
     }
 
     private static String post(HttpClient http, URI base, String path, String body) throws Exception {

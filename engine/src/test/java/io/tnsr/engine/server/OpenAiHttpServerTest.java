@@ -196,6 +196,242 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void sixteenConcurrentSeededRequestsEachGiveTheTokensOfTheirSoloRun() throws Exception {
+        server.close();
+        pipeline.close();
+        pipeline = new ServingPipeline(16, 0);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        // Sampled, each with a seed, top_k and top_p of its own; ignore_eos: a drawn end of text must not cut one short,
+        // so that every request runs its whole length beside the others. Every other one asks for its tokens (logprobs).
+        int tokens = 32;
+        List<SamplingConfig> configs = new ArrayList<>();
+        List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> answers = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            double topP = 0.8 + 0.01 * i;
+            int topK = 10 + 5 * i;
+            configs.add(new SamplingConfig(0.9f, topK, (float) topP, 1000 + i));
+            String body = "{\"prompt\": \"" + PROMPT + " " + i + "\", \"max_tokens\": " + tokens + ", \"temperature\": 0.9, "
+                    + "\"seed\": " + (1000 + i) + ", \"top_k\": " + topK + ", \"top_p\": " + topP + ", \"ignore_eos\": true"
+                    + (i % 2 == 0 ? ", \"logprobs\": 0" : "") + "}";
+            answers.add(http.sendAsync(HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(90))
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()));
+        }
+        for (int i = 0; i < 16; i++) {
+            HttpResponse<String> r = answers.get(i).get(90, TimeUnit.SECONDS);
+            assertEquals(200, r.statusCode(), r.body());
+            JsonNode body = json(r);
+            List<Completion.TokenLogprob> solo = new ArrayList<>();
+            String text = pipeline.alone(PROMPT + " " + i, tokens, configs.get(i), true, 0, solo);
+            assertEquals(text, body.at("/choices/0/text").asText(), "request " + i + ": the text of its solo run");
+            assertEquals(tokens, body.at("/usage/completion_tokens").asInt(), "request " + i);
+            assertEquals("length", body.at("/choices/0/finish_reason").asText(), "request " + i);
+            if (i % 2 == 0) {
+                JsonNode served = body.at("/choices/0/logprobs/tokens");
+                assertEquals(solo.size(), served.size(), "request " + i);
+                for (int k = 0; k < solo.size(); k++) {
+                    assertEquals(new String(pipeline.tok.tokenBytes(solo.get(k).token()), StandardCharsets.UTF_8),
+                            served.get(k).asText(), "request " + i + ", token " + k + ": the token of its solo run");
+                }
+            }
+        }
+    }
+
+    @Test
+    void aBodyOverTheSizeLimitGets413AndTheServerGoesOnServing() throws Exception {
+        // JSON may end in whitespace: a valid request padded to exactly the limit is taken, one byte more is not.
+        String request = "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 3, \"temperature\": 0}";
+        HttpResponse<String> atLimit = post("/v1/completions", request + " ".repeat(OpenAiHttpServer.MAX_BODY_BYTES - request.length()));
+        assertEquals(200, atLimit.statusCode(), "a body of exactly the limit is served");
+        for (int size : List.of(OpenAiHttpServer.MAX_BODY_BYTES + 1, 4 * OpenAiHttpServer.MAX_BODY_BYTES)) {
+            HttpResponse<String> r = post("/v1/completions", request + " ".repeat(size - request.length()));
+            assertEquals(413, r.statusCode(), size + " bytes: " + r.body());
+            JsonNode error = json(r).get("error");
+            assertEquals("invalid_request_error", error.get("type").asText(), r.body());
+            assertTrue(error.get("message").asText().contains(String.valueOf(OpenAiHttpServer.MAX_BODY_BYTES)), r.body());
+            assertTrue(error.has("code"), r.body());
+        }
+        assertEquals(0, pipeline.service.active(), "nothing was run for them");
+        HttpResponse<String> after = post("/v1/completions", request);
+        assertEquals(200, after.statusCode(), after.body());
+        assertEquals(pipeline.alone(PROMPT, 3, SamplingConfig.GREEDY), json(after).at("/choices/0/text").asText());
+        assertEquals(200, get("/health").statusCode());
+        assertTrue(get("/metrics").body().lines().anyMatch(l -> l.matches("tnsr_requests_rejected_total\\{status=\"413\"} 2(\\.0)?")),
+                "both refusals are counted");
+    }
+
+    @Test
+    void aClientThatLeavesBeforeAWholeAnswerHasItsSequenceCancelled() throws Exception {
+        server.close();
+        pipeline.close();
+        // a context long enough that the request runs far longer than the test waits for its cancellation
+        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny().withContext(4096), 2, 1, 0);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        byte[] body = ("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 4000, \"ignore_eos\": true}").getBytes(StandardCharsets.UTF_8);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        try (java.net.Socket client = new java.net.Socket(base.getHost(), base.getPort())) {
+            client.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: " + base.getAuthority()
+                    + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            client.getOutputStream().write(body);
+            client.getOutputStream().flush();
+            while (java.util.Arrays.stream(pipeline.usedPages()).sum() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertTrue(java.util.Arrays.stream(pipeline.usedPages()).sum() > 0, "the request is running");
+            assertEquals(0, client.getInputStream().available(), "no answer yet");
+        }                                                    // the client goes away, waiting for the whole answer
+        while (pipeline.service.active() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, pipeline.service.active(), "its place was freed");
+        List<String> ended = get("/metrics").body().lines().filter(l -> l.startsWith("tnsr_requests_total{")).toList();
+        assertTrue(ended.stream().anyMatch(l -> l.matches("tnsr_requests_total\\{finish_reason=\"cancelled\"} 1(\\.0)?")),
+                () -> "it was cancelled, not run to its end: " + ended);
+        while (java.util.Arrays.stream(pipeline.usedPages()).sum() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals("[0, 0]", java.util.Arrays.toString(pipeline.usedPages()), "every stage's KV cache is as before the request");
+    }
+
+    @Test
+    void aRequestPipelinedBehindAWholeAnswerIsNotTakenForAClientThatLeft() throws Exception {
+        byte[] first = ("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}")
+                .getBytes(StandardCharsets.UTF_8);
+        byte[] second = "{\"prompt\": \"x\", \"max_tokens\": 2}".getBytes(StandardCharsets.UTF_8);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        try (java.net.Socket client = new java.net.Socket(base.getHost(), base.getPort())) {
+            client.setSoTimeout(30_000);
+            client.getOutputStream().write(rawPost(first));
+            client.getOutputStream().flush();
+            while (java.util.Arrays.stream(pipeline.usedPages()).sum() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            client.getOutputStream().write(rawPost(second));   // the next request, sent before the first is answered
+            client.getOutputStream().flush();
+            java.io.DataInputStream in = new java.io.DataInputStream(new java.io.BufferedInputStream(client.getInputStream()));
+            List<String> head = new ArrayList<>();
+            for (String l = line(in); !l.isEmpty(); l = line(in)) {
+                head.add(l.toLowerCase(java.util.Locale.ROOT));
+            }
+            assertEquals("http/1.1 200 ok", head.get(0), head::toString);
+            int length = head.stream().filter(h -> h.startsWith("content-length:")).mapToInt(h -> Integer.parseInt(h.substring(15).trim()))
+                    .findFirst().orElseThrow();
+            byte[] body = new byte[length];
+            in.readFully(body);
+            JsonNode answer = Jackson.MAPPER.readTree(body);
+            assertEquals(200, answer.at("/usage/completion_tokens").asInt(), "the first request ran to its end: " + answer);
+            assertEquals(pipeline.alone(PROMPT, 200, SamplingConfig.GREEDY, true, -1, new ArrayList<>()),
+                    answer.at("/choices/0/text").asText());
+            // Whether the second is answered or the connection is closed for the client to send it again depends on
+            // whether it came before the first was handled; either is HTTP/1.1.
+            if (head.contains("connection: close")) {
+                assertEquals(-1, in.read(), "nothing more on a connection closed for the client to send the second again");
+            } else {
+                assertTrue(line(in).startsWith("HTTP/1.1 200"), "the second request is answered on the same connection");
+            }
+        }
+    }
+
+    private static byte[] rawPost(byte[] body) {
+        byte[] head = ("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: "
+                + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+        byte[] all = java.util.Arrays.copyOf(head, head.length + body.length);
+        System.arraycopy(body, 0, all, head.length, body.length);
+        return all;
+    }
+
+    /** One line of an HTTP head, without its CRLF. */
+    private static String line(InputStream in) throws java.io.IOException {
+        StringBuilder l = new StringBuilder();
+        for (int b = in.read(); b != '\n'; b = in.read()) {
+            if (b < 0) {
+                throw new java.io.EOFException("the connection ended in a line: " + l);
+            }
+            if (b != '\r') {
+                l.append((char) b);
+            }
+        }
+        return l.toString();
+    }
+
+    @Test
+    void healthIs503AndCompletionsAreRefusedWhileTheStagesLoadThenBoth200() throws Exception {
+        server.close();
+        pipeline.close();
+        // As tools/serve runs: the HTTP server listens before the stages are started
+        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny(), 2, 1, 0, true, false);
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+        HttpResponse<String> loading = get("/health");
+        assertEquals(503, loading.statusCode(), loading.body());
+        assertEquals("the pipeline is starting", json(loading).at("/error/message").asText(), loading.body());
+        HttpResponse<String> early = post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 3}");
+        assertEquals(503, early.statusCode(), early.body());
+        assertEquals(200, get("/v1/models").statusCode(), "what is served is known before it is up");
+        pipeline.start();
+        assertEquals(200, get("/health").statusCode());
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 3, \"temperature\": 0}");
+        assertEquals(200, r.statusCode(), r.body());
+    }
+
+    @Test
+    void stopStringsEndTheTextJustBeforeThem() throws Exception {
+        int tokens = 40;
+        String whole = pipeline.alone(PROMPT, tokens, SamplingConfig.GREEDY, true, -1, new ArrayList<>());
+        // a stop string from the second half of the text; the answer is the text before its first occurrence
+        String stop = whole.substring(whole.length() / 2, whole.length() / 2 + 3);
+        String before = whole.substring(0, whole.indexOf(stop));
+        assertTrue(!before.isEmpty() && before.length() < whole.length() - 3, () -> "a usable stop string in '" + whole + "'");
+        String request = "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": " + tokens + ", \"temperature\": 0, \"ignore_eos\": true, ";
+        for (String stops : List.of(Jackson.write(stop), Jackson.write(List.of("never in this text \u2603", stop)))) {
+            HttpResponse<String> r = post("/v1/completions", request + "\"stop\": " + stops + "}");
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(before, json(r).at("/choices/0/text").asText(), "stop " + stops);
+            assertEquals("stop", json(r).at("/choices/0/finish_reason").asText(), "stop " + stops);
+            assertTrue(json(r).at("/usage/completion_tokens").asInt() < tokens, r.body());
+        }
+        HttpResponse<String> none = post("/v1/completions", request + "\"stop\": [\"never in this text \u2603\"]}");
+        assertEquals(whole, json(none).at("/choices/0/text").asText(), "a stop string that never comes changes nothing");
+        assertEquals("length", json(none).at("/choices/0/finish_reason").asText());
+    }
+
+    @Test
+    void maxCompletionTokensBoundsTheAnswerAsMaxTokensDoes() throws Exception {
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"max_completion_tokens\": 7, "
+                + "\"temperature\": 0, \"ignore_eos\": true}");
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(7, json(r).at("/usage/completion_tokens").asInt(), r.body());
+        assertEquals("length", json(r).at("/choices/0/finish_reason").asText());
+        assertEquals(pipeline.alone(PROMPT, 7, SamplingConfig.GREEDY, true, -1, new ArrayList<>()),
+                json(r).at("/choices/0/text").asText());
+    }
+
+    @Test
+    void topKAndTopPChangeNothingForGreedyAndAreAppliedWhenSampling() throws Exception {
+        String greedy = pipeline.alone(PROMPT, 24, SamplingConfig.GREEDY, true, -1, new ArrayList<>());
+        String request = "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 24, \"ignore_eos\": true, ";
+        HttpResponse<String> r = post("/v1/completions", request + "\"temperature\": 0, \"top_k\": 5, \"top_p\": 0.5}");
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(greedy, json(r).at("/choices/0/text").asText(), "greedy with top_k and top_p");
+        // top_k 1 leaves only the most likely token to draw, whatever the temperature and seed
+        for (int seed = 1; seed <= 3; seed++) {
+            HttpResponse<String> k1 = post("/v1/completions", request + "\"temperature\": 1, \"top_k\": 1, \"seed\": " + seed + "}");
+            assertEquals(200, k1.statusCode(), k1.body());
+            assertEquals(greedy, json(k1).at("/choices/0/text").asText(), "top_k 1, seed " + seed);
+        }
+        HttpResponse<String> free = post("/v1/completions", request + "\"temperature\": 1, \"seed\": 1}");
+        assertTrue(!greedy.equals(json(free).at("/choices/0/text").asText()), "without top_k the same seed draws other tokens");
+        SamplingConfig nucleus = new SamplingConfig(1f, 0, 0.6f, 1);
+        HttpResponse<String> p = post("/v1/completions", request + "\"temperature\": 1, \"top_p\": 0.6, \"seed\": 1}");
+        assertEquals(pipeline.alone(PROMPT, 24, nucleus, true, -1, new ArrayList<>()), json(p).at("/choices/0/text").asText(),
+                "top_p as one process applies it");
+        assertTrue(!json(free).at("/choices/0/text").asText().equals(json(p).at("/choices/0/text").asText()),
+                "top_p changed what the same seed draws");
+    }
+
+    @Test
     void tokenizeAndDetokenizeRoundTripAsTheCompletionRunsIt() throws Exception {
         HttpResponse<String> t = post("/tokenize", "{\"content\": \"" + PROMPT + "\", \"with_pieces\": true}");
         assertEquals(200, t.statusCode(), t.body());

@@ -41,7 +41,10 @@ final class ServingPipeline implements AutoCloseable {
     final Tokenizer tok;
     final CompletionService service;
     final LocalStages stages;
-    private final Thread driver;
+    private final PipelineRun.Settings settings;
+    private final PipelineConfig pipeline;
+    private final int maxRunning;
+    private Thread driver;
     private final AtomicBoolean stop = new AtomicBoolean();
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
 
@@ -60,20 +63,37 @@ final class ServingPipeline implements AutoCloseable {
     /** @param sampleInLastStage tokens chosen in the last stage (as serve does), else by the coordinator from logits */
     ServingPipeline(ModelSpec spec, int maxRunning, int maxWaiting, long maxWaitMillis, boolean sampleInLastStage)
             throws Exception {
+        this(spec, maxRunning, maxWaiting, maxWaitMillis, sampleInLastStage, true);
+    }
+
+    /**
+     * @param start start the stages now and wait for them; else {@link #start()} does, and until then the service is
+     *              as {@code tools/serve}'s is while its stages load (its HTTP server already listening)
+     */
+    ServingPipeline(ModelSpec spec, int maxRunning, int maxWaiting, long maxWaitMillis, boolean sampleInLastStage,
+                    boolean start) throws Exception {
+        this.maxRunning = maxRunning;
         model = TestModels.get(spec);
         try (GgufFile f = GgufFile.open(model)) {
             cfg = LlamaConfig.fromGguf(f);
             tok = Tokenizers.fromGguf(f);
         }
-        PipelineConfig pipeline = PipelineConfig.defaults(cfg.layers(), 2, WaitMode.BLOCK);
+        pipeline = PipelineConfig.defaults(cfg.layers(), 2, WaitMode.BLOCK);
         Path runDir = Files.createTempDirectory("tnsr-serve-test");
-        PipelineRun.Settings settings = new PipelineRun.Settings(model, pipeline, Collections.nCopies(2, WaitMode.BLOCK),
+        settings = new PipelineRun.Settings(model, pipeline, Collections.nCopies(2, WaitMode.BLOCK),
                 Collections.nCopies(2, -1), new Coordinator.Options(2, 0, pipeline.maxTokensPerFrame(),
                 pipeline.maxSequencesPerFrame(), pipeline.maxFrameBytes()).withSampleInLastStage(sampleInLastStage), runDir,
                 30_000, 30_000, 10_000, 0);
         service = new CompletionService(tok, cfg.contextLength(), cfg.vocabSize(),
                 new CompletionService.Limits(maxRunning, maxWaiting, maxWaitMillis), runDir, 2);
         stages = new LocalStages(pipeline, model, runDir);
+        if (start) {
+            start();
+        }
+    }
+
+    /** Starts the stages and waits until the service takes requests. */
+    void start() throws Exception {
         int perBatch = (maxRunning + 1) / 2;
         CountDownLatch ready = new CountDownLatch(1);
         driver = new Thread(() -> {
@@ -104,10 +124,16 @@ final class ServingPipeline implements AutoCloseable {
      * (-1: none): each generated token's go to {@code logprobs}.
      */
     String alone(String prompt, int maxTokens, SamplingConfig sc, int top, List<Completion.TokenLogprob> logprobs) {
+        return alone(prompt, maxTokens, sc, false, top, logprobs);
+    }
+
+    /** As {@link #alone(String, int, SamplingConfig, int, List)}; {@code ignoreEos}: as the request's {@code ignore_eos}. */
+    String alone(String prompt, int maxTokens, SamplingConfig sc, boolean ignoreEos, int top,
+                 List<Completion.TokenLogprob> logprobs) {
         try (GgufFile f = GgufFile.open(model)) {
             int[] ids = tok.encode(prompt, true);
-            SequenceState s = new SequenceState(0, prompt, ids, maxTokens, cfg.contextLength(), tok.bos(),
-                    tok::isEndOfGeneration, new Sampler(sc, cfg.vocabSize()));
+            SequenceState s = new SequenceState(0, prompt, ids, maxTokens, cfg.contextLength(), ignoreEos ? -1 : tok.bos(),
+                    ignoreEos ? t -> false : tok::isEndOfGeneration, new Sampler(sc, cfg.vocabSize()));
             if (top >= 0) {
                 s.wantLogprobs(top);
             }
@@ -144,6 +170,9 @@ final class ServingPipeline implements AutoCloseable {
     @Override
     public void close() throws Exception {
         stop.set(true);
+        if (driver == null) {
+            return;
+        }
         driver.join(60_000);
         if (failure.get() != null) {
             throw new AssertionError("serving failed", failure.get());
