@@ -55,7 +55,10 @@ final class InboundReceiver {
         return lastHeardNanos.get();
     }
 
-    /** How long the upstream said it has been working on one frame, in its last heartbeat (0: idle). */
+    /**
+     * How long the upstream said it has been working on one frame, in its last heartbeat (0: idle, or a frame has come
+     * from it since: a busy link carries no heartbeats, so that figure would otherwise go stale).
+     */
     int upstreamBusyMillis() {
         return upstreamBusyMillis;
     }
@@ -109,6 +112,9 @@ final class InboundReceiver {
                     lastHeardNanos.lazySet(slot.receivedNanos);
                     if (slot.status != FrameSlot.Status.FRAME
                             || FrameHeader.messageTypeCode(slot.buffer, 0) != MessageType.HEARTBEAT.code()) {
+                        if (upstreamBusyMillis != 0) {
+                            upstreamBusyMillis = 0;   // a frame came out: the long one is done, so its busy time no longer holds
+                        }
                         break;
                     }
                     upstreamFrames = slot.buffer.getInt(FrameHeader.HEADER_LENGTH, FrameHeader.ORDER);
