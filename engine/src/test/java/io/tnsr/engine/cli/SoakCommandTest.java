@@ -36,4 +36,36 @@ class SoakCommandTest {
             assertEquals(0L, ((Number) ((Map<?, ?>) stage).get("kv_pages_used")).longValue(), "KV pages at the end: " + stage);
         }
     }
+
+    /**
+     * With --tokens alone the soak serves until that many tokens were served, then lets the running sequences finish:
+     * a little more than the limit, checked like any soak.
+     */
+    @Test
+    void aSoakGivenATokenCountStopsOnceThatManyTokensWereServed() {
+        Object[] r = CliRun.run(new SoakCommand(), "--stages", "2", "--model", SharedData.path("models/stories260K.gguf").toString(),
+                "--tokens", "400", "--kill-every", "600", "--concurrency", "4", "--max-tokens", "50", "--prompts", "4",
+                "--sample-every", "5", "--json");
+        Map<?, ?> report = (Map<?, ?>) TestJson.parse(((String) r[1]).strip());
+        assertEquals("pass", report.get("verdict"), () -> report.get("reasons") + "\n" + r[2]);
+        assertEquals(0, r[0]);
+        assertEquals("tokens", report.get("stopped_by"));
+        long served = ((Number) report.get("tokens_served")).longValue();
+        // at most the sequences running at the limit finish after it: 4 of 50 tokens each
+        assertTrue(served >= 400 && served <= 400 + 4 * 50, "tokens served: " + served);
+        assertEquals(0L, ((Number) report.get("losses")).longValue(), "no stage lost before the first kill was due");
+        assertEquals(report.get("sequences_submitted"), report.get("sequences_matching_reference"));
+    }
+
+    @Test
+    void aSoakWithoutADurationOrATokenCountIsRefusedNamingBoth() {
+        Object[] r = CliRun.run(new SoakCommand(), "--stages", "2", "--model", SharedData.path("models/stories260K.gguf").toString());
+        assertEquals(2, r[0]);
+        String err = (String) r[2];
+        assertTrue(err.contains("--duration") && err.contains("--tokens"), err);
+        Object[] zero = CliRun.run(new SoakCommand(), "--stages", "2", "--model", SharedData.path("models/stories260K.gguf").toString(),
+                "--tokens", "0");
+        assertEquals(2, zero[0]);
+        assertTrue(((String) zero[2]).contains("--tokens"), (String) zero[2]);
+    }
 }
