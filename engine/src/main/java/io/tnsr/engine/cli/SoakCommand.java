@@ -48,8 +48,9 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * {@code tools/soak}: a pipeline serving a steady load for a given time while stages are killed or stopped at random,
- * checked against an uninterrupted run.
+ * {@code tools/soak}: a pipeline serving a steady load for a given time, or until it has served a given number of
+ * tokens (whichever comes first when both are given), while stages are killed or stopped at random, checked against
+ * an uninterrupted run.
  *
  * <pre>
  *   reference: each prompt's tokens from one process (greedy: what any uninterrupted run gives)
@@ -59,7 +60,8 @@ import picocli.CommandLine.Option;
  *   timing:    per loss, loss to new session (recovered) and loss to the next token (the replay done)
  *   sampler:   every --sample-every seconds: tokens, this process's and each stage's memory, threads, open files,
  *              each stage's KV pages in use
- *   end:       no new sequences; those running finish; KV pages must come back to 0; the verdict
+ *   end:       after --duration or once --tokens were served: no new sequences; those running finish (so a little
+ *              more than --tokens are served); KV pages must come back to 0; the verdict
  * </pre>
  * The verdict passes when every finished sequence's tokens equal the reference, no sequence failed, every kill was
  * recovered, every stage's KV pool is empty at the end, and threads, open files and memory are flat (the end within a
@@ -73,8 +75,17 @@ public final class SoakCommand implements Callable<Integer> {
     @Mixin
     PipelineOptions pipeline;
 
-    @Option(names = "--duration", paramLabel = "SECONDS", defaultValue = "120", description = "How long to serve (default: ${DEFAULT-VALUE}).")
-    double durationSeconds;
+    /** How long a soak serves when neither --duration nor --tokens says when to stop. */
+    static final double DEFAULT_DURATION_SECONDS = 120;
+
+    @Option(names = "--duration", paramLabel = "SECONDS",
+            description = "How long to serve (default: 120 s unless --tokens is given; with both, whichever comes first).")
+    Double durationSeconds;
+
+    @Option(names = "--tokens", paramLabel = "N",
+            description = "Serve until N tokens were served in all (the sequences running then finish); with --duration,"
+                    + " whichever comes first.")
+    Long tokenLimit;
 
     @Option(names = "--concurrency", paramLabel = "N", defaultValue = "8", description = "Sequences in flight at all times (default: ${DEFAULT-VALUE}).")
     int concurrency;
@@ -116,8 +127,12 @@ public final class SoakCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         pipeline.applyVerbosity();
         double[] kill = parseRange(killEvery);
-        if (!(durationSeconds > 0) || concurrency < 1 || maxTokens < 1 || prompts < 1 || !(sampleSeconds > 0)) {
-            throw new IllegalArgumentException("--duration, --concurrency, --max-tokens, --prompts and --sample-every must be positive");
+        if (durationSeconds == null && tokenLimit == null) {
+            durationSeconds = DEFAULT_DURATION_SECONDS;
+        }
+        if ((durationSeconds != null && !(durationSeconds > 0)) || (tokenLimit != null && tokenLimit < 1) || concurrency < 1
+                || maxTokens < 1 || prompts < 1 || !(sampleSeconds > 0)) {
+            throw new IllegalArgumentException("--duration, --tokens, --concurrency, --max-tokens, --prompts and --sample-every must be positive");
         }
         if (!List.of("kill", "stop", "both").contains(signal)) {
             throw new IllegalArgumentException("--signal must be kill, stop or both, got '" + signal + "'");
@@ -225,16 +240,17 @@ public final class SoakCommand implements Callable<Integer> {
             return 3;
         }
         long start = System.nanoTime();
-        long end = start + (long) (durationSeconds * 1e9);
+        long end = durationSeconds == null ? Long.MAX_VALUE : start + (long) (durationSeconds * 1e9);
+        long tokensToServe = tokenLimit == null ? Long.MAX_VALUE : tokenLimit;
         Random random = new Random(seed);
         List<Sample> samples = new ArrayList<>();
         long nextSample = start;
         long nextKill = start + (long) ((kill[0] + random.nextDouble() * (kill[1] - kill[0])) * 1e9);
         int id = 0;
         Sampler sampler = new Sampler(SamplingConfig.GREEDY, mc.vocabSize());
-        System.err.printf(Locale.ROOT, "soak: serving %d sequences at a time for %.0f s, a stage lost every %s s%n", concurrency,
-                durationSeconds, killEvery);
-        while (System.nanoTime() < end && failed.get() == null) {
+        System.err.printf(Locale.ROOT, "soak: serving %d sequences at a time %s, a stage lost every %s s%n", concurrency,
+                until(), killEvery);
+        while (System.nanoTime() < end && tokens.get() < tokensToServe && failed.get() == null) {
             long now = System.nanoTime();
             if (now >= nextSample) {
                 samples.add(sample((now - start) / 1e9, tokens.get(), stages, runDir, n));
@@ -269,6 +285,7 @@ public final class SoakCommand implements Callable<Integer> {
                 id++;
             }
         }
+        String stoppedBy = failed.get() != null ? "failure" : tokens.get() >= tokensToServe ? "tokens" : "duration";
         // Drain: no new sequences; the running ones finish; then the KV pools must be empty.
         long drainDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.max(120, (long) pipeline.recovery().timeoutMillis() / 1000 * 2));
         while (!running.isEmpty() && failed.get() == null && System.nanoTime() < drainDeadline) {
@@ -286,7 +303,7 @@ public final class SoakCommand implements Callable<Integer> {
         double wall = (System.nanoTime() - start) / 1e9;
 
         Map<String, Object> report = report(wall, id, tokens.get(), finishedOk.get(), mismatches, failures, kills, recoverSeconds,
-                resumeSeconds, samples, running.size(), failed.get(), n);
+                resumeSeconds, samples, running.size(), failed.get(), n, stoppedBy);
         PrintStream out = System.out;
         if (reportFile != null) {
             Files.writeString(reportFile, Jackson.write(report) + "\n");
@@ -300,6 +317,13 @@ public final class SoakCommand implements Callable<Integer> {
             return 3;
         }
         return "pass".equals(report.get("verdict")) ? 0 : 1;
+    }
+
+    /** When the serving stops, as the start line says it: "for 60 s", "until 5000 tokens", or both. */
+    private String until() {
+        String time = durationSeconds == null ? null : String.format(Locale.ROOT, "for %.0f s", durationSeconds);
+        String count = tokenLimit == null ? null : "until " + tokenLimit + " tokens";
+        return time == null ? count : count == null ? time : time + " or " + count + ", whichever comes first";
     }
 
     private static double[] parseRange(String s) {
@@ -415,7 +439,7 @@ public final class SoakCommand implements Callable<Integer> {
 
     private Map<String, Object> report(double wall, int submitted, long tokens, int ok, List<String> mismatches, List<String> failures,
                                        List<Kill> kills, List<Double> recover, List<Double> resume, List<Sample> samples, int unfinished,
-                                       Throwable failed, int n) {
+                                       Throwable failed, int n, String stoppedBy) {
         List<String> reasons = new ArrayList<>();
         if (failed != null) {
             reasons.add("the pipeline failed: " + failed.getMessage());
@@ -472,6 +496,7 @@ public final class SoakCommand implements Callable<Integer> {
         r.put("stages", n);
         r.put("concurrency", concurrency);
         r.put("wall_seconds", Math.round(wall * 10) / 10.0);
+        r.put("stopped_by", stoppedBy);
         r.put("sequences_submitted", submitted);
         r.put("sequences_matching_reference", ok);
         r.put("tokens_served", tokens);
@@ -526,8 +551,8 @@ public final class SoakCommand implements Callable<Integer> {
         for (Object reason : (List<?>) r.get("reasons")) {
             out.println("  " + reason);
         }
-        out.printf(Locale.ROOT, "%s s, %s stages, %s sequences at a time: %s sequences submitted, %s match the reference; %s tokens (%s/s)%n",
-                r.get("wall_seconds"), r.get("stages"), r.get("concurrency"), r.get("sequences_submitted"),
+        out.printf(Locale.ROOT, "%s s (stopped by %s), %s stages, %s sequences at a time: %s sequences submitted, %s match the reference;"
+                        + " %s tokens (%s/s)%n", r.get("wall_seconds"), r.get("stopped_by"), r.get("stages"), r.get("concurrency"), r.get("sequences_submitted"),
                 r.get("sequences_matching_reference"), r.get("tokens_served"), r.get("tokens_per_second"));
         out.printf(Locale.ROOT, "losses %s, recoveries %s, time to recover (loss to new session) %s, to tokens again (replay done) %s%n",
                 r.get("losses"), r.get("recoveries"), r.get("time_to_recover_seconds"), r.get("time_to_resume_seconds"));

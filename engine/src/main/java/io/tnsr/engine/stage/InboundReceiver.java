@@ -56,7 +56,10 @@ final class InboundReceiver {
         return lastHeardNanos.get();
     }
 
-    /** How long the upstream said it has been working on one frame, in its last heartbeat (0: idle). */
+    /**
+     * How long the upstream said it has been working on one frame, in its last heartbeat (0: idle, or a frame has come
+     * from it since: a busy link carries no heartbeats, so that figure would otherwise go stale).
+     */
     int upstreamBusyMillis() {
         return upstreamBusyMillis;
     }
@@ -118,13 +121,13 @@ final class InboundReceiver {
                         return; // upstream closed between frames
                     }
                     lastHeardNanos.lazySet(slot.receivedNanos);
-                    if (slot.status != FrameSlot.Status.FRAME) {
-                        break;
-                    }
-                    int type = FrameHeader.messageTypeCode(slot.buffer, 0);
+                    int type = slot.status == FrameSlot.Status.FRAME ? FrameHeader.messageTypeCode(slot.buffer, 0) : -1;
                     if (type != MessageType.HEARTBEAT.code()) {
                         if (type == MessageType.SHUTDOWN.code()) {
                             shutdownSequence = seq;
+                        }
+                        if (upstreamBusyMillis != 0) {
+                            upstreamBusyMillis = 0;   // a frame came out: the long one is done, so its busy time no longer holds
                         }
                         break;
                     }
