@@ -2,6 +2,7 @@ package io.tnsr.engine.forward;
 
 import io.tnsr.engine.model.RowParts;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -17,7 +18,8 @@ import org.agrona.concurrent.BackoffIdleStrategy;
  * </pre>
  *
  * Workers spin between the matmuls of a step (a step's matmuls come tens of microseconds apart) and back off to
- * yielding, then parking, when no work comes for about a millisecond, as between the steps of a pipeline stage. Give a
+ * yielding, then parking, when no work comes for about a millisecond, as between the steps of a pipeline stage; each
+ * call unparks them, so a parked worker starts at once rather than at the end of its park. Give a
  * process no more threads in all than it has cores: a spinning worker takes a core from anything sharing it.
  * One caller at a time; allocation-free per call.
  */
@@ -71,6 +73,9 @@ public final class RowParallel implements AutoCloseable {
         this.out = out;
         long p = posted + 1;
         posted = p;   // publishes the task's fields
+        for (AgentRunner r : runners) {
+            LockSupport.unpark(r.thread());   // a worker parked since the last step starts now, not at its next wake-up
+        }
         parts.run(0, x, 0, n, out, 0);
         long deadline = System.nanoTime() + PART_TIMEOUT_NANOS;
         for (Worker w : workers) {
