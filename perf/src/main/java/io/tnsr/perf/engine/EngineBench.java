@@ -95,7 +95,8 @@ public final class EngineBench implements Callable<Integer> {
 
     @Option(names = "--llama-cpp", paramLabel = "TYPE=FILE",
             description = {"Compare TYPE's rows against llama.cpp measured here: FILE holds the JSON lines of `llama-bench"
-                    + " -t 1 -o jsonl` and `llama-batched-bench -t 1 -tb 1 --output-format jsonl` run on the model file"
+                    + " -t 1 -o jsonl` and `llama-batched-bench -t 1 -tb 1 --output-format jsonl` (-t N -tb N with --threads N)"
+                    + " run on the model file"
                     + " engine-bench uses (.build/models/synthetic-PRESET-TYPE-s42.gguf); repeated runs give a range."
                     + " Repeat the option per type. Without it: fixed figures measured on another AMD EPYC host (stories110M)."})
     Map<String, java.nio.file.Path> llamaCppFiles;
@@ -206,7 +207,7 @@ public final class EngineBench implements Callable<Integer> {
                         + ": " + e.getKey() + " is not one of the measured --types " + String.join(",", types));
             }
             try {
-                measured.put(type, LlamaCppFigures.read(e.getValue()));
+                measured.put(type, LlamaCppFigures.read(e.getValue(), threads));
             } catch (LlamaCppFigures.InvalidFiguresException ex) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--llama-cpp " + e.getKey() + ": " + ex.getMessage());
             }

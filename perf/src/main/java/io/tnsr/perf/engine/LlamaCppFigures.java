@@ -71,11 +71,19 @@ public final class LlamaCppFigures {
     private LlamaCppFigures() {
     }
 
-    /** Workload key -> range of tokens/s, from one file of llama-bench / llama-batched-bench JSON. */
+    /** Workload key -> range of tokens/s, from one file of llama-bench / llama-batched-bench JSON run on one thread. */
     static Map<String, Range> read(Path file) throws InvalidFiguresException {
+        return read(file, 1);
+    }
+
+    /**
+     * Workload key -> range of tokens/s, from one file of llama-bench / llama-batched-bench JSON run on {@code threads}
+     * threads (engine-bench --threads), every record checked for it.
+     */
+    static Map<String, Range> read(Path file, int threads) throws InvalidFiguresException {
         Map<String, Range> figures = new TreeMap<>();
         for (Located r : records(file)) {
-            add(r.node(), figures, r.where());
+            add(r.node(), figures, r.where(), threads);
         }
         if (figures.isEmpty()) {
             throw new InvalidFiguresException(file + " has no llama-bench or llama-batched-bench record (make it with"
@@ -160,7 +168,7 @@ public final class LlamaCppFigures {
         }
     }
 
-    private static void add(JsonNode r, Map<String, Range> figures, String where) throws InvalidFiguresException {
+    private static void add(JsonNode r, Map<String, Range> figures, String where, int threads) throws InvalidFiguresException {
         if (!r.isObject()) {
             throw new InvalidFiguresException(where + ": expected a JSON object, found " + r.getNodeType());
         }
@@ -169,7 +177,7 @@ public final class LlamaCppFigures {
         if (r.has("pl")) { // llama-batched-bench
             key = "decode" + integer(r, "pl", where);
             tokensPerSecond = number(r, "speed_tg", where);
-            oneThread(r, "n_threads_batch", where);
+            sameThreads(r, "n_threads_batch", where, threads);
         } else if (r.has("n_gen")) { // llama-bench
             long prompt = integer(r, "n_prompt", where);
             long gen = integer(r, "n_gen", where);
@@ -185,7 +193,7 @@ public final class LlamaCppFigures {
         } else {
             throw new InvalidFiguresException(where + ": neither a llama-bench record (n_gen) nor a llama-batched-bench one (pl)");
         }
-        oneThread(r, "n_threads", where);
+        sameThreads(r, "n_threads", where, threads);
         if (!(tokensPerSecond > 0) || Double.isInfinite(tokensPerSecond)) {
             throw new InvalidFiguresException(where + ": tokens/s of " + key + " is " + tokensPerSecond);
         }
@@ -193,10 +201,12 @@ public final class LlamaCppFigures {
         figures.put(key, before == null ? new Range(tokensPerSecond, tokensPerSecond) : before.with(tokensPerSecond));
     }
 
-    private static void oneThread(JsonNode r, String field, String where) throws InvalidFiguresException {
-        if (r.has(field) && integer(r, field, where) != 1) {
+    private static void sameThreads(JsonNode r, String field, String where, int threads) throws InvalidFiguresException {
+        if (r.has(field) && integer(r, field, where) != threads) {
+            String t = String.valueOf(threads);
             throw new InvalidFiguresException(where + ": llama.cpp ran with " + r.get(field).asText() + " threads ("
-                    + field + "); engine-bench measures one compute thread: run it with -t 1" + (field.endsWith("batch") ? " -tb 1" : ""));
+                    + field + "); engine-bench measures " + (threads == 1 ? "one compute thread" : t + " threads (--threads " + t + ")")
+                    + ": run it with -t " + t + (field.endsWith("batch") ? " -tb " + t : ""));
         }
     }
 

@@ -86,6 +86,16 @@ class LlamaCppFiguresTest {
                 && e.getMessage().contains("-tb 1"), e.getMessage());
     }
 
+    /** engine-bench --threads N compares with llama.cpp run on N threads, and refuses a file of another count. */
+    @Test
+    void figuresOfNThreadsServeARunOfNThreads(@TempDir Path dir) throws Exception {
+        Path file = write(dir, batched(16, 2, 2, 265) + "\n" + bench(0, 64, 0, 2, 34) + "\n");
+        assertEquals(Map.of("decode16", new LlamaCppFigures.Range(265, 265), "decode1", new LlamaCppFigures.Range(34, 34)),
+                LlamaCppFigures.read(file, 2));
+        var e = assertThrows(LlamaCppFigures.InvalidFiguresException.class, () -> LlamaCppFigures.read(file, 4));
+        assertTrue(e.getMessage().contains("4 threads (--threads 4)") && e.getMessage().contains("-t 4 -tb 4"), e.getMessage());
+    }
+
     @Test
     void filesThatCannotBeComparedAreRefusedSayingWhy(@TempDir Path dir) throws IOException {
         Map<String, String> cases = Map.of(
