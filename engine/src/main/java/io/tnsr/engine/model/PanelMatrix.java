@@ -103,7 +103,7 @@ abstract class PanelMatrix extends WeightMatrix {
         if (from < whole) {
             wholePanels(x, xo, out, oo, from, whole);
         }
-        if (to > fullPanels && fullPanels >= from) {
+        if (to > fullPanels) { // the last, partial panel is in the range (from <= fullPanels always)
             panel(fullPanels, x, xo, spill, 0);
             System.arraycopy(spill, 0, out, oo + fullPanels * panelRows, rows - fullPanels * panelRows);
         }

@@ -39,7 +39,7 @@ final class InboundReceiver {
     private volatile boolean serving;
     private volatile int upstreamFrames;      // frames_done of the upstream's last heartbeat
     private volatile int upstreamBusyMillis;  // busy_ms of the upstream's last heartbeat
-    private volatile long shutdownSequence = -1; // ring sequence of this session's SHUTDOWN frame, -1 before one arrived
+    private volatile long shutdownSequence = -1; // ring sequence of the SHUTDOWN read from the current upstream, or -1
 
     InboundReceiver(RingBuffer<FrameSlot> ring, LatencyMetric hop, String stageName) {
         this.ring = ring;

@@ -52,24 +52,9 @@ class ServeCommandTest {
                 "--port", "0", "--insecure")).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         BlockingQueue<String> lines = stderr(serve);
         try {
-            String port = null;
-            boolean ready = false;
-            List<String> seen = new ArrayList<>();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-            while (!ready && System.nanoTime() < deadline) {
-                String l = lines.poll(1, TimeUnit.SECONDS);
-                if (l == null) {
-                    continue;
-                }
-                seen.add(l);
-                Matcher m = Pattern.compile("listening on http://0\\.0\\.0\\.0:(\\d+)").matcher(l);
-                if (m.find()) {
-                    port = m.group(1);
-                }
-                ready = l.contains("ready in");
-            }
-            assertNotNull(port, () -> "serve said where it listens: " + seen);
-            assertTrue(ready, () -> "serve said it is ready: " + seen);
+            Started started = awaitReady(lines, "0.0.0.0");
+            String port = started.port();
+            List<String> seen = started.lines();
             assertTrue(seen.stream().anyMatch(l -> l.startsWith("serve: WARNING: --insecure: listening on 0.0.0.0 with no API key")
                     && l.contains("anyone who can reach this address can use the model")), () -> "the warning, on stderr: " + seen);
             HttpClient http = HttpClient.newHttpClient();
@@ -103,24 +88,9 @@ class ServeCommandTest {
             }
         });
         try {
-            String port = null;
-            boolean ready = false;
-            List<String> seen = new ArrayList<>();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-            while (!ready && System.nanoTime() < deadline) {
-                String l = lines.poll(1, TimeUnit.SECONDS);
-                if (l == null) {
-                    continue;
-                }
-                seen.add(l);
-                Matcher m = Pattern.compile("listening on http://127\\.0\\.0\\.1:(\\d+)").matcher(l);
-                if (m.find()) {
-                    port = m.group(1);
-                }
-                ready = l.contains("ready in");
-            }
-            assertNotNull(port, () -> "serve said where it listens: " + seen);
-            assertTrue(ready, () -> "serve said it is ready: " + seen);
+            Started started = awaitReady(lines, "127.0.0.1");
+            String port = started.port();
+            List<String> seen = started.lines();
             // The console at start: where it listens and that it is ready, no stage's start-up lines (--verbose has them).
             assertEquals(2, seen.size(), () -> "stderr at start: " + seen);
             assertTrue(seen.get(0).startsWith("serve: listening on http://127.0.0.1:" + port + " (starting 2 stages"), seen.get(0));
@@ -224,6 +194,34 @@ class ServeCommandTest {
     }
 
     /** The command line of {@code tools/serve} with {@code args}, on this JVM and class path. */
+    /** What serve printed on stderr until it said it was ready, and the port it said it listens on. */
+    record Started(String port, List<String> lines) {
+    }
+
+    /** Reads serve's stderr lines until "ready in" (at most 90 s), asserting that it named its port on {@code host}. */
+    static Started awaitReady(BlockingQueue<String> lines, String host) throws InterruptedException {
+        Pattern listening = Pattern.compile("listening on http://" + Pattern.quote(host) + ":(\\d+)");
+        String port = null;
+        boolean ready = false;
+        List<String> seen = new ArrayList<>();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+        while (!ready && System.nanoTime() < deadline) {
+            String l = lines.poll(1, TimeUnit.SECONDS);
+            if (l == null) {
+                continue;
+            }
+            seen.add(l);
+            Matcher m = listening.matcher(l);
+            if (m.find()) {
+                port = m.group(1);
+            }
+            ready = l.contains("ready in");
+        }
+        assertNotNull(port, () -> "serve said where it listens: " + seen);
+        assertTrue(ready, () -> "serve said it is ready: " + seen);
+        return new Started(port, seen);
+    }
+
     private static List<String> serve(String... args) {
         List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString()));
         cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()

@@ -21,8 +21,6 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -66,24 +64,7 @@ class ServeLivenessTest {
         reader.start();
         List<ProcessHandle> stages = List.of();
         try {
-            String port = null;
-            boolean ready = false;
-            List<String> seen = new ArrayList<>();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-            while (!ready && System.nanoTime() < deadline) {
-                String l = lines.poll(1, TimeUnit.SECONDS);
-                if (l == null) {
-                    continue;
-                }
-                seen.add(l);
-                Matcher m = Pattern.compile("listening on http://127\\.0\\.0\\.1:(\\d+)").matcher(l);
-                if (m.find()) {
-                    port = m.group(1);
-                }
-                ready = l.contains("ready in");
-            }
-            assertNotNull(port, () -> "serve said where it listens: " + seen);
-            assertTrue(ready, () -> "serve said it is ready: " + seen);
+            String port = ServeCommandTest.awaitReady(lines, "127.0.0.1").port();
             HttpClient http = HttpClient.newHttpClient();
             URI health = URI.create("http://127.0.0.1:" + port + "/health");
             assertEquals(200, http.send(HttpRequest.newBuilder(health).build(), HttpResponse.BodyHandlers.ofString()).statusCode());
