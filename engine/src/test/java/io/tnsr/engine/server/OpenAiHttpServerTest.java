@@ -40,6 +40,15 @@ class OpenAiHttpServerTest {
         base = URI.create("http://127.0.0.1:" + server.start());
     }
 
+    /** Replaces the server and pipeline of {@link #start} with an HTTP server over {@code p}. */
+    private void serveOn(ServingPipeline p) throws Exception {
+        server.close();
+        pipeline.close();
+        pipeline = p;
+        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
+        base = URI.create("http://127.0.0.1:" + server.start());
+    }
+
     @AfterEach
     void stop() throws Exception {
         server.close();
@@ -175,11 +184,7 @@ class OpenAiHttpServerTest {
 
     @Test
     void sixteenConcurrentRequestsEachGiveTheirSoloTokens() throws Exception {
-        server.close();
-        pipeline.close();
-        pipeline = new ServingPipeline(16, 0);
-        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
-        base = URI.create("http://127.0.0.1:" + server.start());
+        serveOn(new ServingPipeline(16, 0));
         List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> answers = new ArrayList<>();
         for (int i = 0; i < 16; i++) {
             String body = "{\"prompt\": \"" + PROMPT + " " + i + "\", \"max_tokens\": 24, "
@@ -197,11 +202,7 @@ class OpenAiHttpServerTest {
 
     @Test
     void sixteenConcurrentSeededRequestsEachGiveTheTokensOfTheirSoloRun() throws Exception {
-        server.close();
-        pipeline.close();
-        pipeline = new ServingPipeline(16, 0);
-        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
-        base = URI.create("http://127.0.0.1:" + server.start());
+        serveOn(new ServingPipeline(16, 0));
         // Sampled, each with a seed, top_k and top_p of its own; ignore_eos: a drawn end of text must not cut one short,
         // so that every request runs its whole length beside the others. Every other one asks for its tokens (logprobs).
         int tokens = 32;
@@ -262,12 +263,8 @@ class OpenAiHttpServerTest {
 
     @Test
     void aClientThatLeavesBeforeAWholeAnswerHasItsSequenceCancelled() throws Exception {
-        server.close();
-        pipeline.close();
         // a context long enough that the request runs far longer than the test waits for its cancellation
-        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny().withContext(4096), 2, 1, 0);
-        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
-        base = URI.create("http://127.0.0.1:" + server.start());
+        serveOn(new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny().withContext(4096), 2, 1, 0));
         byte[] body = ("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 4000, \"ignore_eos\": true}").getBytes(StandardCharsets.UTF_8);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         try (java.net.Socket client = new java.net.Socket(base.getHost(), base.getPort())) {
@@ -358,12 +355,8 @@ class OpenAiHttpServerTest {
 
     @Test
     void healthIs503AndCompletionsAreRefusedWhileTheStagesLoadThenBoth200() throws Exception {
-        server.close();
-        pipeline.close();
         // As tools/serve runs: the HTTP server listens before the stages are started
-        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny(), 2, 1, 0, true, false);
-        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
-        base = URI.create("http://127.0.0.1:" + server.start());
+        serveOn(new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny(), 2, 1, 0, true, false));
         HttpResponse<String> loading = get("/health");
         assertEquals(503, loading.statusCode(), loading.body());
         assertEquals("the pipeline is starting", json(loading).at("/error/message").asText(), loading.body());
@@ -476,12 +469,8 @@ class OpenAiHttpServerTest {
 
     @Test
     void aRequestThatWaitsPastTheLimitGets503AndNeverRuns() throws Exception {
-        server.close();
-        pipeline.close();
         // a context long enough that the requests holding both places run far longer than the wait limit
-        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny().withContext(4096), 1, 2, 150);
-        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
-        base = URI.create("http://127.0.0.1:" + server.start());
+        serveOn(new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny().withContext(4096), 1, 2, 150));
         List<Completion> hogs = new ArrayList<>();
         for (int i = 0; i < 2; i++) {   // one in each micro-batch's one place
             hogs.add(pipeline.service.submit(new CompletionService.Request(PROMPT, 4000, SamplingConfig.GREEDY, List.of())));
@@ -599,11 +588,7 @@ class OpenAiHttpServerTest {
 
     @Test
     void whenAStageIsLostAndRecoveryGivesUpStreamsEndWithAnErrorAndHealthNamesTheStage() throws Exception {
-        server.close();
-        pipeline.close();
-        pipeline = new ServingPipeline(io.tnsr.engine.synth.ModelSpec.stories15M(), 2, 1, 0);
-        server = new OpenAiHttpServer(pipeline.service, "tiny", "127.0.0.1", 0);
-        base = URI.create("http://127.0.0.1:" + server.start());
+        serveOn(new ServingPipeline(io.tnsr.engine.synth.ModelSpec.stories15M(), 2, 1, 0));
         java.util.concurrent.CompletableFuture<HttpResponse<String>> whole = http.sendAsync(
                 HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(60)).POST(
                         HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250, \"ignore_eos\": true}")).build(),
