@@ -1,5 +1,6 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.Int8Activations.Pairing.ADJACENT;
 import static io.tnsr.engine.model.Int8Activations.high;
 import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
 import static io.tnsr.engine.model.Int8Activations.pair;
@@ -23,7 +24,8 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>Repacked at load ({@link #repack}: the 64 bytes of quants as they are, and per sub-block the float products
  * {@code d * sc} and {@code dmin * m}, the bits the decoder computes), then into row panels laid out as Q4_0's
- * ({@link Q4_0Matrix}): per panel and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its
+ * ({@link Q4_0Matrix}) but with adjacent columns paired, so that each sub-block of 16 owns 8 whole pairs
+ * ({@link Int8Activations.Pairing#ADJACENT}): per panel and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its
  * low nibble and of row L + i in its high nibble, byte 2i + 1 the same for column c + 1, each nibble {@code n = q + 6}
  * (Q4_0's layout: a low nibble unsigned, read with one AND and less 8 in the lane; a high one {@code n - 8} as a
  * signed 4-bit number, read with one shift; either way {@code q - 2}, and shifts share port 0 with the 16-bit
@@ -63,7 +65,7 @@ final class Q2KMatrix extends PanelMatrix {
     /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
     private float[] sx = new float[0];
     /** The activations of the call in progress, quantized. */
-    private final Int8Activations acts = new Int8Activations();
+    private final Int8Activations acts = new Int8Activations(ADJACENT);
     /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
     private final float[] sums;
 
@@ -85,7 +87,7 @@ final class Q2KMatrix extends PanelMatrix {
             for (int c = 0; c < cols; c++) {
                 int e = c % QK;
                 int b = quants[r * (cols / 4) + (c / QK) * 64 + e / 128 * 32 + e % 32];
-                Q4_0Matrix.putNibble(q, cols, r, c, ((b >> (e / 32 % 4 * 2)) & 3) + 6); // n - 8 = q - 2
+                Q4_0Matrix.putNibble(ADJACENT, q, cols, r, c, ((b >> (e / 32 % 4 * 2)) & 3) + 6); // n - 8 = q - 2
             }
             int sbase = (r / P) * units * P + r % P;
             for (int u = 0; u < units; u++) {
@@ -268,7 +270,7 @@ final class Q2KMatrix extends PanelMatrix {
         int sbase = (row / P) * units * P + row % P;
         for (int c = 0; c < cols; c++) {
             int u = sbase + (c / SUB) * P;
-            dst[off + c] = (Q4_0Matrix.nibble(q, cols, row, c) + 2) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
+            dst[off + c] = (Q4_0Matrix.nibble(ADJACENT, q, cols, row, c) + 2) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
         }
     }
 }

@@ -2,6 +2,7 @@ package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.Int8Activations.high;
 import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
+import static io.tnsr.engine.model.Int8Activations.Pairing.HALVES;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.rowSums;
 import static io.tnsr.engine.model.Int8Activations.xpair;
@@ -25,8 +26,8 @@ import jdk.incubator.vector.VectorSpecies;
  * sub-block the float products {@code d * sc} and {@code dmin * m}, so that no kernel unpacks a 6-bit field
  * (every 32 bytes of quants are 64 elements, the low nibbles sub-block 2p and the high nibbles sub-block 2p + 1,
  * each value {@code q * scale - min}); then into row panels laid out as Q4_0's ({@link Q4_0Matrix}): per panel
- * and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its low nibble and of row L + i in
- * its high nibble, byte 2i + 1 the same for column c + 1, a low nibble {@code q} and a high one {@code q - 8} as a
+ * and column pair (a, b) (a block's column j and j + 16), 2L bytes whose byte 2i holds column a of row i in its low
+ * nibble and of row L + i in its high nibble, byte 2i + 1 the same for column b, a low nibble {@code q} and a high one {@code q - 8} as a
  * signed 4-bit number, as Q4_0's; per panel the scales and the negated mins, {@code [subBlocks][P]} floats each. With the bias, an element
  * is {@code (q - 8) * scale + (8 * scale - min)}.
  *
@@ -64,7 +65,7 @@ final class Q4KMatrix extends PanelMatrix {
     /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
     private float[] sx = new float[0];
     /** The activations of the call in progress, quantized. */
-    private final Int8Activations acts = new Int8Activations();
+    private final Int8Activations acts = new Int8Activations(HALVES);
     /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
     private final float[] sums;
 
@@ -97,7 +98,7 @@ final class Q4KMatrix extends PanelMatrix {
             for (int c = 0; c < cols; c++) {
                 int b = quants[r * (cols / 2) + (q4_1 ? (c / 32) * 16 + c % 16 : (c / 64) * 32 + c % 32)];
                 boolean low = q4_1 ? c % 32 < 16 : (c / 32) % 2 == 0;
-                Q4_0Matrix.putNibble(q, cols, r, c, low ? b & 0xF : (b >> 4) & 0xF);
+                Q4_0Matrix.putNibble(HALVES, q, cols, r, c, low ? b & 0xF : (b >> 4) & 0xF);
             }
             int sbase = (r / P) * units * P + r % P;
             for (int u = 0; u < units; u++) {
@@ -284,7 +285,7 @@ final class Q4KMatrix extends PanelMatrix {
         int sbase = (row / P) * units * P + row % P;
         for (int c = 0; c < cols; c++) {
             int u = sbase + (c / SUB) * P;
-            dst[off + c] = (Q4_0Matrix.nibble(q, cols, row, c) + 8) * s[u] + mneg[u]; // q * scale - min, as repacked
+            dst[off + c] = (Q4_0Matrix.nibble(HALVES, q, cols, row, c) + 8) * s[u] + mneg[u]; // q * scale - min, as repacked
         }
     }
 }

@@ -2,6 +2,7 @@ package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.Int8Activations.high;
 import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
+import static io.tnsr.engine.model.Int8Activations.Pairing.HALVES;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.rowSums;
 import static io.tnsr.engine.model.Int8Activations.xpair;
@@ -21,14 +22,16 @@ import jdk.incubator.vector.VectorSpecies;
  * does; the scales as floats.
  *
  * <p>Repacked at load ({@link PackedBlocks}, then here) into row panels ({@link PanelKernels}), column pair after
- * column pair: per panel and pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its low nibble and
- * of row L + i in its high nibble, byte 2i + 1 the same for column c + 1 ({@link #putNibble}). Sign-extended to
- * 16-bit lanes, even lanes are column c and odd lanes column c + 1. A high nibble is {@code q - 8} as a signed 4-bit
+ * column pair, a block's column j paired with column j + 16 ({@link Int8Activations.Pairing#HALVES}): per panel and
+ * pair (a, b), 2L bytes whose byte 2i holds column a of row i in its low nibble and of row L + i in its high nibble,
+ * byte 2i + 1 the same for column b ({@link #putNibble}). Sign-extended to 16-bit lanes, even lanes are column a and
+ * odd lanes column b. A high nibble is {@code q - 8} as a signed 4-bit
  * number: {@code v >> 4} is rows [L, P). A low nibble holds {@code q} unsigned (0..15): {@code v & 0xF} is rows
  * [0, L), one AND on any port where sign-extending shifts would take the one port that also multiplies (Intel's
  * port 0); each block's 16-bit sums of those rows are corrected by {@code 8 * sum(xq)} of their column parity
  * ({@link Int8Activations#offsets}), or the one-token kernel takes 8 off in the lane: the lane sums stay within
- * 16 * 15 * 127 = 30480 and the corrected sum is the same integer as before. Q4_K and Q2_K keep the layout. The
+ * 16 * 15 * 127 = 30480 and the corrected sum is the same integer as before. Q4_K keeps the layout; Q2_K too, with
+ * adjacent columns paired ({@link Int8Activations.Pairing#ADJACENT}). The
  * scales in an array of their own, {@code [blocks][P]} floats per panel (interleaved with the quants, as Q8_0's are,
  * they gained nothing here).
  *
@@ -57,7 +60,7 @@ final class Q4_0Matrix extends PanelMatrix {
     /** [panels][blocks][P]: the scale of row r's block b at (r / P) * blocks * P + b * P + r % P. */
     private final float[] d;
     /** The activations of the call in progress. */
-    private final Int8Activations acts = new Int8Activations();
+    private final Int8Activations acts = new Int8Activations(HALVES);
     /** [blocks][2][P]: {@link #k2x2}'s integer block sums, as floats. */
     private final float[] sums;
 
@@ -73,7 +76,7 @@ final class Q4_0Matrix extends PanelMatrix {
         for (int r = 0; r < rows; r++) {
             for (int c = 0; c < cols; c++) {
                 int qb = (r * blocks + c / QK) * (QK / 2) + c % (QK / 2);
-                putNibble(q, cols, r, c, c % QK < QK / 2 ? quants[qb] & 0xF : (quants[qb] >> 4) & 0xF);
+                putNibble(HALVES, q, cols, r, c, c % QK < QK / 2 ? quants[qb] & 0xF : (quants[qb] >> 4) & 0xF);
             }
             int sbase = (r / P) * blocks * P + r % P;
             for (int b = 0; b < blocks; b++) {
@@ -82,21 +85,21 @@ final class Q4_0Matrix extends PanelMatrix {
         }
     }
 
-    /** The byte holding row r, column c of a {@code cols}-column matrix in this layout (Q4_K's too). */
-    private static int at(int cols, int r, int c) {
-        return (r / P) * cols * L + (c / 2) * P + 2 * (r % L) + c % 2;
+    /** The byte holding row r, column c of a {@code cols}-column matrix in this layout (Q4_K's and Q2_K's too). */
+    private static int at(Int8Activations.Pairing pairing, int cols, int r, int c) {
+        return (r / P) * cols * L + pairing.pairOf(c) * P + 2 * (r % L) + pairing.halfOf(c);
     }
 
     /** Stores nibble n (0..15) of row r, column c in Q4_0's layout (see above); the other row's kept. Also Q4_K's and Q2_K's. */
-    static void putNibble(byte[] q, int cols, int r, int c, int n) {
-        int at = at(cols, r, c);
+    static void putNibble(Int8Activations.Pairing pairing, byte[] q, int cols, int r, int c, int n) {
+        int at = at(pairing, cols, r, c);
         boolean lowRow = r % P < L;
         q[at] = (byte) (lowRow ? q[at] & 0xF0 | n : q[at] & 0x0F | ((n - 8) & 0xF) << 4);
     }
 
     /** Row r, column c's {@code n - 8} in Q4_0's layout (Q4_K's and Q2_K's too). */
-    static int nibble(byte[] q, int cols, int r, int c) {
-        int v = q[at(cols, r, c)];
+    static int nibble(Int8Activations.Pairing pairing, byte[] q, int cols, int r, int c) {
+        int v = q[at(pairing, cols, r, c)];
         return r % P < L ? (v & 0xF) - 8 : v >> 4;
     }
 
@@ -231,7 +234,7 @@ final class Q4_0Matrix extends PanelMatrix {
     protected void decodeRow(int row, float[] dst, int off) {
         int sbase = (row / P) * blocks * P + row % P;
         for (int c = 0; c < cols; c++) {
-            dst[off + c] = nibble(q, cols, row, c) * d[sbase + (c / QK) * P];
+            dst[off + c] = nibble(HALVES, q, cols, row, c) * d[sbase + (c / QK) * P];
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.Int8Activations.Pairing.HALVES;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.xpair;
 import static io.tnsr.engine.model.PanelKernels.P;
@@ -22,8 +23,9 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>Repacked at load ({@link #repack}: each element's {@code q - 16} as an int8, and per sub-block the float
  * products {@code d * sc} and {@code dmin * m}, the bits the decoder computes), then into row panels
- * ({@link PanelKernels}): per panel and column pair (c, c + 1), 2P bytes, the first P for rows [0, L) (byte 2i
- * column c of row i, byte 2i + 1 column c + 1), the next P the same for rows [L, P); per panel the scales and the
+ * ({@link PanelKernels}): per panel and column pair (a, b) (a sub-block's column j and j + 16,
+ * {@link Int8Activations.Pairing#HALVES}), 2P bytes, the first P for rows [0, L) (byte 2i column a of row i, byte
+ * 2i + 1 column b), the next P the same for rows [L, P); per panel the scales and the
  * negated mins, {@code [subBlocks][P]} floats each, as {@link Q4KMatrix}'s. With the bias, an element is
  * {@code (q - 16) * scale + (16 * scale - min)}. A 5-bit {@code q - 16} does not fit a signed nibble, hence a byte.
  *
@@ -66,7 +68,7 @@ final class Q5KMatrix extends PanelMatrix {
     /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
     private float[] sx = new float[0];
     /** The activations of the call in progress, quantized. */
-    private final Int8Activations acts = new Int8Activations();
+    private final Int8Activations acts = new Int8Activations(HALVES);
     /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
     private final float[] sums;
 
@@ -96,7 +98,7 @@ final class Q5KMatrix extends PanelMatrix {
 
     /** The byte of row r, column c. */
     private static int at(int cols, int r, int c) {
-        return (r / P) * cols * P + (c / 2) * 2 * P + (r % P) / L * P + 2 * (r % L) + c % 2;
+        return (r / P) * cols * P + HALVES.pairOf(c) * 2 * P + (r % P) / L * P + 2 * (r % L) + HALVES.halfOf(c);
     }
 
     /** Heap bytes a rows x cols Q5_K matrix takes once repacked (its rows rounded up to whole panels). */
