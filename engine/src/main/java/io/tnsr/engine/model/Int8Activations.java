@@ -26,8 +26,9 @@ import jdk.incubator.vector.VectorSpecies;
  * all-zero block), stored as one int per column pair, {@code xq[a] & 0xFFFF | xq[b] << 16}: broadcast and seen
  * as 16-bit lanes, it lines up with a panel's column pair whose weights are in even (column a) and odd (column b)
  * lanes. Which columns pair up is the {@link Pairing}: a block's 16 pairs are pairs [16 * block, 16 * block + 16)
- * either way, so the kernels' loops do not depend on it, and integer sums do not depend on the order of their terms. Why an int per pair and not a vector of x per pair: the weights stream through L1 once per panel, and 64
- * bytes of x per pair (24 KB per 768-column token) evicted each other and the stream: 20 G weights/s instead of 40
+ * either way, so the kernels' loops do not depend on it, and integer sums do not depend on the order of their terms.
+ * Why an int per pair and not a vector of x per pair: the weights stream through L1 once per panel, and 64 bytes of
+ * x per pair (24 KB per 768-column token) evicted each other and the stream: 20 G weights/s instead of 40
  * (stand-alone, this machine). Grows to the largest call once; steady state allocates nothing. One compute thread
  * uses an instance (a matrix's scratch).
  *
@@ -60,6 +61,7 @@ final class Int8Activations {
             return this == HALVES ? (c >> 4) & 1 : c & 1;
         }
     }
+
     /** 2L bytes: one column pair of a 4-bit panel. */
     private static final VectorSpecies<Byte> PAIR = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 16));
     /** 2L 16-bit lanes, the float vectors' shape. */
@@ -80,6 +82,11 @@ final class Int8Activations {
      * sum of {@code q - 8} ({@link Q4_0Matrix}).
      */
     private int[] offsets = new int[0];
+    private final Pairing pairing;
+
+    Int8Activations(Pairing pairing) {
+        this.pairing = pairing;
+    }
 
     int[] pairs() {
         return pairs;
@@ -180,16 +187,6 @@ final class Int8Activations {
             scales = new float[n * blocks];
             offsets = new int[n * blocks];
         }
-    }
-
-    private final Pairing pairing;
-
-    Int8Activations(Pairing pairing) {
-        this.pairing = pairing;
-    }
-
-    Pairing pairing() {
-        return pairing;
     }
 
     /** One column pair of a 4-bit panel (2L bytes from {@code off}), sign-extended to 16-bit lanes. */

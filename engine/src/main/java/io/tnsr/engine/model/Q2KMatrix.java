@@ -25,8 +25,9 @@ import jdk.incubator.vector.VectorSpecies;
  * <p>Repacked at load ({@link #repack}: the 64 bytes of quants as they are, and per sub-block the float products
  * {@code d * sc} and {@code dmin * m}, the bits the decoder computes), then into row panels laid out as Q4_0's
  * ({@link Q4_0Matrix}) but with adjacent columns paired, so that each sub-block of 16 owns 8 whole pairs
- * ({@link Int8Activations.Pairing#ADJACENT}): per panel and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of row i in its
- * low nibble and of row L + i in its high nibble, byte 2i + 1 the same for column c + 1, each nibble {@code n = q + 6}
+ * ({@link Int8Activations.Pairing#ADJACENT}): per panel and column pair (c, c + 1), 2L bytes whose byte 2i holds
+ * column c of row i in its low nibble and of row L + i in its high nibble, byte 2i + 1 the same for column c + 1,
+ * each nibble {@code n = q + 6}
  * (Q4_0's layout: a low nibble unsigned, read with one AND and less 8 in the lane; a high one {@code n - 8} as a
  * signed 4-bit number, read with one shift; either way {@code q - 2}, and shifts share port 0 with the 16-bit
  * multiplies on Intel's cores); per panel the scales and the negated mins, {@code [subBlocks][P]} floats each, as
