@@ -29,7 +29,8 @@ import org.agrona.concurrent.UnsafeBuffer;
 final class OutboundSender implements EventHandler<FrameSlot> {
     /** What the stage does when the downstream is gone or the pipeline is shut down. */
     interface Listener {
-        void downstreamFailed(IOException e);
+        /** A write to {@code link} failed: the downstream of the session it belongs to (maybe one that has ended). */
+        void downstreamFailed(FrameChannel link, IOException e);
 
         void shutdownForwarded();
     }
@@ -70,7 +71,7 @@ final class OutboundSender implements EventHandler<FrameSlot> {
             lastWriteNanos.lazySet(now);
             residence.record(now - slot.receivedNanos);
         } catch (IOException e) {
-            listener.downstreamFailed(e);
+            listener.downstreamFailed(d, e);
             return;
         } finally {
             writing.unlock();

@@ -133,6 +133,8 @@ public final class StageRuntime implements AutoCloseable {
     private final RefusalLog refusals = new RefusalLog(TimeUnit.MILLISECONDS.toNanos(REFUSAL_LOG_INTERVAL_MILLIS));
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile Upstream current;
+    /** The downstream link of the session in progress (null between sessions): a failure on another link is a past session's. */
+    private volatile FrameChannel sessionDownstream;
     private volatile int sessionIndex;
     private volatile int sessionCount;
     private volatile boolean shutdownSeen;
@@ -331,8 +333,14 @@ public final class StageRuntime implements AutoCloseable {
 
         sender = new OutboundSender(out, residence, new OutboundSender.Listener() {
             @Override
-            public void downstreamFailed(IOException e) {
-                sessionBroken("downstream " + describe(sender.downstream()) + " lost: " + e.getMessage());
+            public void downstreamFailed(FrameChannel link, IOException e) {
+                if (link != sessionDownstream) {
+                    // a frame of an ended session, still in the ring when the next session began, met that session's
+                    // dead link: the session it belonged to is over, the current one goes on
+                    log("a previous session's downstream " + describe(link) + " lost: " + e.getMessage());
+                    return;
+                }
+                sessionBroken("downstream " + describe(link) + " lost: " + e.getMessage());
             }
 
             @Override
@@ -524,6 +532,7 @@ public final class StageRuntime implements AutoCloseable {
             if (!shutdownSeen && state.get() == State.RUNNING && why != null && !why.startsWith("stage")) {
                 sender.sendError("stage" + sessionIndex + ": " + why);   // tell the coordinator why the session broke here
             }
+            sessionDownstream = null;
             inbound.publishSession(null);
             if (state.get() != State.RUNNING) {
                 return;
@@ -602,6 +611,7 @@ public final class StageRuntime implements AutoCloseable {
             String line = String.format(Locale.ROOT, "%s layers [%d, %d) at %s fingerprint %s", self, o.layerFrom(), o.layerTo(),
                     o.host() + ":" + ((InetSocketAddress) server.getLocalAddress()).getPort(), fingerprint.shortHex());
             ch.sendText(MessageType.READY, ready.isEmpty() ? line : line + "\n" + ready);
+            sessionDownstream = next;
             inbound.publishSession(next);
             info("session started: upstream " + up.name() + (next != null ? ", downstream " + next.peer() : ""));
             next = null;
