@@ -98,11 +98,6 @@ final class OutboundSender implements EventHandler<FrameSlot> {
         }
     }
 
-    /** The current downstream link, or null between sessions. */
-    FrameChannel downstream() {
-        return downstream;
-    }
-
     /**
      * Writes a HEARTBEAT when the link has been idle for {@code intervalNanos} and the compute thread is not writing
      * (liveness thread). A failed write is left to the compute thread's next write to report.
