@@ -67,13 +67,18 @@ if needs_build; then
 fi
 
 CP="$ROOT/$MODULE/target/classes:$(cat "$ROOT/$MODULE/target/classpath.txt")"
-# Keep these flags in step with <tnsr.jvm.flags> in the root pom.xml.
+# Keep these flags in step with <tnsr.jvm.flags> in the root pom.xml. PerMethodTrapLimit: C2 adds up the deoptimization
+# traps recorded in every method it inlines into one compilation, and past the limit (default 100) it stops speculating
+# on types for the whole compilation; a vector kernel inlines hundreds of shared Vector API methods, so a few traps in
+# those (timing-dependent, while the JIT warms up) could push a kernel over the limit and make it box every vector,
+# for good (docs/engine-speed.md, "A C2 hazard handled by flags"). The limit per bytecode still stops a real
+# recompilation loop.
 JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -XX:+UseParallelGC
   -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec
   -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matmulTokens
-  -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::subSums
+  -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::subSums -XX:PerMethodTrapLimit=10000
   -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")
 # JDK 24 and later warn once per JVM when Agrona and the Disruptor use sun.misc.Unsafe's memory access (pom.xml,
 # profile jdk-24-and-later, passes the same to tests).

@@ -1,0 +1,55 @@
+package io.tnsr.perf.tools;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Arrays;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The JVM flags the tests run with ({@code <tnsr.jvm.flags>} in the root pom.xml) are the ones the launchers give every
+ * tool and stage ({@code JVM_FLAGS} in tools/lib/launch.sh): several of them steer C2 away from compiling the kernels
+ * into code that boxes vectors, so a flag missing on one side would make the tests and the product compile differently.
+ */
+class LauncherFlagsTest {
+    private static final Path ROOT = Paths.get(System.getenv().getOrDefault("TNSR_REPO_ROOT", ".."));
+
+    @Test
+    void theLaunchersPassEveryJvmFlagTheTestsRunWith() throws IOException {
+        Matcher pom = Pattern.compile("<tnsr\\.jvm\\.flags>([^<]*)</tnsr\\.jvm\\.flags>")
+                .matcher(Files.readString(ROOT.resolve("pom.xml")));
+        assertTrue(pom.find(), "pom.xml defines tnsr.jvm.flags");
+        Matcher launch = Pattern.compile("(?s)JVM_FLAGS=\\((.*?)\\)\n").matcher(Files.readString(ROOT.resolve("tools/lib/launch.sh")));
+        assertTrue(launch.find(), "tools/lib/launch.sh sets JVM_FLAGS=(...)");
+        List<String> launcher = Arrays.asList(launch.group(1).trim().split("\\s+"));
+        List<String> flags = Arrays.stream(pom.group(1).trim().split("\\s+")).filter(f -> !f.startsWith("${")).toList();
+        assertTrue(flags.contains("-XX:PerMethodTrapLimit=10000"), "the tests' flags: " + flags);
+        for (int i = 0; i < flags.size(); i++) {
+            String f = flags.get(i);
+            if (f.startsWith("--add-") && i + 1 < flags.size()) { // an option and its value
+                String value = flags.get(i + 1);
+                boolean pair = false;
+                for (int j = 0; j + 1 < launcher.size(); j++) {
+                    pair |= launcher.get(j).equals(f) && launcher.get(j + 1).equals(value);
+                }
+                assertTrue(pair, "tools/lib/launch.sh lacks " + f + " " + value);
+                i++;
+            } else {
+                assertTrue(launcher.contains(f), "tools/lib/launch.sh lacks " + f + " (its JVM_FLAGS: " + launcher + ")");
+            }
+        }
+    }
+
+    @Test
+    void theTestsRunWithTheTrapLimitTheKernelsNeed() {
+        List<String> args = ManagementFactory.getRuntimeMXBean().getInputArguments();
+        assertTrue(args.contains("-XX:PerMethodTrapLimit=10000"), "this test JVM's options: " + args);
+    }
+}
