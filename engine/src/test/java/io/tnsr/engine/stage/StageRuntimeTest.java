@@ -1,6 +1,7 @@
 package io.tnsr.engine.stage;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.coordinator.PipelineLinks;
@@ -17,10 +18,13 @@ import io.tnsr.wire.FrameEncoder;
 import io.tnsr.wire.FrameHeader;
 import io.tnsr.wire.MessageType;
 import io.tnsr.wire.SequenceTable;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -254,6 +258,96 @@ class StageRuntimeTest {
             assertEquals(MessageType.LOGITS, read(downstream));
             assertEquals(1, FrameHeader.sequenceCount(inBuf, 0));
             assertEquals(12, SequenceTable.seqId(inBuf, 0, 0));
+        }
+    }
+
+    /**
+     * The coordinator replaced the session (a stage elsewhere failed) while results of the old one were still on their
+     * way to the old downstream, which then broke: those results belonged to the ended session, and the new one goes
+     * on. The old downstream is left unread until the outbound handler is stuck in a write with frames behind it in the
+     * ring; the new session starts; then the old downstream is closed, which fails that write.
+     */
+    @Test
+    void anOldSessionsDownstreamBreakingAfterTheNextSessionBeganLeavesTheNextSessionRunning() throws Exception {
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        PrintStream stderr = System.err;
+        System.setErr(new PrintStream(new Tee(stderr, log), true, StandardCharsets.UTF_8));
+        try {
+            FrameChannel up1 = connectAsCoordinator();
+            FrameChannel old = downstream;
+            downstream = null; // kept open, and unread, past the next session's start
+            int sent = 0;
+            long computed = -1;
+            for (int quiet = 0; quiet < 3; ) { // until three frames in a row were not computed: the handler is stuck
+                assertTrue(sent < 2000, "the stage never blocked on an unread downstream");
+                up1.write(out, tokensFrame(sent + 1, 100 + sent, 0, 1, 2, 3, 4, 5, 6, 7, 8));
+                sent++;
+                Thread.sleep(20);
+                long now = stage.computeNanos();
+                quiet = now == computed ? quiet + 1 : 0;
+                computed = now;
+            }
+            FrameChannel up2 = connectAsCoordinator(); // the new session, with its own return link
+            String started = "[stage0] session started";
+            awaitLog(log, started, 2);
+            old.close(); // the old session's downstream breaks now: the stuck write, and those behind it, fail
+            String seen = awaitLog(log, " lost: ", 1); // the stage saw the failure
+            for (int step = 1; step <= 2; step++) { // the new session serves, and goes on serving
+                up2.write(out, tokensFrame(step, 7, step - 1, step));
+                assertEquals(MessageType.LOGITS, read(downstream), "step " + step + " of the new session");
+                assertEquals(step, FrameHeader.stepId(inBuf, 0));
+            }
+            seen = log.toString(StandardCharsets.UTF_8);
+            String since = seen.substring(seen.lastIndexOf(started));
+            assertTrue(since.contains("a previous session's downstream 127.0.0.1:"),
+                    "the old results met the broken link after the new session began, named as the old session's:\n" + seen);
+            assertFalse(since.contains("[stage0] session ended"), "the new session was broken:\n" + seen);
+            up1.close();
+            up2.close();
+        } finally {
+            System.setErr(stderr);
+        }
+    }
+
+    /** Waits (up to 20 s) until {@code line} occurs {@code times} times in the log; returns the log. */
+    private static String awaitLog(ByteArrayOutputStream log, String line, int times) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (true) {
+            String seen = log.toString(StandardCharsets.UTF_8);
+            int n = 0;
+            for (int at = seen.indexOf(line); at >= 0; at = seen.indexOf(line, at + 1)) {
+                n++;
+            }
+            if (n >= times) {
+                return seen;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(times + " x \"" + line + "\" not logged within 20 s:\n" + seen);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** Writes to stderr and keeps a copy. */
+    private static final class Tee extends java.io.OutputStream {
+        private final java.io.OutputStream a;
+        private final ByteArrayOutputStream b;
+
+        Tee(java.io.OutputStream a, ByteArrayOutputStream b) {
+            this.a = a;
+            this.b = b;
+        }
+
+        @Override
+        public synchronized void write(int x) throws IOException {
+            a.write(x);
+            b.write(x);
+        }
+
+        @Override
+        public synchronized void write(byte[] buf, int off, int len) throws IOException {
+            a.write(buf, off, len);
+            b.write(buf, off, len);
         }
     }
 
