@@ -82,6 +82,17 @@ final class OutboundSender implements EventHandler<FrameSlot> {
         }
     }
 
+    /**
+     * Closes the current downstream link without waiting for a write in progress, which then fails: how a stopping
+     * stage frees a handler stuck writing to a downstream that stopped reading ({@link #switchTo} would wait for it).
+     */
+    void abort() {
+        FrameChannel d = downstream;
+        if (d != null) {
+            d.closeQuietly();
+        }
+    }
+
     /** Makes {@code next} the downstream link (null: none), closing the previous one. */
     void switchTo(FrameChannel next) {
         FrameChannel old;

@@ -788,6 +788,9 @@ public final class StageRuntime implements AutoCloseable {
         if (processor != null) {
             processor.halt();
         }
+        if (sender != null) {
+            sender.abort(); // a handler stuck writing to a downstream that stopped reading sees the halt only then
+        }
         if (liveness != null) {
             liveness.shutdownNow();
         }

@@ -272,21 +272,12 @@ class StageRuntimeTest {
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         PrintStream stderr = System.err;
         System.setErr(new PrintStream(new Tee(stderr, log), true, StandardCharsets.UTF_8));
+        FrameChannel old = null;
         try {
             FrameChannel up1 = connectAsCoordinator();
-            FrameChannel old = downstream;
+            old = downstream;
             downstream = null; // kept open, and unread, past the next session's start
-            int sent = 0;
-            long computed = -1;
-            for (int quiet = 0; quiet < 3; ) { // until three frames in a row were not computed: the handler is stuck
-                assertTrue(sent < 2000, "the stage never blocked on an unread downstream");
-                up1.write(out, tokensFrame(sent + 1, 100 + sent, 0, 1, 2, 3, 4, 5, 6, 7, 8));
-                sent++;
-                Thread.sleep(20);
-                long now = stage.computeNanos();
-                quiet = now == computed ? quiet + 1 : 0;
-                computed = now;
-            }
+            sendUntilStuck(up1);
             FrameChannel up2 = connectAsCoordinator(); // the new session, with its own return link
             String started = "[stage0] session started";
             awaitLog(log, started, 2);
@@ -306,6 +297,24 @@ class StageRuntimeTest {
             up2.close();
         } finally {
             System.setErr(stderr);
+            if (old != null) {
+                old.close();
+            }
+        }
+    }
+
+    /** Sends one-token frames, their logits left unread, until three in a row were not computed: the handler is stuck in a write. */
+    private void sendUntilStuck(FrameChannel up) throws Exception {
+        int sent = 0;
+        long computed = -1;
+        for (int quiet = 0; quiet < 3; ) {
+            assertTrue(sent < 2000, "the stage never blocked on an unread downstream");
+            up.write(out, tokensFrame(sent + 1, 100 + sent, 0, 1, 2, 3, 4, 5, 6, 7, 8));
+            sent++;
+            Thread.sleep(20);
+            long now = stage.computeNanos();
+            quiet = now == computed ? quiet + 1 : 0;
+            computed = now;
         }
     }
 
