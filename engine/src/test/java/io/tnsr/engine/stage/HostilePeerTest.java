@@ -357,34 +357,6 @@ class HostilePeerTest {
         }
     }
 
-    /** Writes to two streams: the test's stderr stays visible while it is read. */
-    private static final class Tee extends OutputStream {
-        private final OutputStream a;
-        private final OutputStream b;
-
-        Tee(OutputStream a, OutputStream b) {
-            this.a = a;
-            this.b = b;
-        }
-
-        @Override
-        public synchronized void write(int c) throws IOException {
-            a.write(c);
-            b.write(c);
-        }
-
-        @Override
-        public synchronized void write(byte[] bytes, int off, int len) throws IOException {
-            a.write(bytes, off, len);
-            b.write(bytes, off, len);
-        }
-
-        @Override
-        public void flush() throws IOException {
-            a.flush();
-        }
-    }
-
     @Test
     void aSameShapeModelWithOtherWeightsIsRefusedNamingBothFingerprints() throws Exception {
         Path other = TestModels.get(ModelSpec.tiny().withSeed(99));

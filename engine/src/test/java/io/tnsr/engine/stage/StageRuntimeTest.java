@@ -337,29 +337,6 @@ class StageRuntimeTest {
         }
     }
 
-    /** Writes to stderr and keeps a copy. */
-    private static final class Tee extends java.io.OutputStream {
-        private final java.io.OutputStream a;
-        private final ByteArrayOutputStream b;
-
-        Tee(java.io.OutputStream a, ByteArrayOutputStream b) {
-            this.a = a;
-            this.b = b;
-        }
-
-        @Override
-        public synchronized void write(int x) throws IOException {
-            a.write(x);
-            b.write(x);
-        }
-
-        @Override
-        public synchronized void write(byte[] buf, int off, int len) throws IOException {
-            a.write(buf, off, len);
-            b.write(buf, off, len);
-        }
-    }
-
     @Test
     void aSlowDownstreamPushesBackAndNothingIsLost() throws Exception {
         int frames = 3000; // far more than the 8-slot ring and the (32 KiB) socket buffers hold
