@@ -332,12 +332,20 @@ public final class StageRuntime implements AutoCloseable {
                 .setRelease(range.cache().capacityTokens() / range.cache().pageTokens());
 
         sender = new OutboundSender(out, residence, new OutboundSender.Listener() {
+            /** The ended session's link last reported lost (called on the outbound handler's thread only). */
+            private FrameChannel reportedOld;
+
             @Override
             public void downstreamFailed(FrameChannel link, IOException e) {
                 if (link != sessionDownstream) {
                     // a frame of an ended session, still in the ring when the next session began, met that session's
-                    // dead link: the session it belonged to is over, the current one goes on
-                    log("a previous session's downstream " + describe(link) + " lost: " + e.getMessage());
+                    // dead link: the session it belonged to is over, the current one goes on. Said once per link:
+                    // every frame of that session still in the ring fails the same way.
+                    if (link != reportedOld) {
+                        reportedOld = link;
+                        log("a previous session's downstream " + describe(link) + " lost: " + e.getMessage()
+                                + "; the frames still queued for it are dropped");
+                    }
                     return;
                 }
                 sessionBroken("downstream " + describe(link) + " lost: " + e.getMessage());

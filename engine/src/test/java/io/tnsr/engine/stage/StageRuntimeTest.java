@@ -292,6 +292,8 @@ class StageRuntimeTest {
             String since = seen.substring(seen.lastIndexOf(started));
             assertTrue(since.contains("a previous session's downstream 127.0.0.1:"),
                     "the old results met the broken link after the new session began, named as the old session's:\n" + seen);
+            assertEquals(1, since.split("a previous session's downstream", -1).length - 1,
+                    "one line for the lost link, however many of its frames were queued:\n" + seen);
             assertFalse(since.contains("[stage0] session ended"), "the new session was broken:\n" + seen);
             up1.close();
             up2.close();
