@@ -232,6 +232,7 @@ public final class StageProcesses implements Stages {
                 "--metrics-dir", metricsDir.toString(),
                 "--socket-buffer-bytes", String.valueOf(config.socketBufferBytes()),
                 "--stall-threshold-us", String.valueOf(config.stallThresholdMicros()),
+                "--warmup-ms", String.valueOf(config.warmupMillis()),
                 "--parent-pid", String.valueOf(ProcessHandle.current().pid()),
                 "--connect-timeout-ms", String.valueOf(link.connectMillis()),
                 "--liveness-ms", String.valueOf(link.livenessMillis()),

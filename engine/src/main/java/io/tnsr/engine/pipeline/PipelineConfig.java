@@ -33,10 +33,13 @@ import java.util.List;
  *                             counted as a stall ({@code stage<i>-stalls}); key {@code stall_threshold_us}
  * @param threadsPerStage      threads sharing the rows of each stage's matmuls (key {@code threads_per_stage}; 1 = the
  *                             compute thread alone); stages times threads should not exceed the cores
+ * @param warmupMillis         bound on each stage's JIT warm-up before it serves (key {@code warmup_ms}; 0 = none): it
+ *                             runs its layers on scratch sequences until the kernels are compiled
+ *                             ({@link io.tnsr.engine.forward.RangeWarmup}), so that the first requests run at full speed
  */
 public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
                              int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens,
-                             int socketBufferBytes, long stallThresholdMicros, int threadsPerStage) {
+                             int socketBufferBytes, long stallThresholdMicros, int threadsPerStage, long warmupMillis) {
 
     public static final int DEFAULT_RING_SIZE = 16;
     public static final int DEFAULT_MAX_FRAME_BYTES = 64 << 20;
@@ -55,6 +58,7 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
     static final Bound SOCKET_BUFFER_BYTES = new Bound("socket_buffer_bytes", 0, Integer.MAX_VALUE, false, "the OS default");
     static final Bound STALL_THRESHOLD_US = new Bound("stall_threshold_us", 1, 3_600_000_000L, false, null);
     static final Bound THREADS_PER_STAGE = new Bound("threads_per_stage", 1, 256, false, null);
+    static final Bound WARMUP_MS = new Bound("warmup_ms", 0, 600_000, false, "no warm-up");
 
     public PipelineConfig {
         stages = List.copyOf(stages);
@@ -69,6 +73,7 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         SOCKET_BUFFER_BYTES.check(socketBufferBytes);
         STALL_THRESHOLD_US.check(stallThresholdMicros);
         THREADS_PER_STAGE.check(threadsPerStage);
+        WARMUP_MS.check(warmupMillis);
         for (int i = 1; i < stages.size(); i++) {
             if (stages.get(i).layerFrom() != stages.get(i - 1).layerTo()) {
                 throw new IllegalArgumentException("stage " + i + " starts at layer " + stages.get(i).layerFrom()
@@ -97,7 +102,15 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         }
     }
 
-    /** With one thread per stage. */
+    /** Without a warm-up. */
+    public PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
+                          int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens, int socketBufferBytes,
+                          long stallThresholdMicros, int threadsPerStage) {
+        this(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens,
+                socketBufferBytes, stallThresholdMicros, threadsPerStage, 0);
+    }
+
+    /** With one thread per stage and no warm-up. */
     public PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
                           int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens, int socketBufferBytes,
                           long stallThresholdMicros) {
@@ -246,18 +259,24 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
 
     public PipelineConfig withWaitMode(WaitMode w) {
         return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, w, kvCacheTokens,
-                socketBufferBytes, stallThresholdMicros, threadsPerStage);
+                socketBufferBytes, stallThresholdMicros, threadsPerStage, warmupMillis);
     }
 
     public PipelineConfig withStages(List<StageSpec> s) {
         return new PipelineConfig(host, s, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens,
-                socketBufferBytes, stallThresholdMicros, threadsPerStage);
+                socketBufferBytes, stallThresholdMicros, threadsPerStage, warmupMillis);
     }
 
     /** The same pipeline with {@code threads} threads sharing each stage's matmuls. */
     public PipelineConfig withThreadsPerStage(int threads) {
         return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode,
-                kvCacheTokens, socketBufferBytes, stallThresholdMicros, threads);
+                kvCacheTokens, socketBufferBytes, stallThresholdMicros, threads, warmupMillis);
+    }
+
+    /** The same pipeline with each stage warming its kernels up for at most {@code millis} before it serves (0: not). */
+    public PipelineConfig withWarmupMillis(long millis) {
+        return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode,
+                kvCacheTokens, socketBufferBytes, stallThresholdMicros, threadsPerStage, millis);
     }
 
     /**
@@ -322,7 +341,8 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                       @JsonProperty("wait_strategy") String waitStrategy, @JsonProperty("kv_cache_tokens") Number kvCacheTokens,
                       @JsonProperty("socket_buffer_bytes") Number socketBufferBytes,
                       @JsonProperty("stall_threshold_us") Number stallThresholdMicros,
-                      @JsonProperty("threads_per_stage") Number threadsPerStage, String comment) {
+                      @JsonProperty("threads_per_stage") Number threadsPerStage,
+                      @JsonProperty("warmup_ms") Number warmupMillis, String comment) {
     }
 
     /** One entry of a configuration file's {@code stages} list. */
@@ -414,7 +434,8 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 KV_CACHE_TOKENS.read(f.kvCacheTokens(), 0),
                 SOCKET_BUFFER_BYTES.readInt(f.socketBufferBytes(), 0),
                 STALL_THRESHOLD_US.read(f.stallThresholdMicros(), DEFAULT_STALL_THRESHOLD_MICROS),
-                THREADS_PER_STAGE.readInt(f.threadsPerStage(), 1));
+                THREADS_PER_STAGE.readInt(f.threadsPerStage(), 1),
+                WARMUP_MS.read(f.warmupMillis(), 0));
         c.checkCovers(modelLayers);
         return c;
     }

@@ -98,6 +98,11 @@ public final class StageMain implements Callable<Integer> {
             description = "Count a stall when a frame reaching the idle compute thread waits longer than this (default: ${DEFAULT-VALUE}).")
     long stallThresholdMicros;
 
+    @Option(names = "--warmup-ms", defaultValue = "0", paramLabel = "MS",
+            description = {"Before listening, run the layers on scratch sequences until the JIT has compiled the kernels,"
+                    + " for at most this long, so that the first requests run at full speed (default: ${DEFAULT-VALUE}, none)."})
+    long warmupMillis;
+
     @Option(names = "--liveness-ms", defaultValue = "" + LinkOptions.DEFAULT_LIVENESS_MILLIS, paramLabel = "MS",
             description = "Report the upstream link as down after this long without a frame or heartbeat (default: ${DEFAULT-VALUE}).")
     long livenessMillis;
@@ -147,7 +152,7 @@ public final class StageMain implements Callable<Integer> {
                 .kvCacheTokens(kvCacheTokens).metricsDir(metricsDir).socketBufferBytes(socketBufferBytes)
                 .stallThresholdMicros(stallThresholdMicros).threads(threads)
                 .link(new LinkOptions(key, livenessMillis, handshakeMillis, connectTimeoutMillis, fingerprintCache))
-                .once(once).build();
+                .once(once).warmupMillis(warmupMillis).build();
         if (parentPid > 0) {
             ProcessHandle.of(parentPid).ifPresentOrElse(
                     p -> p.onExit().thenRun(() -> {

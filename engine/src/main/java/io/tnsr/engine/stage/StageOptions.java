@@ -33,11 +33,14 @@ import java.nio.file.Path;
  * @param once                 stop after the session that passes SHUTDOWN (a stage that {@code run-pipeline} starts: a
  *                             broken session is followed by the coordinator's next one); otherwise serve one session
  *                             after another until stopped ({@code tools/stage})
+ * @param warmupMillis         bound on the JIT warm-up run before the stage listens (0 = none;
+ *                             {@link io.tnsr.engine.forward.RangeWarmup})
  */
 public record StageOptions(Path model, int stageIndex, int stageCount, int layerFrom, int layerTo, String host, int port,
                            int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
                            WaitMode waitMode, int cpu, long kvCacheTokens, Path metricsDir,
-                           int socketBufferBytes, long stallThresholdMicros, LinkOptions link, int threads, boolean once) {
+                           int socketBufferBytes, long stallThresholdMicros, LinkOptions link, int threads, boolean once,
+                           long warmupMillis) {
 
     public StageOptions {
         if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {
@@ -55,6 +58,9 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
         java.util.Objects.requireNonNull(link, "link options");
         if (threads < 1 || threads > 256) {
             throw new IllegalArgumentException("threads must be 1..256, got " + threads);
+        }
+        if (warmupMillis < 0) {
+            throw new IllegalArgumentException("the warm-up bound must be >= 0 ms, got " + warmupMillis);
         }
         if (stallThresholdMicros < 1) {
             throw new IllegalArgumentException("the stall threshold must be >= 1 us, got " + stallThresholdMicros);
@@ -91,6 +97,7 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
         private long stallThresholdMicros = PipelineConfig.DEFAULT_STALL_THRESHOLD_MICROS;
         private LinkOptions link = LinkOptions.defaults();
         private boolean once = true;
+        private long warmupMillis;
 
         private Builder(Path model, int layerFrom, int layerTo) {
             this.model = model;
@@ -173,10 +180,16 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
             return this;
         }
 
+        /** Warm the kernels up for at most {@code millis} before listening (default 0: no warm-up). */
+        public Builder warmupMillis(long millis) {
+            this.warmupMillis = millis;
+            return this;
+        }
+
         public StageOptions build() {
             return new StageOptions(model, stageIndex, stageCount, layerFrom, layerTo, host, port, ringSize, maxFrameBytes,
                     maxTokensPerFrame, maxSequencesPerFrame, waitMode, cpu, kvCacheTokens, metricsDir, socketBufferBytes,
-                    stallThresholdMicros, link, threads, once);
+                    stallThresholdMicros, link, threads, once, warmupMillis);
         }
     }
 

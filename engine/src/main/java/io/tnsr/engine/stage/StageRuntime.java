@@ -9,6 +9,7 @@ import com.lmax.disruptor.PhasedBackoffWaitStrategy;
 import com.lmax.disruptor.RingBuffer;
 import com.lmax.disruptor.WaitStrategy;
 import io.tnsr.engine.forward.LayerRange;
+import io.tnsr.engine.forward.RangeWarmup;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.metrics.LatencyMetric;
@@ -186,6 +187,9 @@ public final class StageRuntime implements AutoCloseable {
                             + " fingerprint %s (%s %.2f s)", o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(),
                     file.mappedBytes() / 1e6, pool.capacityTokens(), pool.capacityBytes() / 1e6, fingerprint.shortHex(),
                     fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9));
+            if (o.warmupMillis() > 0) {
+                warmUp(layers);
+            }
             this.metricsLog = log;
         } catch (RuntimeException e) {
             if (layers != null) {
@@ -236,6 +240,20 @@ public final class StageRuntime implements AutoCloseable {
         }
         state.set(State.LISTENING);
         return ((InetSocketAddress) server.getLocalAddress()).getPort();
+    }
+
+    /** Runs the layers on scratch sequences until the kernels are compiled, or for at most the warm-up bound. */
+    private void warmUp(LayerRange layers) {
+        RangeWarmup.Outcome w = new RangeWarmup(layers).run(TimeUnit.MILLISECONDS.toNanos(o.warmupMillis()));
+        if (w.settled()) {
+            info(String.format(Locale.ROOT, "warmed up in %.2f s (%d rounds on scratch sequences; the kernels are compiled)",
+                    w.nanos() / 1e9, w.rounds()));
+        } else if (w.note() != null) {
+            log(String.format(Locale.ROOT, "warm-up stopped after %.2f s (%d rounds): %s", w.nanos() / 1e9, w.rounds(), w.note()));
+        } else {
+            info(String.format(Locale.ROOT, "warm-up reached its bound of %d ms (%d rounds); the kernels may still be compiling",
+                    o.warmupMillis(), w.rounds()));
+        }
     }
 
     /** This stage's HELLO as the {@code index}-th of {@code count} stages. */

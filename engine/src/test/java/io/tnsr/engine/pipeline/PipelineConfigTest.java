@@ -85,9 +85,15 @@ class PipelineConfigTest {
         assertError("{\"threads_per_stage\": 0}", "threads_per_stage must be from 1 to 256, got 0");
         assertError("{\"threads_per_stage\": 4294967298}", "threads_per_stage must be from 1 to 256, got 4294967298");
         assertError("{\"ring_size\": true}", "ring_size: ");
-        Path f = Files.writeString(tmp.resolve("ok.json"), "{\"ring_size\": 8.0, \"kv_cache_tokens\": 4294967296, \"threads_per_stage\": 2}");
+        assertError("{\"warmup_ms\": -1}", "warmup_ms must be from 0 (no warm-up) to 600000, got -1");
+        Path f = Files.writeString(tmp.resolve("ok.json"),
+                "{\"ring_size\": 8.0, \"kv_cache_tokens\": 4294967296, \"threads_per_stage\": 2, \"warmup_ms\": 5000}");
         PipelineConfig ok = PipelineConfig.load(f, 5);
         assertEquals(2, ok.threadsPerStage());
+        assertEquals(5000, ok.warmupMillis());
+        assertEquals(0, PipelineConfig.defaults(5, 1, ok.waitMode()).warmupMillis(), "no warm-up unless asked");
+        assertEquals(5000, ok.withStages(ok.stages()).withThreadsPerStage(1).withWaitMode(ok.waitMode()).warmupMillis(),
+                "kept through the with- methods");
         assertEquals(1, PipelineConfig.defaults(5, 1, ok.waitMode()).threadsPerStage(), "one thread unless asked");
         assertEquals(8, ok.ringSize());
         assertEquals(4294967296L, ok.kvCacheTokens());

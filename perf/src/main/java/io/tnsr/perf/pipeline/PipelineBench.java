@@ -37,8 +37,8 @@ import picocli.CommandLine.Option;
  * {@code tools/pipeline-bench}: aggregate decode tokens/s of real pipelines (one JVM per stage, TCP on
  * loopback) on a synthetic model, for the layouts that show whether pipelining pays, and spinning against
  * blocking side by side. Each row: the median of the repeats (min..max), measured after the stages' JIT warm-up
- * (the first 16 decode steps of every sequence are left out, fewer for runs shorter than 33 tokens: see
- * {@link #warmupSteps}), and its ratio to the first row's median.
+ * (each stage warms its kernels up before it serves, {@code --warmup}; and the first 16 decode steps of every sequence
+ * are left out, fewer for runs shorter than 33 tokens: see {@link #warmupSteps}), and its ratio to the first row's median.
  */
 @Command(name = "pipeline-bench", mixinStandardHelpOptions = true, sortOptions = false,
         description = "Decode tokens/s of real stage pipelines on a synthetic model (generated once into .build/models).")
@@ -59,6 +59,11 @@ public final class PipelineBench implements Callable<Integer> {
 
     @Option(names = "--repeats", defaultValue = "3", description = "Runs per scenario (default: ${DEFAULT-VALUE}).")
     int repeats;
+
+    @Option(names = "--warmup", paramLabel = "SECONDS", defaultValue = "5", description = {"Bound on each stage's JIT warm-up"
+            + " before it serves (the stages' warmup_ms): it ends as soon as the kernels are compiled; 0 = none, and only the"
+            + " first decode steps are left out (default: ${DEFAULT-VALUE})."})
+    double warmupSeconds;
 
     @Option(names = "--scenarios", defaultValue = "pipelining", split = ",",
             description = "stages (1, 2 and 4 stages, one micro-batch of 8 per stage), pipelining (1 stage x1, 1 stage 1x8, "
@@ -114,6 +119,9 @@ public final class PipelineBench implements Callable<Integer> {
         ConsoleLog.setVerbose(verbose);
         if (repeats < 1) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--repeats must be at least 1, got " + repeats);
+        }
+        if (!(warmupSeconds >= 0 && warmupSeconds <= 600)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--warmup must be 0 to 600 seconds, got " + warmupSeconds);
         }
         if (tokens < 3) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--tokens must be at least 3 (the first"
@@ -180,7 +188,8 @@ public final class PipelineBench implements Callable<Integer> {
                     // The last stage also runs the classifier: balance the work (8 + 4 for the stories110M shape).
                     PipelineConfig pc = PipelineConfig.defaults(cfg.layers(), sc.stages(), WaitMode.BLOCK)
                             .withStages(PipelineConfig.balancedSplit(cfg.layers(), sc.stages(), classifierLayers))
-                            .withThreadsPerStage(sc.threadsPerStage());
+                            .withThreadsPerStage(sc.threadsPerStage())
+                            .withWarmupMillis(Math.round(warmupSeconds * 1000));
                     layout = layoutOf(pc);
                     rates[r] = run(model, cfg, tok, pc, sc);
                     progress.stepBy(1);

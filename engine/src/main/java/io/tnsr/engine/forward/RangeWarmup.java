@@ -1,0 +1,123 @@
+package io.tnsr.engine.forward;
+
+import io.tnsr.engine.kvcache.SequenceException;
+import java.lang.management.ManagementFactory;
+
+/**
+ * Runs a layer range over scratch sequences until the JIT has compiled its kernels, so that the first requests a
+ * stage serves run at its steady-state speed. A fresh JVM interprets the Vector API kernels, then runs C1's code
+ * of them (a box per vector operation), and only then C2's: without a warm-up, the first token through a
+ * stories110M Q4_0 stage took over a second and the next fifty ran about a third slower than later ones.
+ *
+ * <p>One round, each part only as far as the range's frame limits allow:
+ * <pre>{@code
+ * prompt:   one sequence, up to 16 tokens at positions 0..          (matrix-matrix kernels, attention over a block)
+ * decode:   4 one-token steps of that sequence                      (matrix-vector kernels)
+ * batched:  up to 8 sequences, one token each                       (batched decode)
+ * logits:   after each part, where the range ends the model         (final norm and classifier)
+ * end:      every scratch sequence's KV cache freed
+ * }</pre>
+ * Vector API code allocates until C2 has compiled it with its helpers inlined, and the steady state allocates
+ * nothing; so the warm-up ends after {@link #QUIET_ROUNDS} rounds in a row that allocated nothing on this thread,
+ * or at its time bound. It runs before the stage serves anything; its scratch sequences (ids 0 to 7) leave no KV
+ * cache behind, and the range's results for real sequences do not depend on what ran before them.
+ */
+public final class RangeWarmup {
+    /** Rounds in a row without allocation that end the warm-up. */
+    static final int QUIET_ROUNDS = 2;
+    private static final int PROMPT = 16;
+    private static final int DECODE_STEPS = 4;
+    private static final int BATCH = 8;
+
+    /**
+     * How a warm-up went.
+     *
+     * @param rounds  rounds run
+     * @param nanos   time taken
+     * @param settled whether it ended on allocation-free rounds (false: at the bound, or stopped by the KV cache)
+     * @param note    why it stopped early, or null
+     */
+    public record Outcome(int rounds, long nanos, boolean settled, String note) {
+    }
+
+    private final LayerRange range;
+    private final Batch batch;
+    private final int[] tokens;
+    private final float[] x;
+    private final float[] logits;
+
+    public RangeWarmup(LayerRange range) {
+        this.range = range;
+        this.batch = new Batch(range.maxSequences(), range.maxTokens());
+        this.tokens = new int[range.maxTokens()];
+        this.x = new float[range.maxTokens() * range.config().dim()];
+        this.logits = range.isLast() ? new float[range.maxSequences() * range.config().vocabSize()] : new float[0];
+    }
+
+    /** Runs rounds until {@link #QUIET_ROUNDS} in a row allocate nothing, or for at most {@code boundNanos}. */
+    public Outcome run(long boundNanos) {
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        long start = System.nanoTime();
+        int rounds = 0;
+        int quiet = 0;
+        try {
+            while (System.nanoTime() - start < boundNanos) {
+                long before = mx.getCurrentThreadAllocatedBytes();
+                round();
+                rounds++;
+                quiet = mx.getCurrentThreadAllocatedBytes() == before ? quiet + 1 : 0;
+                if (quiet == QUIET_ROUNDS) {
+                    return new Outcome(rounds, System.nanoTime() - start, true, null);
+                }
+            }
+            return new Outcome(rounds, System.nanoTime() - start, false, null);
+        } catch (SequenceException e) {
+            // a KV cache or context too small for even the scratch sequences: serving decides what that means
+            return new Outcome(rounds, System.nanoTime() - start, false, e.getMessage());
+        } finally {
+            endScratch();
+        }
+    }
+
+    /** One round: prompt, decode steps, a batched step, then the scratch sequences' KV cache freed. */
+    private void round() {
+        int context = range.config().contextLength();
+        int pos = Math.max(1, Math.min(PROMPT, Math.min(range.maxTokens(), context - DECODE_STEPS - 1)));
+        step(batch.clear().add(0, 0, pos, true));
+        for (int i = 0; i < DECODE_STEPS && pos < context - 1; i++, pos++) {
+            step(batch.clear().add(0, pos, 1, true));
+        }
+        batch.clear().add(0, pos, 1, true);
+        for (int s = 1; s < Math.min(BATCH, Math.min(range.maxSequences(), range.maxTokens())); s++) {
+            batch.add(s, 0, 1, true);
+        }
+        step(batch);
+        endScratch();
+    }
+
+    private void endScratch() {
+        for (int s = 0; s < BATCH; s++) {
+            range.endSequence(s);
+        }
+    }
+
+    private void step(Batch b) {
+        int dim = range.config().dim();
+        if (range.isFirst()) {
+            for (int t = 0; t < b.tokens(); t++) {
+                tokens[t] = (7 * t + 1) % range.config().vocabSize();
+            }
+            range.prepare(b, tokens, 0);
+            range.embed(b, tokens, 0, x);
+        } else {
+            for (int i = 0; i < b.tokens() * dim; i++) {
+                x[i] = (float) Math.sin(i * 0.37) * 0.5f;   // activations of a plausible size
+            }
+            range.prepare(b);
+        }
+        range.forward(b, x);
+        if (range.isLast()) {
+            range.logits(b, x, logits);
+        }
+    }
+}
