@@ -55,7 +55,7 @@ public final class LocalStages implements Stages {
                 .listen(config.host(), s.port()).ringSize(config.ringSize()).maxFrameBytes(config.maxFrameBytes())
                 .frameLimits(config.maxTokensPerFrame(), config.maxSequencesPerFrame()).wait(w, -1)
                 .kvCacheTokens(config.kvCacheTokens()).metricsDir(metricsDir).socketBufferBytes(config.socketBufferBytes())
-                .stallThresholdMicros(config.stallThresholdMicros()).build();
+                .stallThresholdMicros(config.stallThresholdMicros()).warmupMillis(config.warmupMillis()).build();
     }
 
     /** Ends stage i as a crash would: its threads stop and its sockets close (for tests of recovery). */

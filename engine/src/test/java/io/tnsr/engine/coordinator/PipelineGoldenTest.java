@@ -37,6 +37,17 @@ class PipelineGoldenTest {
         }
     }
 
+    /** Stages that warmed their kernels up on scratch sequences before serving give the reference's tokens. */
+    @org.junit.jupiter.api.Test
+    void warmedUpStagesReproduceTheGoldenTokens() {
+        PipelineHarness h = new PipelineHarness(SharedData.path("models/stories260K.gguf"), 2);
+        h.pipeline = h.pipeline.withWarmupMillis(3000);
+        for (Golden.Case c : Golden.greedyCases()) {
+            SequenceState s = h.runLocal(List.of(c.prompt()), c.maxNewTokens(), SamplingConfig.GREEDY).get(0);
+            assertArrayEquals(c.generatedTokens(), s.generatedTokens(), "warmed-up stages: \"" + c.prompt() + "\"");
+        }
+    }
+
     @ParameterizedTest(name = "{0} stages")
     @ValueSource(ints = {2, 3})
     void promptsLongerThanAFramePrefillInChunksAlongsideOthersDecoding(int stages) {
