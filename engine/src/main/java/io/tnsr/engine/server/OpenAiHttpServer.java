@@ -64,6 +64,8 @@ import org.eclipse.jetty.util.Callback;
 public final class OpenAiHttpServer implements AutoCloseable {
     /** Largest request body accepted. */
     public static final int MAX_BODY_BYTES = 1 << 20;
+    /** Most bytes of a body over {@link #MAX_BODY_BYTES} read and dropped so that its client reads the 413. */
+    static final long DRAIN_BYTES = 64L << 20;
     /** How long a non-streaming request waits for its text before it is cancelled with a 503. */
     static final long REQUEST_TIMEOUT_MILLIS = 600_000;
     /** How often a request that does not stream checks that its client is still there. */
@@ -225,6 +227,9 @@ public final class OpenAiHttpServer implements AutoCloseable {
         byte[] body;
         try (InputStream in = Request.asInputStream(request)) {
             body = in.readNBytes(MAX_BODY_BYTES + 1);
+            if (body.length > MAX_BODY_BYTES) {
+                drain(in);
+            }
         }
         if (body.length > MAX_BODY_BYTES) {
             error(response, callback, 413, "invalid_request_error", "the request body is over " + MAX_BODY_BYTES + " bytes");
@@ -235,6 +240,20 @@ public final class OpenAiHttpServer implements AutoCloseable {
         } catch (CompletionService.InvalidRequestException e) {
             error(response, callback, 400, "invalid_request_error", e.getMessage());
             return null;
+        }
+    }
+
+    /**
+     * Reads and drops what is left of a body over the limit, up to {@link #DRAIN_BYTES}: a client still sending it
+     * when the 413 went out and the connection closed would meet a reset and never read the answer. Past that bound
+     * the connection is closed after the answer, as before.
+     */
+    private static void drain(InputStream in) throws IOException {
+        byte[] scrap = new byte[64 * 1024];
+        long left = DRAIN_BYTES;
+        int n;
+        while (left > 0 && (n = in.read(scrap, 0, (int) Math.min(scrap.length, left))) >= 0) {
+            left -= n;
         }
     }
 

@@ -261,6 +261,38 @@ class OpenAiHttpServerTest {
                 "both refusals are counted");
     }
 
+    /**
+     * A client still sending an oversized body after the server has seen enough to refuse it: the rest arrives after
+     * a pause, as from a slow or busy client. It must read the 413, not a reset.
+     */
+    @Test
+    void aClientStillSendingAnOversizedBodyReadsThe413() throws Exception {
+        int total = 4 * OpenAiHttpServer.MAX_BODY_BYTES;
+        try (java.net.Socket socket = new java.net.Socket(base.getHost(), base.getPort())) {
+            socket.setSoTimeout(30_000);
+            java.io.OutputStream out = socket.getOutputStream();
+            out.write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: " + total + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            byte[] spaces = " ".repeat(64 * 1024).getBytes(StandardCharsets.US_ASCII);
+            int sent = 0;
+            while (sent <= OpenAiHttpServer.MAX_BODY_BYTES) {   // enough for the server to refuse it
+                out.write(spaces);
+                sent += spaces.length;
+            }
+            out.flush();
+            Thread.sleep(300);   // the server answers now; the client has not noticed yet
+            while (sent < total) {
+                out.write(spaces, 0, Math.min(spaces.length, total - sent));
+                sent += Math.min(spaces.length, total - sent);
+            }
+            out.flush();
+            String status = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
+                    StandardCharsets.US_ASCII)).readLine();
+            assertEquals("HTTP/1.1 413 Payload Too Large", status);
+        }
+        assertEquals(200, get("/health").statusCode(), "the server goes on serving");
+    }
+
     @Test
     void aClientThatLeavesBeforeAWholeAnswerHasItsSequenceCancelled() throws Exception {
         // a context long enough that the request runs far longer than the test waits for its cancellation
