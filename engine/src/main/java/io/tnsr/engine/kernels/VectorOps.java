@@ -1,6 +1,5 @@
 package io.tnsr.engine.kernels;
 
-import io.tnsr.engine.memory.Region;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
@@ -64,17 +63,6 @@ public final class VectorOps {
             sum += a[ao + i] * b[bo + i];
         }
         return sum;
-    }
-
-    /** Copies n floats of {@code src} into {@code dst} at byte offset {@code bo}. */
-    public static void store(Region dst, int bo, float[] src, int so, int n) {
-        int i = 0;
-        for (int bound = F.loopBound(n); i < bound; i += F.length()) {
-            dst.put(FloatVector.fromArray(F, src, so + i), bo + i * 4);
-        }
-        for (; i < n; i++) {
-            dst.putFloat(bo + i * 4, src[so + i]);
-        }
     }
 
     /** out[oo..oo+n) = w * x[xo..xo+n) / sqrt(mean(x^2) + eps): RMSNorm. {@code out} may be {@code x}. */

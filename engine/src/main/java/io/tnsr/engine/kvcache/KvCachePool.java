@@ -206,12 +206,8 @@ public final class KvCachePool {
         for (int j = 0; j < kvDim; j++) { // each head's rows in the order the scores kernel reads them
             page.putFloat(keys + (rows[j] * pageTokens + slot) * Float.BYTES, key[ko + j]);
         }
-        // Values through VectorOps.store, not a scalar loop like the keys: with a scalar loop here (same bytes),
-        // C2 (JDK 17) compiled Q8_0's tile decoding with boxed vectors in engine-bench's JVM (batched 8: 131 vs 187
-        // tokens/s, 27 MB allocated per token), deterministically. Vector API call sites share their profiles.
-        for (int first = 0; first < kvDim; first += headDim) {
-            VectorOps.store(page, valueOffset(localLayer, first) + slot * headDim * Float.BYTES, value, vo + first,
-                    headDim);
+        for (int first = 0; first < kvDim; first += headDim) { // values: each head's rows as they come, one copy
+            page.putFloats(valueOffset(localLayer, first) + slot * headDim * Float.BYTES, value, vo + first, headDim);
         }
     }
 

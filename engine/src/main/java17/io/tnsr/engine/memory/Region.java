@@ -2,6 +2,7 @@ package io.tnsr.engine.memory;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorMask;
@@ -19,9 +20,12 @@ public final class Region {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     private final ByteBuffer buf;
+    /** The same bytes as floats, for bulk copies at 4-byte-aligned offsets. */
+    private final FloatBuffer floatView;
 
     Region(ByteBuffer buf) {
         this.buf = buf.order(LE);
+        this.floatView = this.buf.asFloatBuffer();
     }
 
     /** {@code bytes} zeroed bytes off the heap, freed when the region is no longer reachable. */
@@ -66,9 +70,19 @@ public final class Region {
         return FloatVector.fromByteBuffer(s, buf, (int) offset, LE);
     }
 
-    /** Stores {@code v} at {@code offset}. */
-    public void put(FloatVector v, long offset) {
-        v.intoByteBuffer(buf, (int) offset, LE);
+    /**
+     * Copies {@code n} floats of {@code src} from {@code so} to {@code offset}: a bulk copy, no vector crosses a call
+     * (a vector passed to a method C2 does not inline is boxed: 96 bytes each at 512 bits). Offsets that are not a
+     * multiple of 4 are copied a float at a time.
+     */
+    public void putFloats(long offset, float[] src, int so, int n) {
+        if ((offset & 3) == 0) {
+            floatView.put((int) (offset >>> 2), src, so, n);
+        } else {
+            for (int i = 0; i < n; i++) {
+                buf.putFloat((int) offset + 4 * i, src[so + i]);
+            }
+        }
     }
 
     /** The shorts of one vector of species {@code s} from {@code offset}. */

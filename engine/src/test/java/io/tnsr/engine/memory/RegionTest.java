@@ -35,13 +35,19 @@ class RegionTest {
         for (int i = 0; i < src.length; i++) {
             src[i] = 1.5f * i - 3;
         }
-        r.put(FloatVector.fromArray(F, src, 0), 6); // unaligned on purpose
+        r.putFloats(6, src, 0, src.length); // unaligned on purpose
+        r.putFloats(512, src, 1, src.length - 1);
         float[] back = new float[F.length()];
         r.floats(F, 6).intoArray(back, 0);
         for (int i = 0; i < src.length; i++) {
             assertEquals(src[i], back[i]);
             assertEquals(src[i], r.getFloat(6 + 4L * i));
         }
+        for (int i = 1; i < src.length; i++) {
+            assertEquals(src[i], r.getFloat(512 + 4L * (i - 1)), "aligned bulk copy, from an offset in the array");
+        }
+        assertEquals(0f, r.getFloat(512 + 4L * (src.length - 1)), "nothing past the n floats is written");
+        assertThrows(IndexOutOfBoundsException.class, () -> r.putFloats(1024 - 8, src, 0, 4), "past the region's end");
         ByteBuffer le = r.asByteBuffer();
         assertEquals(ByteOrder.LITTLE_ENDIAN, le.order());
         assertEquals(Float.floatToIntBits(src[1]), Integer.reverseBytes(le.order(ByteOrder.BIG_ENDIAN).getInt(10)));
