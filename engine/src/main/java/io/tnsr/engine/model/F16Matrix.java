@@ -31,6 +31,8 @@ final class F16Matrix extends WeightMatrix {
     private final Region data;
     /** [TILE_ROWS][cols] scratch of {@link #matmulTokens}, allocated on its first use; one compute thread uses a matrix. */
     private float[] tile;
+    /** Accumulator lanes of the kernels ({@link TileKernels#LANES_SCRATCH}); the same single thread. */
+    private final float[] lanes = new float[TileKernels.LANES_SCRATCH];
 
     F16Matrix(String name, int rows, int cols, Region data) {
         super(name, rows, cols);
@@ -51,6 +53,7 @@ final class F16Matrix extends WeightMatrix {
     @Override
     protected void matvec(float[] x, int xo, float[] out, int oo) {
         Region data = this.data; // a local: C2 then keeps the region's fields in registers
+        float[] lanes = this.lanes;
         int bound = F.loopBound(cols);
         for (int r = 0; r < rows; r++) {
             FloatVector a = FloatVector.zero(F); // one chain, one row at a time: the F32 order
@@ -59,7 +62,8 @@ final class F16Matrix extends WeightMatrix {
             for (; c < bound; c += L) {
                 a = load(data, rb + c * 2).fma(FloatVector.fromArray(F, x, xo + c), a);
             }
-            float s = TileKernels.sum(a);
+            FloatVector.broadcast(F, -0f).add(a).intoArray(lanes, 0);
+            float s = TileKernels.sumLanes(lanes, 0);
             for (; c < cols; c++) {
                 s += scalar(r, c) * x[xo + c];
             }
@@ -89,7 +93,7 @@ final class F16Matrix extends WeightMatrix {
                 decodeRow(r0 + i, tile, i * cols); // (to overlap memory and arithmetic) was measured slower
             }
             for (int g = 0; g < groups; g++) {
-                TileKernels.group(tile, nr, cols, x, xOff, n, g, out, outOff + r0, rows);
+                TileKernels.group(tile, nr, cols, x, xOff, n, g, out, outOff + r0, rows, lanes);
             }
         }
     }

@@ -30,9 +30,21 @@ final class TileKernels {
     private TileKernels() {
     }
 
-    /** The lane reduction every one-chain kernel ends with. */
-    static float sum(FloatVector acc) {
-        return VectorOps.sumLanes(acc);
+    /** Floats of the lane scratch that {@link #group} and {@link #k1x1} need: 16 accumulators of L lanes. */
+    static final int LANES_SCRATCH = 16 * L;
+
+    /**
+     * The lane reduction every one-chain kernel ends with, on lanes the kernel stored at lanes[o..o+L): lane 0 first,
+     * added in order, as {@link VectorOps#sumLanes} adds them. Kernels store their accumulators and sum them here
+     * rather than pass a vector to a method: a vector argument of a call C2 does not inline is boxed (in k4x4, 16
+     * calls per 4 x 4 block, that was 7 MB per prefill token on JDK 17 and 25).
+     */
+    static float sumLanes(float[] lanes, int o) {
+        float s = lanes[o];
+        for (int i = 1; i < L; i++) {
+            s += lanes[o + i];
+        }
+        return s;
     }
 
     /** Tokens one kernel call carries: {@link #group} g covers tokens [g * GROUP, (g + 1) * GROUP). */
@@ -45,28 +57,29 @@ final class TileKernels {
      * @param w tile: [tileRows][cols] floats
      */
     static void group(float[] w, int tileRows, int cols, float[] x, int xo, int n, int g, float[] out, int oo,
-                      int outStride) {
+                      int outStride, float[] lanes) {
         int t0 = g * GROUP;
         int valid = Math.min(GROUP, n - t0);
         if (tileRows == TILE_ROWS) {
-            k4x4(w, cols, x, xo, t0, valid, out, oo, outStride);
+            k4x4(w, cols, x, xo, t0, valid, out, oo, outStride, lanes);
             return;
         }
         for (int r = 0; r < tileRows; r++) {
             for (int t = t0; t < t0 + valid; t++) {
-                out[oo + t * outStride + r] = k1x1(w, r * cols, cols, x, xo + t * cols);
+                out[oo + t * outStride + r] = k1x1(w, r * cols, cols, x, xo + t * cols, lanes);
             }
         }
     }
 
     /** One tile row (from {@code wo}) . one token. */
-    static float k1x1(float[] w, int wo, int cols, float[] x, int xo) {
+    static float k1x1(float[] w, int wo, int cols, float[] x, int xo, float[] lanes) {
         FloatVector a = FloatVector.zero(F);
         int c = 0;
         for (int bound = F.loopBound(cols); c < bound; c += L) {
             a = FloatVector.fromArray(F, w, wo + c).fma(FloatVector.fromArray(F, x, xo + c), a);
         }
-        return tail(sum(a), w, wo, x, xo, c, cols);
+        FloatVector.broadcast(F, -0f).add(a).intoArray(lanes, 0);
+        return tail(sumLanes(lanes, 0), w, wo, x, xo, c, cols);
     }
 
     /**
@@ -74,7 +87,7 @@ final class TileKernels {
      * tokens repeat the last valid one and are not stored. Each weight and token vector loaded once per chunk.
      */
     private static void k4x4(float[] w, int cols, float[] x, int xo, int t0, int valid, float[] out, int oo,
-                             int outStride) {
+                             int outStride, float[] lanes) {
         int x0 = xo + t0 * cols;
         int x1 = xo + (t0 + Math.min(1, valid - 1)) * cols;
         int x2 = xo + (t0 + Math.min(2, valid - 1)) * cols;
@@ -98,26 +111,39 @@ final class TileKernels {
             xv = FloatVector.fromArray(F, x, x3 + c);
             a03 = w0.fma(xv, a03); a13 = w1.fma(xv, a13); a23 = w2.fma(xv, a23); a33 = w3.fma(xv, a33);
         }
+        // lanes[(token * 4 + row) * L ...]: stored from -0 + acc (the same bits, a vector whose class C2 knows)
+        FloatVector z = FloatVector.broadcast(F, -0f);
+        z.add(a00).intoArray(lanes, 0); z.add(a10).intoArray(lanes, L);
+        z.add(a20).intoArray(lanes, 2 * L); z.add(a30).intoArray(lanes, 3 * L);
+        z.add(a01).intoArray(lanes, 4 * L); z.add(a11).intoArray(lanes, 5 * L);
+        z.add(a21).intoArray(lanes, 6 * L); z.add(a31).intoArray(lanes, 7 * L);
+        z.add(a02).intoArray(lanes, 8 * L); z.add(a12).intoArray(lanes, 9 * L);
+        z.add(a22).intoArray(lanes, 10 * L); z.add(a32).intoArray(lanes, 11 * L);
+        z.add(a03).intoArray(lanes, 12 * L); z.add(a13).intoArray(lanes, 13 * L);
+        z.add(a23).intoArray(lanes, 14 * L); z.add(a33).intoArray(lanes, 15 * L);
         int o = oo + t0 * outStride;
-        store4(out, o, sum(a00), sum(a10), sum(a20), sum(a30), w, x, x0, c, cols);
+        store4(out, o, lanes, 0, w, x, x0, c, cols);
         if (valid > 1) {
-            store4(out, o + outStride, sum(a01), sum(a11), sum(a21), sum(a31), w, x, x1, c, cols);
+            store4(out, o + outStride, lanes, 4 * L, w, x, x1, c, cols);
         }
         if (valid > 2) {
-            store4(out, o + 2 * outStride, sum(a02), sum(a12), sum(a22), sum(a32), w, x, x2, c, cols);
+            store4(out, o + 2 * outStride, lanes, 8 * L, w, x, x2, c, cols);
         }
         if (valid > 3) {
-            store4(out, o + 3 * outStride, sum(a03), sum(a13), sum(a23), sum(a33), w, x, x3, c, cols);
+            store4(out, o + 3 * outStride, lanes, 12 * L, w, x, x3, c, cols);
         }
     }
 
-    /** Finishes 4 rows of one token with their scalar tails and stores them at out[oo..oo+4). */
-    private static void store4(float[] out, int oo, float s0, float s1, float s2, float s3,
+    /**
+     * Finishes 4 rows of one token (their stored lanes from lanes[lo], row by row) with their scalar tails and stores
+     * them at out[oo..oo+4).
+     */
+    private static void store4(float[] out, int oo, float[] lanes, int lo,
                                float[] w, float[] x, int xo, int c, int cols) {
-        out[oo] = tail(s0, w, 0, x, xo, c, cols);
-        out[oo + 1] = tail(s1, w, cols, x, xo, c, cols);
-        out[oo + 2] = tail(s2, w, 2 * cols, x, xo, c, cols);
-        out[oo + 3] = tail(s3, w, 3 * cols, x, xo, c, cols);
+        out[oo] = tail(sumLanes(lanes, lo), w, 0, x, xo, c, cols);
+        out[oo + 1] = tail(sumLanes(lanes, lo + L), w, cols, x, xo, c, cols);
+        out[oo + 2] = tail(sumLanes(lanes, lo + 2 * L), w, 2 * cols, x, xo, c, cols);
+        out[oo + 3] = tail(sumLanes(lanes, lo + 3 * L), w, 3 * cols, x, xo, c, cols);
     }
 
     /** s + the products of columns [c, cols) of the tile row at {@code wo} and x, in column order. */
