@@ -223,6 +223,61 @@ class BlockDecoderTest {
         assertArrayEquals(v, row0(GgmlType.BF16, v.length, b), 0f);
     }
 
+    /**
+     * Every one of the 65536 halves widens to what the scalar {@link Float16#toFloat(int)} gives: through the
+     * three-operation path when the tensor has no Inf or NaN, through the general one when it has (the same bits for
+     * every finite half). And a row's product is the same whichever path its matrix takes.
+     */
+    @Test
+    void f16EveryHalfWidensExactlyWithAndWithoutInfAndNaNInTheTensor() {
+        ByteBuffer all = buf(2 * 65536);
+        ByteBuffer finite = buf(2 * (65536 - 2048)); // less the 2 x 1024 halves with all exponent bits set
+        int f = 0;
+        for (int h = 0; h < 65536; h++) {
+            all.putShort(2 * h, (short) h);
+            if ((h & 0x7c00) != 0x7c00) {
+                finite.putShort(2 * f++, (short) h);
+            }
+        }
+        float[] general = row0(GgmlType.F16, 65536, all);
+        for (int h = 0; h < 65536; h++) {
+            float want = Float16.toFloat(h);
+            assertEquals(Float.isNaN(want) ? "NaN" : Integer.toHexString(Float.floatToRawIntBits(want)),
+                    Float.isNaN(general[h]) ? "NaN" : Integer.toHexString(Float.floatToRawIntBits(general[h])),
+                    "half 0x" + Integer.toHexString(h) + " (general path)");
+        }
+        float[] fast = row0(GgmlType.F16, f, finite);
+        for (int i = 0; i < f; i++) {
+            int h = finite.getShort(2 * i) & 0xFFFF;
+            assertEquals(Float.floatToRawIntBits(Float16.toFloat(h)), Float.floatToRawIntBits(fast[i]),
+                    "half 0x" + Integer.toHexString(h) + " (finite path)");
+        }
+
+        int cols = 200; // whole vectors and a scalar tail at every width
+        ByteBuffer twoRows = randomMatrix(GgmlType.F16, 2, cols, 5);
+        for (int c = 0; c < 2 * cols; c++) { // random halves, none of them Inf or NaN
+            if ((twoRows.getShort(2 * c) & 0x7c00) == 0x7c00) {
+                twoRows.putShort(2 * c, (short) (twoRows.getShort(2 * c) & 0x83ff));
+            }
+        }
+        ByteBuffer withNaN = buf(2 * 2 * cols);
+        for (int c = 0; c < 2 * cols; c++) {
+            withNaN.putShort(2 * c, twoRows.getShort(2 * c));
+        }
+        withNaN.putShort(2 * cols, (short) 0x7e00); // row 1 starts with a NaN: the whole tensor takes the general path
+        float[] x = new float[cols];
+        SplittableRandom r = new SplittableRandom(6);
+        for (int c = 0; c < cols; c++) {
+            x[c] = (float) r.nextGaussian();
+        }
+        float[] fastOut = new float[2];
+        float[] generalOut = new float[2];
+        matrix(GgmlType.F16, 2, cols, twoRows).matmul(x, 0, 1, fastOut, 0);
+        matrix(GgmlType.F16, 2, cols, withNaN).matmul(x, 0, 1, generalOut, 0);
+        assertEquals(Float.floatToRawIntBits(fastOut[0]), Float.floatToRawIntBits(generalOut[0]), "row 0's product");
+        assertTrue(Float.isNaN(generalOut[1]), "a NaN weight still gives NaN");
+    }
+
     /** Random bytes of {@code rows x cols} of type t, with sane half-precision scales in their slots. */
     static ByteBuffer randomMatrix(GgmlType t, int rows, int cols, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
