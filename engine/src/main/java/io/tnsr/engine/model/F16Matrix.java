@@ -69,8 +69,20 @@ final class F16Matrix extends WeightMatrix {
 
     /** The L halves at {@code byteOffset}, as floats. */
     private static FloatVector load(Region data, long byteOffset) {
-        ShortVector h = PARTIAL ? data.shorts(S, byteOffset, FIRST_L) : data.shorts(S, byteOffset);
-        return Float16.toFloat((IntVector) h.convertShape(VectorOperators.S2I, I, 0));
+        return Float16.toFloat(ints(halves(data, byteOffset)));
+    }
+
+    /**
+     * The L halves at {@code byteOffset}. These helpers are each at most 35 bytecodes (MaxInlineSize), so C2 inlines
+     * them at every call site whatever its profile says: a vector returned by a call left out of line is boxed.
+     */
+    private static ShortVector halves(Region data, long byteOffset) {
+        return PARTIAL ? data.shorts(S, byteOffset, FIRST_L) : data.shorts(S, byteOffset);
+    }
+
+    /** The halves sign-extended to ints, lane for lane. */
+    private static IntVector ints(ShortVector h) {
+        return (IntVector) h.convertShape(VectorOperators.S2I, I, 0);
     }
 
     /**
@@ -80,8 +92,10 @@ final class F16Matrix extends WeightMatrix {
      * 2^(e - 15) * (1 + m / 1024).
      */
     private static FloatVector loadFinite(Region data, long byteOffset) {
-        ShortVector h = PARTIAL ? data.shorts(S, byteOffset, FIRST_L) : data.shorts(S, byteOffset);
-        IntVector i = (IntVector) h.convertShape(VectorOperators.S2I, I, 0);
+        return finiteFloats(ints(halves(data, byteOffset)));
+    }
+
+    private static FloatVector finiteFloats(IntVector i) {
         return i.lanewise(VectorOperators.LSHL, 13).and(0x8FFFE000).reinterpretAsFloats().mul(0x1p112f);
     }
 
