@@ -378,9 +378,11 @@ class StageRuntimeTest {
     /**
      * Rounds of 800 frames, each measured on its own, until three rounds in a row allocate nothing (under 8 bytes per
      * frame) or {@value #MAX_ALLOCATION_ROUNDS} rounds have run. Code that allocates per frame does so in every round
-     * and fails. A JIT that deoptimizes a kernel (an {@code unstable_if} trap when a batch shape first appears) runs it
-     * interpreted or at C1, where the Vector API allocates, until C2 compiles it again: on a 2-vCPU host that took up
-     * to 3 s, longer than a fixed warm-up, so the steady state is waited for rather than assumed. Every round is printed.
+     * and fails: a vector boxed because C2 left a call out of line (the KV-cache value store did so, 768 bytes per
+     * frame, in about one JVM in six) stays boxed for the life of the compile. A kernel deoptimized mid-test (an
+     * {@code unstable_if} trap when a batch shape first appears) runs at C1, where the Vector API allocates, until C2
+     * compiles it again, up to 3 s on a 2-vCPU host: a transient, so the steady state is waited for rather than assumed
+     * after a fixed warm-up. Every round is printed.
      */
     @Test
     void theSteadyStateAllocatesNothingPerFrame() throws Exception {
