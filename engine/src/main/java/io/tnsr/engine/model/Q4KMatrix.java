@@ -1,7 +1,6 @@
 package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.Int8Activations.high;
-import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
 import static io.tnsr.engine.model.Int8Activations.Pairing.HALVES;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.rowSums;
@@ -53,6 +52,7 @@ final class Q4KMatrix extends PanelMatrix {
     private static final int TOKENS = 2;
     private static final VectorSpecies<Short> S = Int8Activations.S;
     private static final FloatVector EIGHT = FloatVector.broadcast(F, 8f);
+    private static final ShortVector MINUS_SIXTEEN = ShortVector.broadcast(S, (short) -16);
 
     private final GgmlType type;
     private final int units;
@@ -205,24 +205,29 @@ final class Q4KMatrix extends PanelMatrix {
 
     @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), acts.scales(), sx, out, oo);
+        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), acts.scales(), acts.offsets(), sx, out, oo);
     }
 
-    /** One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). */
+    /**
+     * One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). The
+     * integer sums as {@link Q4_0Matrix}'s one-token kernel forms them: whole bytes, high nibbles, and the low rows'
+     * sum {@code sum(v xq) - 16 sum(h xq) - offsets}.
+     */
     private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
-                           float[] sx, float[] out, int oo) {
+                           int[] xo, float[] sx, float[] out, int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < units; b++) {
-            ShortVector s0 = ShortVector.zero(S), s1 = s0; // the sub-block's sums, rows [0, L) and [L, P)
+            ShortVector t0 = ShortVector.zero(S), s1 = t0; // sums of v * xq and of h * xq, rows [0, L) and [L, P)
             for (int k = b * SUB / 2; k < b * SUB / 2 + SUB / 2; k += 2) {
                 for (int u = 0; u < 2; u++) { // two pairs per trip: a constant-count inner loop C2 unrolls
                     int i = k + u;
                     ShortVector v = pair(q, qo + i * P);
                     ShortVector xv = xpair(xq, i);
-                    s0 = lowUnsigned(v).sub((short) 8).mul(xv).add(s0);
+                    t0 = v.mul(xv).add(t0);
                     s1 = high(v).mul(xv).add(s1);
                 }
             }
+            ShortVector s0 = MINUS_SIXTEEN.mul(s1).add(t0).sub(xpair(xo, b));
             int sb = so + b * P;
             FloatVector xsv = FloatVector.broadcast(F, xs[b]);
             FloatVector sxv = FloatVector.broadcast(F, sx[b]);

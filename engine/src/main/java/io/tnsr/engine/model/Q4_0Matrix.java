@@ -27,10 +27,11 @@ import jdk.incubator.vector.VectorSpecies;
  * byte 2i + 1 the same for column b ({@link #putNibble}). Sign-extended to 16-bit lanes, even lanes are column a and
  * odd lanes column b. A high nibble is {@code q - 8} as a signed 4-bit
  * number: {@code v >> 4} is rows [L, P). A low nibble holds {@code q} unsigned (0..15): {@code v & 0xF} is rows
- * [0, L), one AND on any port where sign-extending shifts would take the one port that also multiplies (Intel's
- * port 0); each block's 16-bit sums of those rows are corrected by {@code 8 * sum(xq)} of their column parity
- * ({@link Int8Activations#offsets}), or the one-token kernel takes 8 off in the lane: the lane sums stay within
- * 16 * 15 * 127 = 30480 and the corrected sum is the same integer as before. Q4_K keeps the layout; Q2_K too, with
+ * [0, L) in the batched kernel, one AND on any port where sign-extending shifts would take the one port that also
+ * multiplies (Intel's port 0), and the one-token kernel does not extract it at all ({@link #m1}); either way each
+ * block's 16-bit sums of those rows are corrected by {@code 8 * sum(xq)} of their column parity
+ * ({@link Int8Activations#offsets}): the lane sums stay within 16 * 15 * 127 = 30480 and the corrected sum is the
+ * same integer as before. Q4_K keeps the layout; Q2_K too, with
  * adjacent columns paired ({@link Int8Activations.Pairing#ADJACENT}). The
  * scales in an array of their own, {@code [blocks][P]} floats per panel (interleaved with the quants, as Q8_0's are,
  * they gained nothing here).
@@ -53,6 +54,7 @@ final class Q4_0Matrix extends PanelMatrix {
     /** Tokens per {@link #k2x2} call. */
     private static final int TOKENS = 2;
     private static final VectorSpecies<Short> S = Int8Activations.S;
+    private static final ShortVector MINUS_SIXTEEN = ShortVector.broadcast(S, (short) -16);
 
     private final int blocks;
     /** [panels][cols / 2][2L]: pair c / 2 of panel p at p * cols * L + (c / 2) * P, laid out as above. */
@@ -134,26 +136,31 @@ final class Q4_0Matrix extends PanelMatrix {
 
     @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), out, oo);
+        m1(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), acts.offsets(), out, oo);
     }
 
     /**
-     * One panel (quants from {@code qo}, scales from {@code so}) . the prepared token: out[oo..oo+P). The low rows'
-     * nibbles as {@code (v & 0xF) - 8}: two ops that need not wait for the multiplier's port, and no correction.
+     * One panel (quants from {@code qo}, scales from {@code so}) . the prepared token: out[oo..oo+P). Per pair, the
+     * whole sign-extended byte {@code v = n + 16 h} times xq into one sum and its high nibble h into another; per
+     * block the low rows' sum is then {@code sum(v xq) - 16 sum(h xq) - offsets}: the first of those wraps (|v xq|
+     * reaches 16256), but the result, at most 16 * 8 * 127 in magnitude, is exact in 16 bits all the same. Three
+     * vector operations per pair, not five: the low nibbles are never extracted.
      */
-    private static void m1(byte[] q, float[] d, int qo, int so, int blocks, int[] xq, float[] xs, float[] out, int oo) {
+    private static void m1(byte[] q, float[] d, int qo, int so, int blocks, int[] xq, float[] xs, int[] xo, float[] out,
+                           int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < blocks; b++) {
-            ShortVector s0 = ShortVector.zero(S), s1 = s0; // the block's sums, rows [0, L) and [L, P)
+            ShortVector t0 = ShortVector.zero(S), s1 = t0; // sums of v * xq and of h * xq, rows [0, L) and [L, P)
             for (int k = b * QK / 2; k < b * QK / 2 + QK / 2; k += 2) {
                 for (int u = 0; u < 2; u++) { // two pairs per trip: a constant-count inner loop C2 unrolls
                     int i = k + u;
                     ShortVector v = pair(q, qo + i * P);
                     ShortVector xv = xpair(xq, i);
-                    s0 = lowUnsigned(v).sub((short) 8).mul(xv).add(s0);
+                    t0 = v.mul(xv).add(t0);
                     s1 = high(v).mul(xv).add(s1);
                 }
             }
+            ShortVector s0 = MINUS_SIXTEEN.mul(s1).add(t0).sub(xpair(xo, b));
             FloatVector sx = FloatVector.broadcast(F, xs[b]);
             a0 = rowSums(s0).fma(FloatVector.fromArray(F, d, so + b * P).mul(sx), a0);
             a1 = rowSums(s1).fma(FloatVector.fromArray(F, d, so + b * P + L).mul(sx), a1);

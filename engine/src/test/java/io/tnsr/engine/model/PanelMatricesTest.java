@@ -137,13 +137,17 @@ class PanelMatricesTest {
     }
 
     private static Case q4_0(int rows, int cols, SplittableRandom r) {
-        int blocks = cols / 32;
         byte[] packed = new byte[rows * cols / 2]; // block k's 16 bytes: element i low nibble, 16 + i high
-        float[] d = new float[rows * blocks];
+        float[] d = new float[rows * (cols / 32)];
         r.nextBytes(packed);
         for (int i = 0; i < d.length; i++) {
             d[i] = (float) (r.nextDouble() * 0.02);
         }
+        return q4_0(rows, cols, packed, d);
+    }
+
+    private static Case q4_0(int rows, int cols, byte[] packed, float[] d) {
+        int blocks = cols / 32;
         WeightMatrix m = new Q4_0Matrix("w", rows, cols, new PackedBlocks(packed.clone(), d.clone()));
         return new Case() {
             public WeightMatrix matrix() {
@@ -180,15 +184,19 @@ class PanelMatricesTest {
 
     /** Q4_K as repacked: nibbles (sub-blocks 2p and 2p + 1 in the low and high halves of 32 bytes), scale and min per 32. */
     private static Case q4_K(int rows, int cols, SplittableRandom r) {
-        int units = cols / 32;
         byte[] packed = new byte[rows * cols / 2];
-        float[] sc = new float[rows * units];
-        float[] mn = new float[rows * units];
+        float[] sc = new float[rows * (cols / 32)];
+        float[] mn = new float[rows * (cols / 32)];
         r.nextBytes(packed);
         for (int i = 0; i < sc.length; i++) {
             sc[i] = (float) (r.nextDouble() * 0.02);
             mn[i] = (float) (r.nextDouble() * 0.1);
         }
+        return q4_K(rows, cols, packed, sc, mn);
+    }
+
+    private static Case q4_K(int rows, int cols, byte[] packed, float[] sc, float[] mn) {
+        int units = cols / 32;
         WeightMatrix m = new Q4KMatrix("w", rows, cols, new PackedBlocks(packed.clone(), sc.clone(), mn.clone()));
         return new Case() {
             public WeightMatrix matrix() {
@@ -336,6 +344,39 @@ class PanelMatricesTest {
                 }
                 for (int i = outOff + n * rows; i < out.length; i++) {
                     assertEquals(Float.NaN, out[i], "out[" + i + "] past the output written");
+                }
+            }
+        }
+    }
+
+    /**
+     * The nibble types' integer sums at their extremes: every nibble 15 against activations all +127 (a block's
+     * low-row lanes sum 16 * 15 * 127 = 30480, near the top of 16 bits, while the sums of the whole bytes the
+     * one-token kernel adds up on the way wrap past it), every nibble 0 against -127, and the two mixed. Each
+     * (row, token) is still the scalar reference's, bit for bit.
+     */
+    @ParameterizedTest
+    @CsvSource({"Q4_0, 255, 1", "Q4_0, 0, -1", "Q4_0, 255, -1", "Q4_0, 15, 1", "Q4_0, 240, 1",
+        "Q4_K, 255, 1", "Q4_K, 0, -1", "Q4_K, 255, -1", "Q4_K, 15, 1", "Q4_K, 240, 1"})
+    void nibbleSumsAreExactAtTheirExtremes(String type, int nibbleByte, float sign) {
+        int rows = P + 3;
+        int cols = 512;
+        byte[] packed = new byte[rows * cols / 2];
+        Arrays.fill(packed, (byte) nibbleByte);
+        float[] scales = new float[rows * (cols / 32)];
+        Arrays.fill(scales, 0.5f);
+        float[] mins = new float[scales.length];
+        Arrays.fill(mins, 0.25f);
+        Case k = type.equals("Q4_0") ? q4_0(rows, cols, packed, scales) : q4_K(rows, cols, packed, scales, mins);
+        float[] x = new float[3 * cols];
+        Arrays.fill(x, sign);
+        for (int n : new int[] {1, 3}) {
+            float[] out = new float[n * rows];
+            k.matrix().matmul(x, 0, n, out, 0);
+            for (int t = 0; t < n; t++) {
+                for (int i = 0; i < rows; i++) {
+                    assertEquals(Float.floatToIntBits(k.dot(i, x, t * cols)), Float.floatToIntBits(out[t * rows + i]),
+                            type + ", " + n + " tokens: token " + t + " row " + i + ": " + out[t * rows + i]);
                 }
             }
         }
