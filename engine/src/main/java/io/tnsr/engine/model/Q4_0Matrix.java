@@ -143,8 +143,8 @@ final class Q4_0Matrix extends PanelMatrix {
      * One panel (quants from {@code qo}, scales from {@code so}) . the prepared token: out[oo..oo+P). Per pair, the
      * whole sign-extended byte {@code v = n + 16 h} times xq into one sum and its high nibble h into another; per
      * block the low rows' sum is then {@code sum(v xq) - 16 sum(h xq) - offsets}: the first of those wraps (|v xq|
-     * reaches 16256), but the result, at most 16 * 8 * 127 in magnitude, is exact in 16 bits all the same. Three
-     * vector operations per pair, not five: the low nibbles are never extracted.
+     * reaches 16256), but the result, at most 16 * 8 * 127 in magnitude, is exact in 16 bits all the same. Five
+     * vector operations per pair, not seven: the low nibbles are never extracted.
      */
     private static void m1(byte[] q, float[] d, int qo, int so, int blocks, int[] xq, float[] xs, int[] xo, float[] out,
                            int oo) {
