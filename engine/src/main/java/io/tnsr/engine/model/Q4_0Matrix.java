@@ -9,10 +9,17 @@ import static io.tnsr.engine.model.Int8Activations.xpair;
 import static io.tnsr.engine.model.PanelKernels.P;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
+import static jdk.incubator.vector.VectorOperators.ASHR;
+import static jdk.incubator.vector.VectorOperators.B2S;
+import static jdk.incubator.vector.VectorOperators.I2F;
+import static jdk.incubator.vector.VectorOperators.LSHL;
 
 import io.tnsr.engine.gguf.GgmlType;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -51,9 +58,12 @@ import jdk.incubator.vector.VectorSpecies;
  */
 final class Q4_0Matrix extends PanelMatrix {
     private static final int QK = 32;
-    /** Tokens per {@link #k2x2} call. */
-    private static final int TOKENS = 2;
+    /** Tokens per {@link #group} call: three or four through {@link #k4x2}, one or two through {@link #k2x2}. */
+    private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
+    /** A pair's 2L bytes (see {@link Int8Activations#pair}). */
+    private static final VectorSpecies<Byte> PAIR = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 16));
+    private static final VectorSpecies<Integer> I = Blocks.I;
     private static final ShortVector MINUS_SIXTEEN = ShortVector.broadcast(S, (short) -16);
 
     private final int blocks;
@@ -63,7 +73,7 @@ final class Q4_0Matrix extends PanelMatrix {
     private final float[] d;
     /** The activations of the call in progress. */
     private final Int8Activations acts = new Int8Activations(HALVES);
-    /** [blocks][2][P]: {@link #k2x2}'s integer block sums, as floats. */
+    /** [blocks][TOKENS][P]: the integer block sums of {@link #k2x2} ([blocks][2][P]) and {@link #k4x2}, as floats. */
     private final float[] sums;
 
     Q4_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
@@ -72,7 +82,7 @@ final class Q4_0Matrix extends PanelMatrix {
         packed.requireShape(name, rows, blocks, QK / 2);
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
         this.d = new float[arrayLength(name, rows, cols, (long) panels * blocks * P)];
-        this.sums = new float[blocks * 2 * P];
+        this.sums = new float[blocks * TOKENS * P];
         byte[] quants = packed.quants(); // block k's 16 bytes at k * 16: element i low nibble, 16 + i high
         float[] scales = packed.scales();
         for (int r = 0; r < rows; r++) {
@@ -116,7 +126,7 @@ final class Q4_0Matrix extends PanelMatrix {
         this.blocks = shared.blocks;
         this.q = shared.q;
         this.d = shared.d;
-        this.sums = new float[blocks * 2 * P];
+        this.sums = new float[blocks * TOKENS * P];
     }
 
     @Override
@@ -171,8 +181,106 @@ final class Q4_0Matrix extends PanelMatrix {
 
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        k2x2(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), acts.offsets(), t0, valid, sums, out,
-                oo, os);
+        if (valid > 2) {
+            k4x2(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), acts.offsets(), t0, valid, sums,
+                    out, oo, os);
+        } else {
+            k2x2(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), acts.offsets(), t0, valid, sums,
+                    out, oo, os);
+        }
+    }
+
+    /**
+     * As {@link #k2x2} for tokens t0 + j, j in [0, valid) (valid 3..4): each pair's nibbles extracted once for four
+     * tokens instead of two. The integer pass is {@link #subSums}, which the launchers and tests keep out of line
+     * ({@code -XX:CompileCommand=dontinline,...::subSums}, see {@link WeightMatrix}): inlined here, four tokens'
+     * sums took C2 (JDK 17) past its node budget and it boxed their vectors. Same arithmetic, so the same bits.
+     */
+    private static void k4x2(byte[] q, float[] d, int qo, int so, int blocks, int[] xq, float[] xs, int[] xo, int t0,
+                             int valid, float[] sums, float[] out, int oo, int os) {
+        int pairs = blocks * QK / 2;
+        int u0 = t0, u1 = t0 + 1, u2 = t0 + 2, u3 = t0 + valid - 1; // a missing fourth token repeats the third
+        subSums(q, qo, blocks, xq, xo, u0, u1, u2, u3, pairs, sums);
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0; // totals, rows [0, L), per token
+        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0;                   // totals, rows [L, P)
+        for (int b = 0; b < blocks; b++) {
+            FloatVector d0 = FloatVector.fromArray(F, d, so + b * P);
+            FloatVector d1 = FloatVector.fromArray(F, d, so + b * P + L);
+            int sb = b * 4 * P;
+            FloatVector sx = FloatVector.broadcast(F, xs[u0 * blocks + b]);
+            a0 = FloatVector.fromArray(F, sums, sb).fma(d0.mul(sx), a0);
+            b0 = FloatVector.fromArray(F, sums, sb + L).fma(d1.mul(sx), b0);
+            sx = FloatVector.broadcast(F, xs[u1 * blocks + b]);
+            a1 = FloatVector.fromArray(F, sums, sb + P).fma(d0.mul(sx), a1);
+            b1 = FloatVector.fromArray(F, sums, sb + P + L).fma(d1.mul(sx), b1);
+            sx = FloatVector.broadcast(F, xs[u2 * blocks + b]);
+            a2 = FloatVector.fromArray(F, sums, sb + 2 * P).fma(d0.mul(sx), a2);
+            b2 = FloatVector.fromArray(F, sums, sb + 2 * P + L).fma(d1.mul(sx), b2);
+            sx = FloatVector.broadcast(F, xs[u3 * blocks + b]);
+            a3 = FloatVector.fromArray(F, sums, sb + 3 * P).fma(d0.mul(sx), a3);
+            b3 = FloatVector.fromArray(F, sums, sb + 3 * P + L).fma(d1.mul(sx), b3);
+        }
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + os);
+        FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + os + L);
+        FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * os);
+        FloatVector.broadcast(F, -0f).add(b2).intoArray(out, oo + 2 * os + L);
+        if (valid > 3) {
+            FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * os);
+            FloatVector.broadcast(F, -0f).add(b3).intoArray(out, oo + 3 * os + L);
+        }
+    }
+
+    /**
+     * sums[b][j][i] = the integer sum of block b of row i (of the panel from {@code qo}) . token u<j>'s pairs, j in
+     * [0, 4), as a float: the low rows' 16-bit sums corrected by the token's offsets first. Tokens' pairs are at
+     * {@code u * pairs} of xq, their offsets at {@code u * blocks} of xo. Only Vector API calls in the loops, no
+     * helper of ours: a helper left out of line would box its vectors. Also Q4_K's (and so Q4_1's).
+     */
+    static void subSums(byte[] q, int qo, int blocks, int[] xq, int[] xo, int u0, int u1, int u2, int u3,
+                                int pairs, float[] sums) {
+        int x0 = u0 * pairs, x1 = u1 * pairs, x2 = u2 * pairs, x3 = u3 * pairs;
+        for (int b = 0; b < blocks; b++) {
+            ShortVector s0 = ShortVector.zero(S), s1 = s0, s2 = s0, s3 = s0; // block sums, rows [0, L), per token
+            ShortVector h0 = s0, h1 = s0, h2 = s0, h3 = s0;                  // block sums, rows [L, P)
+            for (int i = b * QK / 2; i < b * QK / 2 + QK / 2; i++) {
+                ShortVector v = (ShortVector) ByteVector.fromArray(PAIR, q, qo + i * P).convertShape(B2S, S, 0);
+                ShortVector w0 = v.and((short) 0xF);
+                ShortVector w1 = v.lanewise(ASHR, 4);
+                ShortVector xv = IntVector.broadcast(I, xq[x0 + i]).reinterpretAsShorts();
+                s0 = w0.mul(xv).add(s0); h0 = w1.mul(xv).add(h0);
+                xv = IntVector.broadcast(I, xq[x1 + i]).reinterpretAsShorts();
+                s1 = w0.mul(xv).add(s1); h1 = w1.mul(xv).add(h1);
+                xv = IntVector.broadcast(I, xq[x2 + i]).reinterpretAsShorts();
+                s2 = w0.mul(xv).add(s2); h2 = w1.mul(xv).add(h2);
+                xv = IntVector.broadcast(I, xq[x3 + i]).reinterpretAsShorts();
+                s3 = w0.mul(xv).add(s3); h3 = w1.mul(xv).add(h3);
+            }
+            int sb = b * 4 * P;
+            // each row's even lane plus its odd lane, as floats (Int8Activations.rowSums, written out)
+            IntVector w;
+            s0 = s0.sub(IntVector.broadcast(I, xo[u0 * blocks + b]).reinterpretAsShorts());
+            s1 = s1.sub(IntVector.broadcast(I, xo[u1 * blocks + b]).reinterpretAsShorts());
+            s2 = s2.sub(IntVector.broadcast(I, xo[u2 * blocks + b]).reinterpretAsShorts());
+            s3 = s3.sub(IntVector.broadcast(I, xo[u3 * blocks + b]).reinterpretAsShorts());
+            w = s0.reinterpretAsInts();
+            ((FloatVector) w.lanewise(LSHL, 16).add(w).lanewise(ASHR, 16).convert(I2F, 0)).intoArray(sums, sb);
+            w = h0.reinterpretAsInts();
+            ((FloatVector) w.lanewise(LSHL, 16).add(w).lanewise(ASHR, 16).convert(I2F, 0)).intoArray(sums, sb + L);
+            w = s1.reinterpretAsInts();
+            ((FloatVector) w.lanewise(LSHL, 16).add(w).lanewise(ASHR, 16).convert(I2F, 0)).intoArray(sums, sb + P);
+            w = h1.reinterpretAsInts();
+            ((FloatVector) w.lanewise(LSHL, 16).add(w).lanewise(ASHR, 16).convert(I2F, 0)).intoArray(sums, sb + P + L);
+            w = s2.reinterpretAsInts();
+            ((FloatVector) w.lanewise(LSHL, 16).add(w).lanewise(ASHR, 16).convert(I2F, 0)).intoArray(sums, sb + 2 * P);
+            w = h2.reinterpretAsInts();
+            ((FloatVector) w.lanewise(LSHL, 16).add(w).lanewise(ASHR, 16).convert(I2F, 0)).intoArray(sums, sb + 2 * P + L);
+            w = s3.reinterpretAsInts();
+            ((FloatVector) w.lanewise(LSHL, 16).add(w).lanewise(ASHR, 16).convert(I2F, 0)).intoArray(sums, sb + 3 * P);
+            w = h3.reinterpretAsInts();
+            ((FloatVector) w.lanewise(LSHL, 16).add(w).lanewise(ASHR, 16).convert(I2F, 0)).intoArray(sums, sb + 3 * P + L);
+        }
     }
 
     /**

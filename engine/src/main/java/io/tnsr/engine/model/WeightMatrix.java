@@ -29,9 +29,9 @@ import java.nio.ByteBuffer;
  * its node budget ({@code NodeCountInliningCutoff}); the Vector API calls it then leaves out of line return boxed
  * vectors, megabytes per token. The launchers and tests run with
  * {@code -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec} (and {@code ::matmulTokens}, and
- * {@code ::subSums}, the integer pass of Q5_K's and Q2_K's batched kernels) so that each
- * type's kernels compile as units of their own (without it, Q8_0 decode ran a third slower and allocated 42 MB per
- * token). engine-bench's B/tok column and the perf gate's allocation metrics show when a kernel boxes.
+ * {@code ::subSums}, the integer pass of the batched kernels of Q5_K, Q2_K and, four tokens at a time, Q4_0 and
+ * Q4_K) so that each type's kernels compile as units of their own (without it, Q8_0 decode ran a third slower and
+ * allocated 42 MB per token). engine-bench's B/tok column and the perf gate's allocation metrics show when a kernel boxes.
  */
 public abstract class WeightMatrix {
     protected final String name;

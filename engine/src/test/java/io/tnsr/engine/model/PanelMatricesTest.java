@@ -368,9 +368,9 @@ class PanelMatricesTest {
         float[] mins = new float[scales.length];
         Arrays.fill(mins, 0.25f);
         Case k = type.equals("Q4_0") ? q4_0(rows, cols, packed, scales) : q4_K(rows, cols, packed, scales, mins);
-        float[] x = new float[3 * cols];
+        float[] x = new float[4 * cols];
         Arrays.fill(x, sign);
-        for (int n : new int[] {1, 3}) {
+        for (int n : new int[] {1, 2, 3, 4}) {
             float[] out = new float[n * rows];
             k.matrix().matmul(x, 0, n, out, 0);
             for (int t = 0; t < n; t++) {
