@@ -9,10 +9,12 @@ import static io.tnsr.engine.model.TileKernels.L;
 
 import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -53,9 +55,12 @@ final class Q5KMatrix extends PanelMatrix {
     private static final int QK = 256;
     private static final int BYTES = 176;
     private static final int SUB = 32; // elements per sub-block (one scale and min)
-    /** Tokens per {@link #k2x2} call. */
-    private static final int TOKENS = 2;
+    /** Tokens per {@link #group} call: three or four through {@link #k4x2}, one or two through {@link #k2x2}. */
+    private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
+    /** A pair's 2L bytes (see {@link Int8Activations#pair}). */
+    private static final VectorSpecies<Byte> PAIR = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 16));
+    private static final VectorSpecies<Integer> I = Blocks.I;
     private static final FloatVector SIXTEEN = FloatVector.broadcast(F, 16f);
 
     private final int units;
@@ -82,7 +87,7 @@ final class Q5KMatrix extends PanelMatrix {
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * P)];
         this.s = new float[arrayLength(name, rows, cols, (long) panels * units * P)];
         this.mneg = new float[s.length];
-        this.sums = new float[units * 2 * P];
+        this.sums = new float[units * TOKENS * P];
         byte[] quants = packed.quants(); // row r's at r * cols, one per element
         for (int r = 0; r < rows; r++) {
             for (int c = 0; c < cols; c++) {
@@ -113,7 +118,7 @@ final class Q5KMatrix extends PanelMatrix {
         this.q = shared.q;
         this.s = shared.s;
         this.mneg = shared.mneg;
-        this.sums = new float[units * 2 * P];
+        this.sums = new float[units * TOKENS * P];
     }
 
     @Override
@@ -203,7 +208,60 @@ final class Q5KMatrix extends PanelMatrix {
 
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        k2x2(p, t0, valid, out, oo, os);
+        if (valid > 2) {
+            k4x2(p, t0, valid, out, oo, os);
+        } else {
+            k2x2(p, t0, valid, out, oo, os);
+        }
+    }
+
+    /**
+     * As {@link #k2x2} for tokens t0 + j, j in [0, valid) (valid 3..4): the integer sums of four tokens in one pass
+     * over the panel ({@link #subSums}, the four-token one), then the scales and min terms in {@link #m1}'s order:
+     * the same bits.
+     */
+    private void k4x2(int p, int t0, int valid, float[] out, int oo, int os) {
+        int so = p * units * P;
+        int u0 = t0, u1 = t0 + 1, u2 = t0 + 2, u3 = t0 + valid - 1; // a missing fourth token repeats the third
+        int pairs = cols / 2;
+        subSums(q, p * cols * P, units, acts.pairs(), u0 * pairs, u1 * pairs, u2 * pairs, u3 * pairs, sums);
+        float[] xs = acts.scales();
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0; // totals, rows [0, L), per token
+        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0;                   // totals, rows [L, P)
+        for (int b = 0; b < units; b++) {
+            int sb = so + b * P;
+            int ib = b * 4 * P; // the integer sums of sub-block b
+            FloatVector d0 = FloatVector.fromArray(F, s, sb);
+            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
+            FloatVector m0 = d0.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb)); // 16 * scale - min
+            FloatVector m1 = d1.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb + L));
+            FloatVector xsv = FloatVector.broadcast(F, xs[u0 * units + b]);
+            FloatVector sxv = FloatVector.broadcast(F, sx[u0 * units + b]);
+            a0 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib).fma(d0.mul(xsv), a0));
+            b0 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + L).fma(d1.mul(xsv), b0));
+            xsv = FloatVector.broadcast(F, xs[u1 * units + b]);
+            sxv = FloatVector.broadcast(F, sx[u1 * units + b]);
+            a1 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + P).fma(d0.mul(xsv), a1));
+            b1 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + P + L).fma(d1.mul(xsv), b1));
+            xsv = FloatVector.broadcast(F, xs[u2 * units + b]);
+            sxv = FloatVector.broadcast(F, sx[u2 * units + b]);
+            a2 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + 2 * P).fma(d0.mul(xsv), a2));
+            b2 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + 2 * P + L).fma(d1.mul(xsv), b2));
+            xsv = FloatVector.broadcast(F, xs[u3 * units + b]);
+            sxv = FloatVector.broadcast(F, sx[u3 * units + b]);
+            a3 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + 3 * P).fma(d0.mul(xsv), a3));
+            b3 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + 3 * P + L).fma(d1.mul(xsv), b3));
+        }
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + os);
+        FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + os + L);
+        FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * os);
+        FloatVector.broadcast(F, -0f).add(b2).intoArray(out, oo + 2 * os + L);
+        if (valid > 3) {
+            FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * os);
+            FloatVector.broadcast(F, -0f).add(b3).intoArray(out, oo + 3 * os + L);
+        }
     }
 
     /**
@@ -269,6 +327,59 @@ final class Q5KMatrix extends PanelMatrix {
             rowSums(t0).intoArray(sums, sb + L);
             rowSums(s1).intoArray(sums, sb + P);
             rowSums(t1).intoArray(sums, sb + P + L);
+        }
+    }
+
+    /**
+     * As the two-token {@code subSums} for four tokens' pairs (from x0 .. x3): sums[b][j][i], j in [0, 4). Only
+     * Vector API calls, no helper of ours (pair, xpair, rowSums written out): in a method this large a helper could
+     * be left out of line, and would box its vectors.
+     */
+    private static void subSums(byte[] q, int qo, int units, int[] xq, int x0, int x1, int x2, int x3, float[] sums) {
+        for (int b = 0; b < units; b++) {
+            ShortVector s0 = ShortVector.zero(S), s1 = s0, s2 = s0, s3 = s0; // sub-block sums, rows [0, L), per token
+            ShortVector t0 = s0, t1 = s0, t2 = s0, t3 = s0;                  // sub-block sums, rows [L, P)
+            for (int i = b * SUB / 2; i < b * SUB / 2 + SUB / 2; i++) {
+                int o = qo + i * 2 * P;
+                ShortVector w0 = (ShortVector) ByteVector.fromArray(PAIR, q, o).convertShape(VectorOperators.B2S, S, 0);
+                ShortVector w1 = (ShortVector) ByteVector.fromArray(PAIR, q, o + P)
+                        .convertShape(VectorOperators.B2S, S, 0);
+                ShortVector xv = IntVector.broadcast(I, xq[x0 + i]).reinterpretAsShorts();
+                s0 = w0.mul(xv).add(s0); t0 = w1.mul(xv).add(t0);
+                xv = IntVector.broadcast(I, xq[x1 + i]).reinterpretAsShorts();
+                s1 = w0.mul(xv).add(s1); t1 = w1.mul(xv).add(t1);
+                xv = IntVector.broadcast(I, xq[x2 + i]).reinterpretAsShorts();
+                s2 = w0.mul(xv).add(s2); t2 = w1.mul(xv).add(t2);
+                xv = IntVector.broadcast(I, xq[x3 + i]).reinterpretAsShorts();
+                s3 = w0.mul(xv).add(s3); t3 = w1.mul(xv).add(t3);
+            }
+            int sb = b * 4 * P;
+            // each row's even lane plus its odd lane, added as ints, as floats (rowSums, written out)
+            IntVector v;
+            v = s0.reinterpretAsInts();
+            ((FloatVector) v.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                    .add(v.lanewise(VectorOperators.ASHR, 16)).convert(VectorOperators.I2F, 0)).intoArray(sums, sb);
+            v = t0.reinterpretAsInts();
+            ((FloatVector) v.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                    .add(v.lanewise(VectorOperators.ASHR, 16)).convert(VectorOperators.I2F, 0)).intoArray(sums, sb + L);
+            v = s1.reinterpretAsInts();
+            ((FloatVector) v.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                    .add(v.lanewise(VectorOperators.ASHR, 16)).convert(VectorOperators.I2F, 0)).intoArray(sums, sb + P);
+            v = t1.reinterpretAsInts();
+            ((FloatVector) v.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                    .add(v.lanewise(VectorOperators.ASHR, 16)).convert(VectorOperators.I2F, 0)).intoArray(sums, sb + P + L);
+            v = s2.reinterpretAsInts();
+            ((FloatVector) v.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                    .add(v.lanewise(VectorOperators.ASHR, 16)).convert(VectorOperators.I2F, 0)).intoArray(sums, sb + 2 * P);
+            v = t2.reinterpretAsInts();
+            ((FloatVector) v.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                    .add(v.lanewise(VectorOperators.ASHR, 16)).convert(VectorOperators.I2F, 0)).intoArray(sums, sb + 2 * P + L);
+            v = s3.reinterpretAsInts();
+            ((FloatVector) v.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                    .add(v.lanewise(VectorOperators.ASHR, 16)).convert(VectorOperators.I2F, 0)).intoArray(sums, sb + 3 * P);
+            v = t3.reinterpretAsInts();
+            ((FloatVector) v.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                    .add(v.lanewise(VectorOperators.ASHR, 16)).convert(VectorOperators.I2F, 0)).intoArray(sums, sb + 3 * P + L);
         }
     }
 
