@@ -217,51 +217,14 @@ final class Q5KMatrix extends PanelMatrix {
 
     /**
      * As {@link #k2x2} for tokens t0 + j, j in [0, valid) (valid 3..4): the integer sums of four tokens in one pass
-     * over the panel ({@link #subSums}, the four-token one), then the scales and min terms in {@link #m1}'s order:
-     * the same bits.
+     * over the panel ({@link #subSums}, the four-token one), then the scales and min terms in {@link #m1}'s order
+     * ({@link ScaleMinTotals#four}): the same bits.
      */
     private void k4x2(int p, int t0, int valid, float[] out, int oo, int os) {
-        int so = p * units * P;
-        int u0 = t0, u1 = t0 + 1, u2 = t0 + 2, u3 = t0 + valid - 1; // a missing fourth token repeats the third
-        int pairs = cols / 2;
-        subSums(q, p * cols * P, units, acts.pairs(), u0 * pairs, u1 * pairs, u2 * pairs, u3 * pairs, sums);
-        float[] xs = acts.scales();
-        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0; // totals, rows [0, L), per token
-        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0;                   // totals, rows [L, P)
-        for (int b = 0; b < units; b++) {
-            int sb = so + b * P;
-            int ib = b * 4 * P; // the integer sums of sub-block b
-            FloatVector d0 = FloatVector.fromArray(F, s, sb);
-            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
-            FloatVector m0 = d0.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb)); // 16 * scale - min
-            FloatVector m1 = d1.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb + L));
-            FloatVector xsv = FloatVector.broadcast(F, xs[u0 * units + b]);
-            FloatVector sxv = FloatVector.broadcast(F, sx[u0 * units + b]);
-            a0 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib).fma(d0.mul(xsv), a0));
-            b0 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + L).fma(d1.mul(xsv), b0));
-            xsv = FloatVector.broadcast(F, xs[u1 * units + b]);
-            sxv = FloatVector.broadcast(F, sx[u1 * units + b]);
-            a1 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + P).fma(d0.mul(xsv), a1));
-            b1 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + P + L).fma(d1.mul(xsv), b1));
-            xsv = FloatVector.broadcast(F, xs[u2 * units + b]);
-            sxv = FloatVector.broadcast(F, sx[u2 * units + b]);
-            a2 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + 2 * P).fma(d0.mul(xsv), a2));
-            b2 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + 2 * P + L).fma(d1.mul(xsv), b2));
-            xsv = FloatVector.broadcast(F, xs[u3 * units + b]);
-            sxv = FloatVector.broadcast(F, sx[u3 * units + b]);
-            a3 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + 3 * P).fma(d0.mul(xsv), a3));
-            b3 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + 3 * P + L).fma(d1.mul(xsv), b3));
-        }
-        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
-        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
-        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + os);
-        FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + os + L);
-        FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * os);
-        FloatVector.broadcast(F, -0f).add(b2).intoArray(out, oo + 2 * os + L);
-        if (valid > 3) {
-            FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * os);
-            FloatVector.broadcast(F, -0f).add(b3).intoArray(out, oo + 3 * os + L);
-        }
+        int pairs = cols / 2; // a missing fourth token repeats the third
+        subSums(q, p * cols * P, units, acts.pairs(), t0 * pairs, (t0 + 1) * pairs, (t0 + 2) * pairs,
+                (t0 + valid - 1) * pairs, sums);
+        ScaleMinTotals.four(s, mneg, p * units * P, units, 16f, acts.scales(), units, 0, sx, t0, valid, sums, out, oo, os);
     }
 
     /**

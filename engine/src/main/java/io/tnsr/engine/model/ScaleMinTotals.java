@@ -1,0 +1,73 @@
+package io.tnsr.engine.model;
+
+import static io.tnsr.engine.model.PanelKernels.P;
+import static io.tnsr.engine.model.TileKernels.F;
+import static io.tnsr.engine.model.TileKernels.L;
+
+import jdk.incubator.vector.FloatVector;
+
+/**
+ * The float pass of the "scale and min" types' four-token batched kernels (Q4_K and Q4_1, Q5_K, Q2_K), after their
+ * integer pass has put each sub-block's sums in {@code sums}: per (row, token), over the sub-blocks in order,
+ * {@code acc = fma(fma(scale, bias, -min), sx, fma(isum, scale * xs, acc))}, as each type's one-token kernel orders
+ * it, so the same bits. A static method over arrays and scalars: no vector crosses the call, whether C2 inlines it
+ * into a type's kernel or not.
+ */
+final class ScaleMinTotals {
+    private ScaleMinTotals() {
+    }
+
+    /**
+     * Panel rows [0, P) . tokens t0 + j, j in [0, valid) (valid 3..4; a missing fourth repeats the third and is not
+     * stored): out[oo + j * os + i].
+     *
+     * @param s       scales, {@code [units][P]} of this panel from {@code so}
+     * @param mneg    negated mins, laid out as s
+     * @param bias    what the integer sums left out of each quant: 8 (Q4_K, Q4_1), 16 (Q5_K), 2 (Q2_K)
+     * @param xs      the activations' scales: token u, sub-block b at {@code u * xsStride + (b >> xsShift)}
+     * @param sx      each token's sum of x over each sub-block: token u, sub-block b at {@code u * units + b}
+     * @param sums    the integer pass's sums as floats, {@code [units][4][P]}
+     */
+    static void four(float[] s, float[] mneg, int so, int units, float bias, float[] xs, int xsStride, int xsShift,
+                     float[] sx, int t0, int valid, float[] sums, float[] out, int oo, int os) {
+        int u0 = t0, u1 = t0 + 1, u2 = t0 + 2, u3 = t0 + valid - 1;
+        FloatVector bv = FloatVector.broadcast(F, bias);
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0; // totals, rows [0, L), per token
+        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0;                   // totals, rows [L, P)
+        for (int b = 0; b < units; b++) {
+            int sb = so + b * P;
+            int ib = b * 4 * P; // the integer sums of sub-block b
+            int xb = b >> xsShift;
+            FloatVector d0 = FloatVector.fromArray(F, s, sb);
+            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
+            FloatVector m0 = d0.fma(bv, FloatVector.fromArray(F, mneg, sb)); // bias * scale - min
+            FloatVector m1 = d1.fma(bv, FloatVector.fromArray(F, mneg, sb + L));
+            FloatVector xsv = FloatVector.broadcast(F, xs[u0 * xsStride + xb]);
+            FloatVector sxv = FloatVector.broadcast(F, sx[u0 * units + b]);
+            a0 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib).fma(d0.mul(xsv), a0));
+            b0 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + L).fma(d1.mul(xsv), b0));
+            xsv = FloatVector.broadcast(F, xs[u1 * xsStride + xb]);
+            sxv = FloatVector.broadcast(F, sx[u1 * units + b]);
+            a1 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + P).fma(d0.mul(xsv), a1));
+            b1 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + P + L).fma(d1.mul(xsv), b1));
+            xsv = FloatVector.broadcast(F, xs[u2 * xsStride + xb]);
+            sxv = FloatVector.broadcast(F, sx[u2 * units + b]);
+            a2 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + 2 * P).fma(d0.mul(xsv), a2));
+            b2 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + 2 * P + L).fma(d1.mul(xsv), b2));
+            xsv = FloatVector.broadcast(F, xs[u3 * xsStride + xb]);
+            sxv = FloatVector.broadcast(F, sx[u3 * units + b]);
+            a3 = m0.fma(sxv, FloatVector.fromArray(F, sums, ib + 3 * P).fma(d0.mul(xsv), a3));
+            b3 = m1.fma(sxv, FloatVector.fromArray(F, sums, ib + 3 * P + L).fma(d1.mul(xsv), b3));
+        }
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + os);
+        FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + os + L);
+        FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * os);
+        FloatVector.broadcast(F, -0f).add(b2).intoArray(out, oo + 2 * os + L);
+        if (valid > 3) {
+            FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * os);
+            FloatVector.broadcast(F, -0f).add(b3).intoArray(out, oo + 3 * os + L);
+        }
+    }
+}
