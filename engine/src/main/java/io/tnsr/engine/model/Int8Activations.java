@@ -63,7 +63,8 @@ final class Int8Activations {
     }
 
     /** 2L bytes: one column pair of a 4-bit panel. */
-    private static final VectorSpecies<Byte> PAIR = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 16));
+    /** A column pair's 2L bytes, which {@link #pair} widens to one 16-bit lane each. */
+    static final VectorSpecies<Byte> PAIR = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 16));
     /** 2L 16-bit lanes, the float vectors' shape. */
     static final VectorSpecies<Short> S = VectorSpecies.of(short.class, F.vectorShape());
     private static final VectorSpecies<Integer> I = Blocks.I;

@@ -1,5 +1,7 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.Blocks.I;
+import static io.tnsr.engine.model.Int8Activations.PAIR;
 import static io.tnsr.engine.model.Int8Activations.Pairing.ADJACENT;
 import static io.tnsr.engine.model.Int8Activations.high;
 import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
@@ -17,7 +19,6 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
-import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -58,9 +59,6 @@ final class Q2KMatrix extends PanelMatrix {
     /** Tokens per {@link #group} call: three or four through {@link #k4x2}, one or two through {@link #k2x2}. */
     private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
-    /** A pair's 2L bytes (see {@link Int8Activations#pair}). */
-    private static final VectorSpecies<Byte> PAIR = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 16));
-    private static final VectorSpecies<Integer> I = Blocks.I;
     private static final FloatVector TWO = FloatVector.broadcast(F, 2f);
 
     private final int units;

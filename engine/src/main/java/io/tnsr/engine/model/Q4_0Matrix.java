@@ -1,8 +1,10 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.Blocks.I;
+import static io.tnsr.engine.model.Int8Activations.PAIR;
+import static io.tnsr.engine.model.Int8Activations.Pairing.HALVES;
 import static io.tnsr.engine.model.Int8Activations.high;
 import static io.tnsr.engine.model.Int8Activations.lowUnsigned;
-import static io.tnsr.engine.model.Int8Activations.Pairing.HALVES;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.rowSums;
 import static io.tnsr.engine.model.Int8Activations.xpair;
@@ -19,7 +21,6 @@ import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
-import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -61,9 +62,6 @@ final class Q4_0Matrix extends PanelMatrix {
     /** Tokens per {@link #group} call: three or four through {@link #k4x2}, one or two through {@link #k2x2}. */
     private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
-    /** A pair's 2L bytes (see {@link Int8Activations#pair}). */
-    private static final VectorSpecies<Byte> PAIR = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 16));
-    private static final VectorSpecies<Integer> I = Blocks.I;
     private static final ShortVector MINUS_SIXTEEN = ShortVector.broadcast(S, (short) -16);
 
     private final int blocks;

@@ -1,5 +1,7 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.Blocks.I;
+import static io.tnsr.engine.model.Int8Activations.PAIR;
 import static io.tnsr.engine.model.Int8Activations.Pairing.HALVES;
 import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.xpair;
@@ -14,7 +16,6 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
-import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -58,9 +59,6 @@ final class Q5KMatrix extends PanelMatrix {
     /** Tokens per {@link #group} call: three or four through {@link #k4x2}, one or two through {@link #k2x2}. */
     private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
-    /** A pair's 2L bytes (see {@link Int8Activations#pair}). */
-    private static final VectorSpecies<Byte> PAIR = VectorSpecies.of(byte.class, VectorShape.forBitSize(L * 16));
-    private static final VectorSpecies<Integer> I = Blocks.I;
     private static final FloatVector SIXTEEN = FloatVector.broadcast(F, 16f);
 
     private final int units;
