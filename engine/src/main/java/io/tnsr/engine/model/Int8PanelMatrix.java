@@ -8,6 +8,7 @@ import io.tnsr.engine.gguf.GgmlType;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
@@ -25,7 +26,8 @@ import jdk.incubator.vector.VectorSpecies;
  * sequential stream instead of two, which the hardware prefetcher follows better (about 15% more weights/s
  * streamed from memory; the same in cache). Why panels of 2P rows: one token then runs four independent FMA
  * chains instead of two (each row's order unchanged) and reads a whole cache line per column (about 10% more
- * weights/s in cache). Tokens in groups run over the panel in slices of P rows ({@link #k2x4}).
+ * weights/s in cache). Tokens in groups run over the panel in slices of P rows ({@link #k2x4}); a prefill first
+ * turns each slice into floats, a chunk of columns at a time, for all its tokens ({@link #panelsTokens}).
  * docs/engine-speed.md has the measurements.
  *
  * <p>Summation order of a (row, token), one token or many: for each unit, {@code usum = fma(q[c], x[c], usum)}
@@ -55,6 +57,15 @@ final class Int8PanelMatrix extends PanelMatrix {
     private static final VectorSpecies<Byte> FLOAT_BYTES = VectorSpecies.of(byte.class, F.vectorShape());
     /** Tokens per {@link #k2x4} call. */
     private static final int TOKENS = 4;
+    /** Calls over more tokens than this take {@link #panelsTokens}' widened path. */
+    static final int WIDE_FROM = 32;
+    /** Columns of a slice of P rows that {@link #widen} turns into floats at a time: a multiple of 16 and 32. */
+    private static final int CHUNK = 256;
+
+    /** [CHUNK][P]: the slice of a panel that {@link #k2x4w} reads, as floats (32 KB at 512 bits). */
+    private final float[] wide = new float[CHUNK * P];
+    /** [n][P]: a slice's totals for the n tokens of the call in progress, between chunks; grown on demand. */
+    private float[] totals = new float[0];
 
     /** Q8_0: {@code packed} as {@link PackedBlocks#unpack} gives it. */
     static Int8PanelMatrix q8_0(String name, int rows, int cols, PackedBlocks packed) {
@@ -181,6 +192,124 @@ final class Int8PanelMatrix extends PanelMatrix {
         FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
         FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * L);
         FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * L);
+    }
+
+    /**
+     * More than {@link #WIDE_FROM} tokens (a prefill): each slice of P rows of a whole panel is turned into floats
+     * a chunk of {@link #CHUNK} columns at a time ({@link #widen}), which then serves every group of four tokens from
+     * L1 ({@link #k2x4w}): one conversion per weight and call, where {@link #group} converts once per weight and
+     * group. The tokens' totals wait in {@link #totals} between chunks, then go to out. Same sums in the same order,
+     * so the same bits. Fewer tokens, and a last partial panel, take {@link #group}: with 16 tokens the conversion
+     * pass costs more than it saves (2048 x 768, one thread: 607-644 us against 591-594; with 128 tokens 4.4-4.5 ms
+     * against 4.9, docs/engine-speed.md).
+     */
+    @Override
+    protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
+        if (n <= WIDE_FROM) {
+            groups(x, xo, n, out, oo, from, to);
+            return;
+        }
+        if (totals.length < n * P) {
+            totals = new float[n * P];
+        }
+        float[] tot = totals;
+        int whole = Math.min(to, fullPanels);
+        for (int p = from; p < whole; p++) {
+            for (int h = 0; h < H; h += P) {
+                int r0 = p * H + h; // the slice's first row
+                Arrays.fill(tot, 0, n * P, 0f); // the totals start from zero
+                for (int c0 = 0; c0 < cols; c0 += CHUNK) {
+                    int c1 = Math.min(cols, c0 + CHUNK);
+                    int bo = (p * blocks + c0 / unit) * unitBytes; // the chunk's first unit
+                    widen(q, bo, unitBytes, unit, h, c1 - c0, wide);
+                    for (int t0 = 0; t0 < n; t0 += TOKENS) { // each group's totals at t0 * P of tot
+                        k2x4w(wide, q, bo + unit * H + h * Float.BYTES, unitBytes, unit, c1 - c0, x,
+                                xo + t0 * cols + c0, cols, Math.min(TOKENS, n - t0), tot, t0 * P);
+                    }
+                }
+                for (int t = 0; t < n; t++) {
+                    System.arraycopy(tot, t * P, out, oo + t * rows + r0, P);
+                }
+            }
+        }
+        groups(x, xo, n, out, oo, Math.max(from, whole), to);
+    }
+
+    /**
+     * Rows [h, h + P) of the {@code width} columns from unit offset {@code bo} as floats (each quant exactly):
+     * w[c * P + i] for column c of the chunk and row h + i.
+     */
+    private static void widen(byte[] q, int bo, int unitBytes, int unit, int h, int width, float[] w) {
+        for (int u = 0; u < width; u += unit, bo += unitBytes) {
+            for (int c = 0; c < unit; c++) {
+                int o = bo + c * H + h;
+                Blocks.signedBytes(q, o).intoArray(w, (u + c) * P);
+                Blocks.signedBytes(q, o + L).intoArray(w, (u + c) * P + L);
+            }
+        }
+    }
+
+    /**
+     * A chunk of {@code width} columns of P rows, as {@link #widen} left it in w, . tokens j in [0, valid) (valid
+     * 1..4) of x (token j's chunk at {@code xo + j * cols}): {@link #k2x4}'s sums, unit after unit (the unit's scales
+     * from byte {@code so} of q, the next unit's {@code unitBytes} on), continuing the totals at
+     * {@code tot[to + j * P + i]} (row i of the slice) and storing them back. Missing tokens repeat the last valid one
+     * and are not stored.
+     */
+    private static void k2x4w(float[] w, byte[] q, int so, int unitBytes, int unit, int width, float[] x, int xo,
+                              int cols, int valid, float[] tot, int to) {
+        int x0 = xo;
+        int x1 = xo + Math.min(1, valid - 1) * cols;
+        int x2 = xo + Math.min(2, valid - 1) * cols;
+        int x3 = xo + Math.min(3, valid - 1) * cols;
+        int o0 = to;
+        int o1 = to + Math.min(1, valid - 1) * P;
+        int o2 = to + Math.min(2, valid - 1) * P;
+        int o3 = to + Math.min(3, valid - 1) * P;
+        FloatVector a0 = FloatVector.fromArray(F, tot, o0), b0 = FloatVector.fromArray(F, tot, o0 + L); // totals
+        FloatVector a1 = FloatVector.fromArray(F, tot, o1), b1 = FloatVector.fromArray(F, tot, o1 + L);
+        FloatVector a2 = FloatVector.fromArray(F, tot, o2), b2 = FloatVector.fromArray(F, tot, o2 + L);
+        FloatVector a3 = FloatVector.fromArray(F, tot, o3), b3 = FloatVector.fromArray(F, tot, o3 + L);
+        for (int u0 = 0; u0 < width; u0 += unit, so += unitBytes) {
+            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0; // unit sums, rows [0, L), per token
+            FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0;                   // unit sums, rows [L, P)
+            // sixteen columns per trip (units are 16 or 32): a constant-count inner loop that C2 unrolls
+            for (int c0 = u0; c0 < u0 + unit; c0 += 16) {
+                for (int u = 0; u < 16; u++) {
+                    int c = c0 + u;
+                    FloatVector w0 = FloatVector.fromArray(F, w, c * P);
+                    FloatVector w1 = FloatVector.fromArray(F, w, c * P + L);
+                    FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
+                    s0 = w0.fma(xv, s0); t0 = w1.fma(xv, t0);
+                    xv = FloatVector.broadcast(F, x[x1 + c]);
+                    s1 = w0.fma(xv, s1); t1 = w1.fma(xv, t1);
+                    xv = FloatVector.broadcast(F, x[x2 + c]);
+                    s2 = w0.fma(xv, s2); t2 = w1.fma(xv, t2);
+                    xv = FloatVector.broadcast(F, x[x3 + c]);
+                    s3 = w0.fma(xv, s3); t3 = w1.fma(xv, t3);
+                }
+            }
+            FloatVector d0 = scales(q, so);
+            FloatVector d1 = scales(q, so + L * Float.BYTES);
+            a0 = s0.fma(d0, a0); b0 = t0.fma(d1, b0);
+            a1 = s1.fma(d0, a1); b1 = t1.fma(d1, b1);
+            a2 = s2.fma(d0, a2); b2 = t2.fma(d1, b2);
+            a3 = s3.fma(d0, a3); b3 = t3.fma(d1, b3);
+        }
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(tot, o0);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(tot, o0 + L);
+        if (valid > 1) {
+            FloatVector.broadcast(F, -0f).add(a1).intoArray(tot, o1);
+            FloatVector.broadcast(F, -0f).add(b1).intoArray(tot, o1 + L);
+        }
+        if (valid > 2) {
+            FloatVector.broadcast(F, -0f).add(a2).intoArray(tot, o2);
+            FloatVector.broadcast(F, -0f).add(b2).intoArray(tot, o2 + L);
+        }
+        if (valid > 3) {
+            FloatVector.broadcast(F, -0f).add(a3).intoArray(tot, o3);
+            FloatVector.broadcast(F, -0f).add(b3).intoArray(tot, o3 + L);
+        }
     }
 
     @Override

@@ -249,6 +249,8 @@ class PanelMatricesTest {
         "Q8_0, P_2_5, 160",   // 2 whole panels and a partial one of 5 rows
         "Q8_0, P_8, 32",      // Q8_0 and Q6_K stack 4 panels: 2 whole ones of 4P rows
         "Q8_0, P_9_7, 64",    // 2 whole ones of 4P rows and a partial one
+        "Q8_0, P_9_7, 608",   // a prefill widens whole panels in chunks of 256, 256 and 96 columns
+        "Q3_K, P_8_3, 784",   // chunks of 256, 256, 256 and one unit of 16
         "Q6_K, 1, 256",
         "Q6_K, P_2_5, 512",
         "Q6_K, P_5_3, 256",
@@ -281,7 +283,7 @@ class PanelMatricesTest {
             default -> q4_0(rows, cols, r);
         };
         WeightMatrix m = k.matrix();
-        int maxTokens = 19; // two whole groups of 8 and 3 left over (F32); four of 4 and 3 (Q8_0)
+        int maxTokens = 37; // 19: two whole groups of 8 and 3 left over (F32), four of 4 and 3 (Q8_0); 33 and 37 widen int8 panels
         float[] x = new float[maxTokens * cols + 3];
         for (int i = 0; i < x.length; i++) {
             x[i] = (float) r.nextGaussian();
@@ -295,7 +297,7 @@ class PanelMatricesTest {
             }
             assertArrayEquals(want, row, 0f, type + " row " + i + " reads back");
         }
-        for (int n : new int[] {1, 2, 3, 4, 5, 7, 8, 9, 16, 19}) {
+        for (int n : new int[] {1, 2, 3, 4, 5, 7, 8, 9, 16, 19, 33, 37}) {
             int xOff = 3; // offsets on both sides
             int outOff = 5;
             float[] out = new float[outOff + n * rows + 4];
@@ -319,7 +321,7 @@ class PanelMatricesTest {
         for (int parts : new int[] {2, 3}) { // a row split: every part on its own, last first, gives the same bits
             RowParts split = RowParts.of(m, parts);
             assertEquals(parts, split.parts(), type + " splits");
-            for (int n : new int[] {1, 2, 5, 16}) {
+            for (int n : new int[] {1, 2, 5, 16, 37}) {
                 int xOff = 3;
                 int outOff = 5;
                 float[] out = new float[outOff + n * rows + 4];
