@@ -107,6 +107,9 @@ public final class GateSuite {
         m.add(kernel("F16", "4096x4096", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q8_0", "768x768", "1", NOISY_FORKS, STREAMING_TOLERANCE));
         m.add(kernel("Q8_0", "768x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        // 128 tokens: the prefill path of the int8 panels (Q8_0, Q6_K, Q5_0, IQ4_NL, IQ4_XS, Q3_K), which widens them
+        // to floats once per call
+        m.add(kernel("Q8_0", "768x768", "128", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q4_0", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q4_0", "2048x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q4_K", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
