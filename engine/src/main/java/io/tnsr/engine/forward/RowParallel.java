@@ -10,10 +10,11 @@ import org.agrona.concurrent.BackoffIdleStrategy;
 /**
  * Threads that share the rows of every matmul with the thread that calls {@link #matmul}: with {@code threads}
  * threads, the caller computes part 0 of a {@link RowParts} and worker k part k, at once; the call returns when every
- * part is written. Each part is its own rows, computed as one thread would, so results keep their bits.
+ * part is written. Each part is its own rows, computed as one thread would, so results keep their bits. Other work
+ * that splits the same way (attention's heads) goes through {@link #run}.
  *
  * <pre>
- * caller:   task = (parts, x, n, out); posted++ -> run part 0 -> wait until every worker's done == posted
+ * caller:   task = (parts, x, n, out) or job; posted++ -> run part 0 -> wait until every worker's done == posted
  * worker k: (Agent, run by an AgentRunner) idle until posted > seen -> run part k -> done[k] = posted
  * </pre>
  *
@@ -32,6 +33,7 @@ public final class RowParallel implements AutoCloseable {
     private final AgentRunner[] runners;
     private volatile long posted;     // written by the caller only, after the task's fields
     private RowParts task;
+    private Parts job;                // instead of task, when set
     private float[] x;
     private int n;
     private float[] out;
@@ -61,6 +63,26 @@ public final class RowParallel implements AutoCloseable {
         return threads;
     }
 
+    /** Work in parts: {@code run(part, parts)} does part {@code part} of {@code parts}, all parts disjoint. */
+    public interface Parts {
+        void run(int part, int parts);
+    }
+
+    /**
+     * {@code job.run(k, threads())} for every k at once, part 0 on this thread; returns when all are done.
+     * {@code what} names the work in an error ("did not finish WHAT"): a constant, so that a call allocates nothing.
+     */
+    public void run(Parts job, String what) {
+        if (threads == 1) {
+            job.run(0, 1);
+            return;
+        }
+        this.job = job;
+        long p = post();
+        job.run(0, threads);
+        await(p, what, null);
+    }
+
     /** {@code parts.matrix().matmul(x, 0, n, out, 0)}, its parts on this thread and the workers. */
     public void matmul(RowParts parts, float[] x, int n, float[] out) {
         if (threads == 1) {
@@ -68,20 +90,33 @@ public final class RowParallel implements AutoCloseable {
             return;
         }
         this.task = parts;
+        this.job = null;
         this.x = x;
         this.n = n;
         this.out = out;
+        long p = post();
+        parts.run(0, x, 0, n, out, 0);
+        await(p, null, parts);
+    }
+
+    /** Publishes the fields set before it as job number {@code posted + 1} and wakes the workers; returns its number. */
+    private long post() {
         long p = posted + 1;
         posted = p;   // publishes the task's fields
         for (AgentRunner r : runners) {
             LockSupport.unpark(r.thread());   // a worker parked since the last step starts now, not at its next wake-up
         }
-        parts.run(0, x, 0, n, out, 0);
+        return p;
+    }
+
+    /** Waits, bounded, until every worker has done job {@code p}: {@code what}, or its rows of {@code parts}. */
+    private void await(long p, String what, RowParts parts) {
         long deadline = System.nanoTime() + PART_TIMEOUT_NANOS;
         for (Worker w : workers) {
             while (w.done < p) {
                 if (failure != null || System.nanoTime() - deadline > 0) {
-                    throw new IllegalStateException(w.roleName + " did not finish its rows of " + parts.matrix().name()
+                    throw new IllegalStateException(w.roleName + " did not finish "
+                            + (parts != null ? "its rows of " + parts.matrix().name() : what)
                             + (failure != null ? ": " + failure : " within " + TimeUnit.NANOSECONDS.toSeconds(PART_TIMEOUT_NANOS) + " s"),
                             failure);
                 }
@@ -121,7 +156,12 @@ public final class RowParallel implements AutoCloseable {
                 return 0;
             }
             seen = p;
-            task.run(k, x, 0, n, out, 0);
+            Parts j = job;
+            if (j != null) {
+                j.run(k, threads);
+            } else {
+                task.run(k, x, 0, n, out, 0);
+            }
             done = p;
             return 1;
         }

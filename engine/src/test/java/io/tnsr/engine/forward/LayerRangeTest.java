@@ -122,6 +122,58 @@ class LayerRangeTest {
         }
     }
 
+    /**
+     * Three sequences' prompts as one call, then decode steps of all three: with 2 threads (attention's (token, head)
+     * items and every matmul's rows shared), every call's logits have the bits of one thread.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("threadModels")
+    void batchedSequencesSharedAmongThreadsAreBitIdenticalToOneThread(String label, Path model) {
+        try (GgufFile f = GgufFile.open(model)) {
+            int[] promptLen = {7, 1, 12};
+            List<float[]> one;
+            int[][] tokens = new int[promptLen.length][];
+            try (InProcessPipeline p = new InProcessPipeline(1, f, 32, 8, new int[0])) {
+                for (int s = 0; s < tokens.length; s++) {
+                    tokens[s] = randomTokens(promptLen[s] + 3, p.cfg.vocabSize(), 20 + s);
+                }
+                one = runBatch(p, tokens, promptLen);
+            }
+            for (int[] bounds : new int[][] {{}, {1}}) {
+                try (InProcessPipeline p = new InProcessPipeline(2, f, 32, 8, bounds)) {
+                    List<float[]> shared = runBatch(p, tokens, promptLen);
+                    for (int i = 0; i < one.size(); i++) {
+                        assertArrayEquals(one.get(i), shared.get(i), 0f,
+                                label + ": 2 threads, split " + java.util.Arrays.toString(bounds) + ", call " + i);
+                    }
+                }
+            }
+        }
+    }
+
+    /** The prompts of {@code tokens} as one call, then 3 decode steps of every sequence together; each call's logits. */
+    private static List<float[]> runBatch(InProcessPipeline p, int[][] tokens, int[] promptLen) {
+        List<float[]> out = new ArrayList<>();
+        Batch b = new Batch(8, 32);
+        int[] flat = new int[32];
+        int n = 0;
+        for (int s = 0; s < tokens.length; s++) {
+            b.add(s, 0, promptLen[s], true);
+            System.arraycopy(tokens[s], 0, flat, n, promptLen[s]);
+            n += promptLen[s];
+        }
+        out.add(p.run(b, flat));
+        for (int step = 0; step < 3; step++) {
+            b.clear();
+            for (int s = 0; s < tokens.length; s++) {
+                b.add(s, promptLen[s] + step, 1, true);
+                flat[s] = tokens[s][promptLen[s] + step];
+            }
+            out.add(p.run(b, flat));
+        }
+        return out;
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
     void batchesAndBlocksAgreeWithOneTokenAtATime(String label, Path model) {
