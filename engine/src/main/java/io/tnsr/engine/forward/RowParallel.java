@@ -14,8 +14,9 @@ import org.agrona.concurrent.BackoffIdleStrategy;
  * that splits the same way (attention's heads) goes through {@link #run}.
  *
  * <pre>
- * caller:   task = (parts, x, n, out) or job; posted++ -> run part 0 -> wait until every worker's done == posted
- * worker k: (Agent, run by an AgentRunner) idle until posted > seen -> run part k -> done[k] = posted
+ * caller:   job = a matmul (parts, x, n, out) or other Parts; posted++ -> run part 0 -> wait until every worker's
+ *           done == posted
+ * worker k: (Agent, run by an AgentRunner) idle until posted > seen -> job.run(k, threads) -> done[k] = posted
  * </pre>
  *
  * Workers spin between the matmuls of a step (a step's matmuls come tens of microseconds apart) and back off to
@@ -31,12 +32,9 @@ public final class RowParallel implements AutoCloseable {
     private final int threads;
     private final Worker[] workers;   // [threads - 1]
     private final AgentRunner[] runners;
-    private volatile long posted;     // written by the caller only, after the task's fields
-    private RowParts task;
-    private Parts job;                // instead of task, when set
-    private float[] x;
-    private int n;
-    private float[] out;
+    private volatile long posted;     // written by the caller only, after the job's fields
+    private Parts job;                // the work posted last
+    private final Matmul matmul = new Matmul();
     private volatile Throwable failure;
 
     /** @param threads threads per matmul, the caller's included (1: no workers, every matmul on the caller) */
@@ -78,9 +76,24 @@ public final class RowParallel implements AutoCloseable {
             return;
         }
         this.job = job;
-        long p = post();
+        long p = posted + 1;
+        posted = p;   // publishes the job and its fields
+        for (AgentRunner r : runners) {
+            LockSupport.unpark(r.thread());   // a worker parked since the last step starts now, not at its next wake-up
+        }
         job.run(0, threads);
-        await(p, what, null);
+        long deadline = System.nanoTime() + PART_TIMEOUT_NANOS;
+        for (Worker w : workers) {
+            while (w.done < p) {
+                if (failure != null || System.nanoTime() - deadline > 0) {
+                    throw new IllegalStateException(w.roleName + " did not finish "
+                            + (job == matmul ? "its rows of " + matmul.parts.matrix().name() : what)
+                            + (failure != null ? ": " + failure : " within " + TimeUnit.NANOSECONDS.toSeconds(PART_TIMEOUT_NANOS) + " s"),
+                            failure);
+                }
+                Thread.onSpinWait();
+            }
+        }
     }
 
     /** {@code parts.matrix().matmul(x, 0, n, out, 0)}, its parts on this thread and the workers. */
@@ -89,39 +102,23 @@ public final class RowParallel implements AutoCloseable {
             parts.run(0, x, 0, n, out, 0);
             return;
         }
-        this.task = parts;
-        this.job = null;
-        this.x = x;
-        this.n = n;
-        this.out = out;
-        long p = post();
-        parts.run(0, x, 0, n, out, 0);
-        await(p, null, parts);
+        matmul.parts = parts;
+        matmul.x = x;
+        matmul.n = n;
+        matmul.out = out;
+        run(matmul, null);
     }
 
-    /** Publishes the fields set before it as job number {@code posted + 1} and wakes the workers; returns its number. */
-    private long post() {
-        long p = posted + 1;
-        posted = p;   // publishes the task's fields
-        for (AgentRunner r : runners) {
-            LockSupport.unpark(r.thread());   // a worker parked since the last step starts now, not at its next wake-up
-        }
-        return p;
-    }
+    /** The matmul in progress, as parts: part k is {@link RowParts#run} of part k. */
+    private static final class Matmul implements Parts {
+        RowParts parts;
+        float[] x;
+        int n;
+        float[] out;
 
-    /** Waits, bounded, until every worker has done job {@code p}: {@code what}, or its rows of {@code parts}. */
-    private void await(long p, String what, RowParts parts) {
-        long deadline = System.nanoTime() + PART_TIMEOUT_NANOS;
-        for (Worker w : workers) {
-            while (w.done < p) {
-                if (failure != null || System.nanoTime() - deadline > 0) {
-                    throw new IllegalStateException(w.roleName + " did not finish "
-                            + (parts != null ? "its rows of " + parts.matrix().name() : what)
-                            + (failure != null ? ": " + failure : " within " + TimeUnit.NANOSECONDS.toSeconds(PART_TIMEOUT_NANOS) + " s"),
-                            failure);
-                }
-                Thread.onSpinWait();
-            }
+        @Override
+        public void run(int part, int parts) {
+            this.parts.run(part, x, 0, n, out, 0);
         }
     }
 
@@ -137,7 +134,7 @@ public final class RowParallel implements AutoCloseable {
         }
     }
 
-    /** Worker k: runs part k of each posted matmul. */
+    /** Worker k: runs part k of each posted job. */
     private final class Worker implements Agent {
         private final int k;
         private final String roleName;
@@ -156,12 +153,7 @@ public final class RowParallel implements AutoCloseable {
                 return 0;
             }
             seen = p;
-            Parts j = job;
-            if (j != null) {
-                j.run(k, threads);
-            } else {
-                task.run(k, x, 0, n, out, 0);
-            }
+            job.run(k, threads);
             done = p;
             return 1;
         }

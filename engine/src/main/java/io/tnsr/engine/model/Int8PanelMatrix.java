@@ -58,7 +58,7 @@ final class Int8PanelMatrix extends PanelMatrix {
     /** Tokens per {@link #k2x4} call. */
     private static final int TOKENS = 4;
     /** Calls over more tokens than this take {@link #panelsTokens}' widened path. */
-    static final int WIDE_FROM = 32;
+    private static final int WIDE_FROM = 32;
     /** Columns of a slice of P rows that {@link #widen} turns into floats at a time: a multiple of 16 and 32. */
     private static final int CHUNK = 256;
 
