@@ -42,6 +42,9 @@ final class BF16Matrix extends PanelMatrix {
     private final int pairs;
     /** [cols][P]: one panel widened to floats for the token groups of {@link #group}; one compute thread uses a matrix. */
     private final float[] floats;
+    /** This call's x in {@link TokenGroups}' layout, and its token count, for {@link #group}. */
+    private float[] xt;
+    private int n;
 
     /*
      * Warm-up with short rows, once per JVM, as PanelKernels does and for the reason it gives: a profile whose first
@@ -59,7 +62,7 @@ final class BF16Matrix extends PanelMatrix {
 
     /** Repacks {@code data}: rows x cols little-endian BF16 values, row-major (the GGUF tensor). */
     BF16Matrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, PanelKernels.TOKENS);
+        super(name, rows, cols, PanelKernels.WIDE);
         this.pairs = (cols + 1) / 2;
         this.floats = new float[cols * P];
         this.w = new int[arrayLength(name, rows, cols, (long) panels * pairs * P)];
@@ -76,7 +79,7 @@ final class BF16Matrix extends PanelMatrix {
 
     /** A view: {@code shared}'s weights, scratch of its own. */
     private BF16Matrix(BF16Matrix shared) {
-        super(shared.name, shared.rows, shared.cols, PanelKernels.TOKENS);
+        super(shared.name, shared.rows, shared.cols, PanelKernels.WIDE);
         this.pairs = shared.pairs;
         this.floats = new float[cols * P];
         this.w = shared.w;
@@ -120,6 +123,20 @@ final class BF16Matrix extends PanelMatrix {
     @Override
     protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
         matvec(w, from * pairs * P, to - from, pairs, cols, x, xo, out, oo + from * P);
+    }
+
+    /** Several tokens: x regrouped for {@link PanelKernels#k2x8}. */
+    @Override
+    protected void prepare(float[] x, int xo, int n) {
+        if (n > 1) {
+            xt = TokenGroups.of(x, xo, n, cols);
+            this.n = n;
+        }
+    }
+
+    @Override
+    protected int groupWidth(int n, int t0) {
+        return TokenGroups.width(n, t0);
     }
 
     @Override
@@ -217,7 +234,11 @@ final class BF16Matrix extends PanelMatrix {
         if (t0 == 0) {
             widen(w, p * pairs * P, pairs, cols, floats);
         }
-        PanelKernels.k2x8(floats, 0, cols, x, xo, valid, out, oo, os);
+        if (TokenGroups.width(n, t0) == PanelKernels.WIDE) {
+            PanelKernels.k2x12(floats, 0, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
+        } else {
+            PanelKernels.k2x8(floats, 0, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
+        }
     }
 
     /** The panel of pairs at {@code wo} as floats, F32's panel layout: column c at c * P. */

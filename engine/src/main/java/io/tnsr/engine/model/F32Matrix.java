@@ -26,10 +26,13 @@ final class F32Matrix extends PanelMatrix {
 
     /** [panels][cols][P]: row r, column c at (r / P) * cols * P + c * P + r % P. */
     private final float[] w;
+    /** This call's x in {@link TokenGroups}' layout, and its token count, for {@link #group}. */
+    private float[] xt;
+    private int n;
 
     /** Repacks {@code data}: rows x cols little-endian floats, row-major (the GGUF tensor). */
     F32Matrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, PanelKernels.TOKENS);
+        super(name, rows, cols, PanelKernels.WIDE);
         this.w = new float[arrayLength(name, rows, cols, (long) panels * cols * P)];
         FloatBuffer f = data.duplicate().order(LE).asFloatBuffer();
         float[] row = new float[cols];
@@ -44,7 +47,7 @@ final class F32Matrix extends PanelMatrix {
 
     /** A view: {@code shared}'s weights, scratch of its own. */
     private F32Matrix(F32Matrix shared) {
-        super(shared.name, shared.rows, shared.cols, PanelKernels.TOKENS);
+        super(shared.name, shared.rows, shared.cols, PanelKernels.WIDE);
         this.w = shared.w;
     }
 
@@ -72,9 +75,9 @@ final class F32Matrix extends PanelMatrix {
     /**
      * Up to {@link #STREAMED_TOKENS} tokens (batched decode): groups of four whole panels through {@link PanelKernels#k8x2},
      * chunk of columns after chunk, pair of tokens after pair; the panels left over through {@link PanelKernels#k2x8}.
-     * More tokens take k2x8 alone: it loads two weight vectors per 16 FMAs where k8x2 loads eight, and with a panel
-     * reused from L2 for 16 tokens or more that wins (k8x2 at 16 tokens: a 2048 x 768 matrix in cache 1.6x slower;
-     * docs/engine-speed.md). From memory, at up to 8 tokens, k8x2's four streams win (1.3-1.5x).
+     * More tokens take k2x12 and k2x8 alone ({@link TokenGroups#width}): they load two weight vectors per 24 or 16
+     * FMAs where k8x2 loads eight, and with a panel reused from L2 for 16 tokens or more that wins (k8x2 at 16
+     * tokens: a 2048 x 768 matrix in cache 1.6x slower; docs/engine-speed.md). From memory, at up to 8 tokens, k8x2's four streams win (1.3-1.5x).
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
@@ -100,6 +103,20 @@ final class F32Matrix extends PanelMatrix {
         groups(x, xo, n, out, oo, from + quads * 4, to);
     }
 
+    /** Several tokens: x regrouped for {@link PanelKernels#k2x8} (the panels k8x2 leaves over run through it too). */
+    @Override
+    protected void prepare(float[] x, int xo, int n) {
+        if (n > 1) {
+            xt = TokenGroups.of(x, xo, n, cols);
+            this.n = n;
+        }
+    }
+
+    @Override
+    protected int groupWidth(int n, int t0) {
+        return TokenGroups.width(n, t0);
+    }
+
     @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
         PanelKernels.m1(w, p * cols * P, cols, x, xo, out, oo);
@@ -107,7 +124,11 @@ final class F32Matrix extends PanelMatrix {
 
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        PanelKernels.k2x8(w, p * cols * P, cols, x, xo, valid, out, oo, os);
+        if (TokenGroups.width(n, t0) == PanelKernels.WIDE) {
+            PanelKernels.k2x12(w, p * cols * P, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
+        } else {
+            PanelKernels.k2x8(w, p * cols * P, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
+        }
     }
 
     @Override

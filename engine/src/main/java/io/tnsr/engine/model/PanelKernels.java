@@ -22,9 +22,10 @@ import jdk.incubator.vector.FloatVector;
  *
  * <p>Calling pattern (one compute thread; the panel array is read-only and may be shared):
  * <pre>{@code
+ * xt = TokenGroups.of(x, 0, n, cols)         // x regrouped once per call
  * for (p = 0; p < panels; p++)                // each panel read from memory once...
  *     for (t0 = 0; t0 < n; t0 += TOKENS)     // ...then from L2 for every further group of 8 tokens
- *         k2x8(w, p * cols * P, cols, x, t0 * cols, min(TOKENS, n - t0), out, t0 * rows + p * P, rows);
+ *         k2x8(w, p * cols * P, cols, xt, t0 * cols, min(TOKENS, n - t0), out, t0 * rows + p * P, rows);
  * }</pre>
  * and for a few tokens (F32Matrix: batched decode), four panels at a time, as four streams:
  * <pre>{@code
@@ -50,6 +51,8 @@ final class PanelKernels {
     static final int P = 2 * L;
     /** Tokens per {@link #k2x8} call. */
     static final int TOKENS = 8;
+    /** Tokens per {@link #k2x12} call. */
+    static final int WIDE = 12;
 
     private PanelKernels() {
     }
@@ -212,18 +215,16 @@ final class PanelKernels {
     }
 
     /**
-     * One panel (from {@code wo}) . tokens j in [0, valid) (valid 1..8) of x (token j at {@code xo + j * cols}):
-     * out[oo + j * os + i] for the panel's P rows i. Missing tokens repeat the last valid one and are not stored.
+     * One panel (from {@code wo}) . tokens j in [0, valid) (valid 1..8) of a token group in {@link TokenGroups}'
+     * layout (column c's eight values at {@code xo + c * TOKENS + j}): out[oo + j * os + i] for the panel's P rows i.
+     * Lanes past {@code valid} hold the last valid token again and are not stored.
+     *
+     * <p>Why the group layout: the eight broadcasts of a column then read one 32-byte run at one address plus
+     * constants, where eight token rows needed eight offsets live in registers and eight bounds checks; on a 2-vCPU
+     * Intel Xeon (two 512-bit FMA ports) that took the kernel from 109-126 to 133-146 GFLOP/s at 128 tokens
+     * (docs/engine-speed.md).
      */
     static void k2x8(float[] w, int wo, int cols, float[] x, int xo, int valid, float[] out, int oo, int os) {
-        int x0 = xo;
-        int x1 = xo + Math.min(1, valid - 1) * cols;
-        int x2 = xo + Math.min(2, valid - 1) * cols;
-        int x3 = xo + Math.min(3, valid - 1) * cols;
-        int x4 = xo + Math.min(4, valid - 1) * cols;
-        int x5 = xo + Math.min(5, valid - 1) * cols;
-        int x6 = xo + Math.min(6, valid - 1) * cols;
-        int x7 = xo + Math.min(7, valid - 1) * cols;
         FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0; // rows [0, L)
         FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;                   // rows [L, P)
         // Two columns per trip, as a constant-count inner loop that C2 unrolls: 114 vs 95 GFLOP/s on a 2048 x 768
@@ -233,45 +234,47 @@ final class PanelKernels {
         for (int c0 = 0; c0 < even; c0 += 2) {
             for (int u = 0; u < 2; u++) {
                 int c = c0 + u;
+                int xc = xo + c * TOKENS;
                 FloatVector w0 = FloatVector.fromArray(F, w, wo + c * P);
                 FloatVector w1 = FloatVector.fromArray(F, w, wo + c * P + L);
-                FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
+                FloatVector xv = FloatVector.broadcast(F, x[xc]);
                 a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
-                xv = FloatVector.broadcast(F, x[x1 + c]);
+                xv = FloatVector.broadcast(F, x[xc + 1]);
                 a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
-                xv = FloatVector.broadcast(F, x[x2 + c]);
+                xv = FloatVector.broadcast(F, x[xc + 2]);
                 a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
-                xv = FloatVector.broadcast(F, x[x3 + c]);
+                xv = FloatVector.broadcast(F, x[xc + 3]);
                 a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
-                xv = FloatVector.broadcast(F, x[x4 + c]);
+                xv = FloatVector.broadcast(F, x[xc + 4]);
                 a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
-                xv = FloatVector.broadcast(F, x[x5 + c]);
+                xv = FloatVector.broadcast(F, x[xc + 5]);
                 a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
-                xv = FloatVector.broadcast(F, x[x6 + c]);
+                xv = FloatVector.broadcast(F, x[xc + 6]);
                 a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
-                xv = FloatVector.broadcast(F, x[x7 + c]);
+                xv = FloatVector.broadcast(F, x[xc + 7]);
                 a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
             }
         }
         if (even < cols) { // the odd last column: the same step
             int c = even;
+            int xc = xo + c * TOKENS;
             FloatVector w0 = FloatVector.fromArray(F, w, wo + c * P);
             FloatVector w1 = FloatVector.fromArray(F, w, wo + c * P + L);
-            FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
+            FloatVector xv = FloatVector.broadcast(F, x[xc]);
             a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
-            xv = FloatVector.broadcast(F, x[x1 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 1]);
             a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
-            xv = FloatVector.broadcast(F, x[x2 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 2]);
             a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
-            xv = FloatVector.broadcast(F, x[x3 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 3]);
             a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
-            xv = FloatVector.broadcast(F, x[x4 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 4]);
             a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
-            xv = FloatVector.broadcast(F, x[x5 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 5]);
             a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
-            xv = FloatVector.broadcast(F, x[x6 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 6]);
             a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
-            xv = FloatVector.broadcast(F, x[x7 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 7]);
             a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
         }
         FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
@@ -303,6 +306,133 @@ final class PanelKernels {
         if (valid > 7) {
             FloatVector.broadcast(F, -0f).add(a7).intoArray(out, oo + 7 * os);
             FloatVector.broadcast(F, -0f).add(b7).intoArray(out, oo + 7 * os + L);
+        }
+    }
+
+    /**
+     * {@link #k2x8} for a group of {@link #WIDE} tokens (valid 1..12; column c's twelve values at
+     * {@code xo + c * WIDE + j}): 24 sums per column, two weight loads per 24 FMAs. The same FMA chain per (row, token)
+     * as every other kernel here, so the same bits.
+     *
+     * <p>More tokens per weight load ran faster on a 2-vCPU Intel Xeon (two 512-bit FMA ports), 2048 x 768 at 120
+     * tokens, stand-alone: eight tokens 124-128 GFLOP/s, ten 129-137, twelve 152-157, fourteen 141-149, and two panels
+     * by six tokens 123-132 (docs/engine-speed.md). 24 accumulators, two weights and a broadcast take 27 of the 32
+     * vector registers of AVX-512, and C2 kept them all in registers (no spill or allocation seen).
+     */
+    static void k2x12(float[] w, int wo, int cols, float[] x, int xo, int valid, float[] out, int oo, int os) {
+        // rows [0, L), then rows [L, P), of tokens 0..11
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        FloatVector a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+        FloatVector b8 = a0, b9 = a0, b10 = a0, b11 = a0;
+        int even = cols & ~1;
+        for (int c0 = 0; c0 < even; c0 += 2) {
+            for (int u = 0; u < 2; u++) { // two columns per trip, unrolled by C2 (see k2x8)
+                int c = c0 + u;
+                int xc = xo + c * WIDE;
+                FloatVector w0 = FloatVector.fromArray(F, w, wo + c * P);
+                FloatVector w1 = FloatVector.fromArray(F, w, wo + c * P + L);
+                FloatVector xv = FloatVector.broadcast(F, x[xc]);
+                a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
+                xv = FloatVector.broadcast(F, x[xc + 1]);
+                a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
+                xv = FloatVector.broadcast(F, x[xc + 2]);
+                a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
+                xv = FloatVector.broadcast(F, x[xc + 3]);
+                a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
+                xv = FloatVector.broadcast(F, x[xc + 4]);
+                a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
+                xv = FloatVector.broadcast(F, x[xc + 5]);
+                a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
+                xv = FloatVector.broadcast(F, x[xc + 6]);
+                a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
+                xv = FloatVector.broadcast(F, x[xc + 7]);
+                a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
+                xv = FloatVector.broadcast(F, x[xc + 8]);
+                a8 = w0.fma(xv, a8); b8 = w1.fma(xv, b8);
+                xv = FloatVector.broadcast(F, x[xc + 9]);
+                a9 = w0.fma(xv, a9); b9 = w1.fma(xv, b9);
+                xv = FloatVector.broadcast(F, x[xc + 10]);
+                a10 = w0.fma(xv, a10); b10 = w1.fma(xv, b10);
+                xv = FloatVector.broadcast(F, x[xc + 11]);
+                a11 = w0.fma(xv, a11); b11 = w1.fma(xv, b11);
+            }
+        }
+        if (even < cols) { // the odd last column: the same step
+            int c = even;
+            int xc = xo + c * WIDE;
+            FloatVector w0 = FloatVector.fromArray(F, w, wo + c * P);
+            FloatVector w1 = FloatVector.fromArray(F, w, wo + c * P + L);
+            FloatVector xv = FloatVector.broadcast(F, x[xc]);
+            a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
+            xv = FloatVector.broadcast(F, x[xc + 1]);
+            a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
+            xv = FloatVector.broadcast(F, x[xc + 2]);
+            a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
+            xv = FloatVector.broadcast(F, x[xc + 3]);
+            a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
+            xv = FloatVector.broadcast(F, x[xc + 4]);
+            a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
+            xv = FloatVector.broadcast(F, x[xc + 5]);
+            a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
+            xv = FloatVector.broadcast(F, x[xc + 6]);
+            a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
+            xv = FloatVector.broadcast(F, x[xc + 7]);
+            a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
+            xv = FloatVector.broadcast(F, x[xc + 8]);
+            a8 = w0.fma(xv, a8); b8 = w1.fma(xv, b8);
+            xv = FloatVector.broadcast(F, x[xc + 9]);
+            a9 = w0.fma(xv, a9); b9 = w1.fma(xv, b9);
+            xv = FloatVector.broadcast(F, x[xc + 10]);
+            a10 = w0.fma(xv, a10); b10 = w1.fma(xv, b10);
+            xv = FloatVector.broadcast(F, x[xc + 11]);
+            a11 = w0.fma(xv, a11); b11 = w1.fma(xv, b11);
+        }
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
+        if (valid > 1) {
+            FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + 1 * os);
+            FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + 1 * os + L);
+        }
+        if (valid > 2) {
+            FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * os);
+            FloatVector.broadcast(F, -0f).add(b2).intoArray(out, oo + 2 * os + L);
+        }
+        if (valid > 3) {
+            FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * os);
+            FloatVector.broadcast(F, -0f).add(b3).intoArray(out, oo + 3 * os + L);
+        }
+        if (valid > 4) {
+            FloatVector.broadcast(F, -0f).add(a4).intoArray(out, oo + 4 * os);
+            FloatVector.broadcast(F, -0f).add(b4).intoArray(out, oo + 4 * os + L);
+        }
+        if (valid > 5) {
+            FloatVector.broadcast(F, -0f).add(a5).intoArray(out, oo + 5 * os);
+            FloatVector.broadcast(F, -0f).add(b5).intoArray(out, oo + 5 * os + L);
+        }
+        if (valid > 6) {
+            FloatVector.broadcast(F, -0f).add(a6).intoArray(out, oo + 6 * os);
+            FloatVector.broadcast(F, -0f).add(b6).intoArray(out, oo + 6 * os + L);
+        }
+        if (valid > 7) {
+            FloatVector.broadcast(F, -0f).add(a7).intoArray(out, oo + 7 * os);
+            FloatVector.broadcast(F, -0f).add(b7).intoArray(out, oo + 7 * os + L);
+        }
+        if (valid > 8) {
+            FloatVector.broadcast(F, -0f).add(a8).intoArray(out, oo + 8 * os);
+            FloatVector.broadcast(F, -0f).add(b8).intoArray(out, oo + 8 * os + L);
+        }
+        if (valid > 9) {
+            FloatVector.broadcast(F, -0f).add(a9).intoArray(out, oo + 9 * os);
+            FloatVector.broadcast(F, -0f).add(b9).intoArray(out, oo + 9 * os + L);
+        }
+        if (valid > 10) {
+            FloatVector.broadcast(F, -0f).add(a10).intoArray(out, oo + 10 * os);
+            FloatVector.broadcast(F, -0f).add(b10).intoArray(out, oo + 10 * os + L);
+        }
+        if (valid > 11) {
+            FloatVector.broadcast(F, -0f).add(a11).intoArray(out, oo + 11 * os);
+            FloatVector.broadcast(F, -0f).add(b11).intoArray(out, oo + 11 * os + L);
         }
     }
 }

@@ -28,7 +28,7 @@ abstract class PanelMatrix extends WeightMatrix {
     protected final int panels;
     /** Panels of panelRows whole rows. */
     protected final int fullPanels;
-    /** Tokens per {@link #group} call. */
+    /** Tokens per {@link #group} call (the most, where a type varies them: {@link #groupWidth}). */
     private final int tokens;
     /** [tokens][panelRows] outputs of the last partial panel before its valid rows are copied out. */
     private final float[] spill;
@@ -118,8 +118,8 @@ abstract class PanelMatrix extends WeightMatrix {
     protected final void groups(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
         for (int p = from; p < to; p++) {
             int r0 = p * panelRows;
-            for (int t0 = 0; t0 < n; t0 += tokens) {
-                int valid = Math.min(tokens, n - t0);
+            for (int t0 = 0; t0 < n; t0 += groupWidth(n, t0)) {
+                int valid = Math.min(groupWidth(n, t0), n - t0);
                 if (p < fullPanels) {
                     group(p, x, xo + t0 * cols, t0, valid, out, oo + t0 * rows + r0, rows);
                 } else {
@@ -130,6 +130,11 @@ abstract class PanelMatrix extends WeightMatrix {
                 }
             }
         }
+    }
+
+    /** Tokens in the group from token t0 of an n-token call: the same for every group unless a type varies them. */
+    protected int groupWidth(int n, int t0) {
+        return tokens;
     }
 
     /** Before the kernels of a call over tokens [0, n) of x run (Q4_0 and Q4_K quantize x here, Q4_K also sums it). */

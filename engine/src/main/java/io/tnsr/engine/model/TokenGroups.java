@@ -1,0 +1,67 @@
+package io.tnsr.engine.model;
+
+import static io.tnsr.engine.model.PanelKernels.TOKENS;
+import static io.tnsr.engine.model.PanelKernels.WIDE;
+
+/**
+ * The x of one matmul call regrouped for {@link PanelKernels#k2x12} and {@link PanelKernels#k2x8}: tokens in groups
+ * of {@link #width} (12, or 8), each group column after column with the group's values of a column side by side
+ * (the group of width W from token t0 holds token t0 + j, column c at {@code t0 * cols + c * W + j}); a last partial
+ * group repeats its last token in the lanes it lacks.
+ *
+ * <pre>{@code
+ * prepare(x, xo, n):  xt = TokenGroups.of(x, xo, n, cols)      // once per call, before any kernel
+ * group from t0:      W = width(n, t0); valid = min(W, n - t0)
+ *                     W == WIDE ? k2x12(w, ..., xt, t0 * cols, valid, out, ...) : k2x8(...)
+ * }</pre>
+ *
+ * One scratch per thread, shared by every matrix the thread runs: a call's layout lives until that thread's next
+ * call, and a matrix (or view) serves one thread. Per thread it grows to the largest call once (n x cols floats);
+ * a scratch per matrix would hold that for every matrix of the model. Steady state allocates nothing.
+ */
+final class TokenGroups {
+    private static final ThreadLocal<TokenGroups> OF_THREAD = ThreadLocal.withInitial(TokenGroups::new);
+
+    private float[] xt = new float[0];
+
+    private TokenGroups() {
+    }
+
+    /** Offset in {@link #of}'s array of the group that starts at token {@code t0}. */
+    static int offset(int t0, int cols) {
+        return t0 * cols;
+    }
+
+    /**
+     * Width of the group from token {@code t0} of an n-token call: 12, but 8 for a last group of at most 8 tokens,
+     * and 8 throughout up to 16 tokens (two groups of 8 waste no lane at 16, where 12 + 4 would run 24).
+     */
+    static int width(int n, int t0) {
+        return n <= 2 * TOKENS || n - t0 <= TOKENS ? TOKENS : WIDE;
+    }
+
+    /** Tokens [0, n) of x (token t at {@code xo + t * cols}) in the group layout, in this thread's scratch. */
+    static float[] of(float[] x, int xo, int n, int cols) {
+        TokenGroups g = OF_THREAD.get();
+        int end = 0; // tokens the groups span, the last one's missing lanes included
+        for (int t0 = 0; t0 < n; t0 += width(n, t0)) {
+            end = t0 + width(n, t0);
+        }
+        if (g.xt.length < end * cols) {
+            g.xt = new float[end * cols];
+        }
+        float[] xt = g.xt;
+        for (int t0 = 0; t0 < n; t0 += width(n, t0)) {
+            int base = offset(t0, cols);
+            int width = width(n, t0);
+            int last = Math.min(width, n - t0) - 1;
+            for (int j = 0; j < width; j++) {
+                int src = xo + (t0 + Math.min(j, last)) * cols;
+                for (int c = 0, d = base + j; c < cols; c++, d += width) {
+                    xt[d] = x[src + c];
+                }
+            }
+        }
+        return xt;
+    }
+}
