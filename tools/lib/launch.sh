@@ -73,10 +73,12 @@ CP="$ROOT/$MODULE/target/classes:$(cat "$ROOT/$MODULE/target/classpath.txt")"
 # those (timing-dependent, while the JIT warms up) could push a kernel over the limit and make it box every vector,
 # for good (docs/engine-speed.md, "A C2 hazard handled by flags"). The limit per bytecode still stops a real
 # recompilation loop.
+# vector-helpers.compile: the small methods that pass vectors are always inlined (see the file).
 JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -XX:+UseParallelGC
-  -XX:CompileCommand=quiet -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec
+  -XX:CompileCommand=quiet -XX:CompileCommandFile=$ROOT/tools/lib/vector-helpers.compile
+  -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec
   -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matmulTokens
   -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::subSums -XX:PerMethodTrapLimit=10000
   -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")

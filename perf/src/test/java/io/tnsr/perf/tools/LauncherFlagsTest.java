@@ -1,5 +1,6 @@
 package io.tnsr.perf.tools;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -29,8 +30,11 @@ class LauncherFlagsTest {
         Matcher launch = Pattern.compile("(?s)JVM_FLAGS=\\((.*?)\\)\n").matcher(Files.readString(ROOT.resolve("tools/lib/launch.sh")));
         assertTrue(launch.find(), "tools/lib/launch.sh sets JVM_FLAGS=(...)");
         List<String> launcher = Arrays.asList(launch.group(1).trim().split("\\s+"));
-        List<String> flags = Arrays.stream(pom.group(1).trim().split("\\s+")).filter(f -> !f.startsWith("${")).toList();
+        // A file of the repository: the tests name it from their module (${project.basedir}/..), the launchers from $ROOT.
+        List<String> flags = Arrays.stream(pom.group(1).trim().split("\\s+")).filter(f -> !f.startsWith("${"))
+                .map(f -> f.replace("${project.basedir}/..", "$ROOT")).toList();
         assertTrue(flags.contains("-XX:PerMethodTrapLimit=10000"), "the tests' flags: " + flags);
+        assertTrue(flags.contains("-XX:CompileCommandFile=$ROOT/tools/lib/vector-helpers.compile"), "the tests' flags: " + flags);
         for (int i = 0; i < flags.size(); i++) {
             String f = flags.get(i);
             if (f.startsWith("--add-") && i + 1 < flags.size()) { // an option and its value
@@ -51,5 +55,31 @@ class LauncherFlagsTest {
     void theTestsRunWithTheTrapLimitTheKernelsNeed() {
         List<String> args = ManagementFactory.getRuntimeMXBean().getInputArguments();
         assertTrue(args.contains("-XX:PerMethodTrapLimit=10000"), "this test JVM's options: " + args);
+        // The JVM ignores a CompileCommandFile it cannot open, without a word: check that the path names the file.
+        String file = args.stream().filter(a -> a.startsWith("-XX:CompileCommandFile=")).findFirst()
+                .map(a -> a.substring("-XX:CompileCommandFile=".length())).orElse(null);
+        assertTrue(file != null && Files.isRegularFile(Paths.get(file))
+                && file.endsWith("tools/lib/vector-helpers.compile"), "this test JVM's options: " + args);
+    }
+
+    /** Every line of the inlining file names a method that exists: a renamed helper would drop out silently. */
+    @Test
+    void theInliningFileNamesMethodsThatExist() throws Exception {
+        List<String> lines = Files.readAllLines(ROOT.resolve("tools/lib/vector-helpers.compile"));
+        int commands = 0;
+        for (String line : lines) {
+            if (line.isBlank() || line.startsWith("#")) {
+                continue;
+            }
+            String[] parts = line.trim().split("\\s+");
+            assertEquals("inline", parts[0], line);
+            String[] target = parts[1].split("::");
+            Class<?> owner = Class.forName(target[0], false, getClass().getClassLoader());
+            boolean found = Arrays.stream(owner.getDeclaredMethods()).anyMatch(m -> m.getName().equals(target[1])
+                    && jdk.incubator.vector.Vector.class.isAssignableFrom(m.getReturnType()));
+            assertTrue(found, target[0] + " has no method " + target[1] + " that returns a vector (" + line + ")");
+            commands++;
+        }
+        assertTrue(commands > 10, "commands read: " + commands);
     }
 }
