@@ -32,7 +32,7 @@ import jdk.incubator.vector.VectorSpecies;
  * zero, for one token and for any grouping of tokens ({@link #group}), so a BF16 matrix computes what the F32 matrix
  * of the same (widened) values computes, bit for bit.
  */
-final class BF16Matrix extends PanelMatrix {
+final class BF16Matrix extends FloatPanelMatrix {
     private static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
     private static final int HIGH = 0xFFFF0000;
 
@@ -42,9 +42,6 @@ final class BF16Matrix extends PanelMatrix {
     private final int pairs;
     /** [cols][P]: one panel widened to floats for the token groups of {@link #group}; one compute thread uses a matrix. */
     private final float[] floats;
-    /** This call's x in {@link TokenGroups}' layout, and its token count, for {@link #group}. */
-    private float[] xt;
-    private int n;
 
     /*
      * Warm-up with short rows, once per JVM, as PanelKernels does and for the reason it gives: a profile whose first
@@ -62,7 +59,7 @@ final class BF16Matrix extends PanelMatrix {
 
     /** Repacks {@code data}: rows x cols little-endian BF16 values, row-major (the GGUF tensor). */
     BF16Matrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, PanelKernels.WIDE);
+        super(name, rows, cols);
         this.pairs = (cols + 1) / 2;
         this.floats = new float[cols * P];
         this.w = new int[arrayLength(name, rows, cols, (long) panels * pairs * P)];
@@ -79,7 +76,7 @@ final class BF16Matrix extends PanelMatrix {
 
     /** A view: {@code shared}'s weights, scratch of its own. */
     private BF16Matrix(BF16Matrix shared) {
-        super(shared.name, shared.rows, shared.cols, PanelKernels.WIDE);
+        super(shared.name, shared.rows, shared.cols);
         this.pairs = shared.pairs;
         this.floats = new float[cols * P];
         this.w = shared.w;
@@ -123,20 +120,6 @@ final class BF16Matrix extends PanelMatrix {
     @Override
     protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
         matvec(w, from * pairs * P, to - from, pairs, cols, x, xo, out, oo + from * P);
-    }
-
-    /** Several tokens: x regrouped for {@link PanelKernels#k2x8}. */
-    @Override
-    protected void prepare(float[] x, int xo, int n) {
-        if (n > 1) {
-            xt = TokenGroups.of(x, xo, n, cols);
-            this.n = n;
-        }
-    }
-
-    @Override
-    protected int groupWidth(int n, int t0) {
-        return TokenGroups.width(n, t0);
     }
 
     @Override
@@ -224,7 +207,7 @@ final class BF16Matrix extends PanelMatrix {
 
     /**
      * Several tokens: panel p is widened once per call (at its first token group, t0 = 0) into {@link #floats}, F32's
-     * panel layout, and every group of tokens runs F32's kernel on it ({@link PanelKernels#k2x8}, from L1/L2): the
+     * panel layout, and every group of tokens runs F32's kernels on it ({@link #floatGroup}, from L1/L2): the
      * same FMA chains in the same order as {@link #m1}'s on the same values. Widening in the group kernel instead (one
      * shift or mask per vector of weights, before its 16 FMAs) ran at 0.57x F32's speed (2048 x 768, 128 tokens:
      * 105 against 184 GFLOP/s); widening once per panel costs one pass over it per call.
@@ -234,11 +217,7 @@ final class BF16Matrix extends PanelMatrix {
         if (t0 == 0) {
             widen(w, p * pairs * P, pairs, cols, floats);
         }
-        if (TokenGroups.width(n, t0) == PanelKernels.WIDE) {
-            PanelKernels.k2x12(floats, 0, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
-        } else {
-            PanelKernels.k2x8(floats, 0, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
-        }
+        floatGroup(floats, 0, t0, valid, out, oo, os);
     }
 
     /** The panel of pairs at {@code wo} as floats, F32's panel layout: column c at c * P. */

@@ -18,7 +18,7 @@ import java.util.Arrays;
  * rows from the mapping; batched work reuses each loaded weight for 8 tokens without a tile copy. Cost: the
  * tensor's bytes live on the heap (plus the padding of a last partial panel), and load reads the file once.
  */
-final class F32Matrix extends PanelMatrix {
+final class F32Matrix extends FloatPanelMatrix {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     /** Most tokens per {@link #matmulTokens} call that go through {@link PanelKernels#k8x2}. */
@@ -26,13 +26,10 @@ final class F32Matrix extends PanelMatrix {
 
     /** [panels][cols][P]: row r, column c at (r / P) * cols * P + c * P + r % P. */
     private final float[] w;
-    /** This call's x in {@link TokenGroups}' layout, and its token count, for {@link #group}. */
-    private float[] xt;
-    private int n;
 
     /** Repacks {@code data}: rows x cols little-endian floats, row-major (the GGUF tensor). */
     F32Matrix(String name, int rows, int cols, ByteBuffer data) {
-        super(name, rows, cols, PanelKernels.WIDE);
+        super(name, rows, cols);
         this.w = new float[arrayLength(name, rows, cols, (long) panels * cols * P)];
         FloatBuffer f = data.duplicate().order(LE).asFloatBuffer();
         float[] row = new float[cols];
@@ -47,7 +44,7 @@ final class F32Matrix extends PanelMatrix {
 
     /** A view: {@code shared}'s weights, scratch of its own. */
     private F32Matrix(F32Matrix shared) {
-        super(shared.name, shared.rows, shared.cols, PanelKernels.WIDE);
+        super(shared.name, shared.rows, shared.cols);
         this.w = shared.w;
     }
 
@@ -103,20 +100,6 @@ final class F32Matrix extends PanelMatrix {
         groups(x, xo, n, out, oo, from + quads * 4, to);
     }
 
-    /** Several tokens: x regrouped for {@link PanelKernels#k2x8} (the panels k8x2 leaves over run through it too). */
-    @Override
-    protected void prepare(float[] x, int xo, int n) {
-        if (n > 1) {
-            xt = TokenGroups.of(x, xo, n, cols);
-            this.n = n;
-        }
-    }
-
-    @Override
-    protected int groupWidth(int n, int t0) {
-        return TokenGroups.width(n, t0);
-    }
-
     @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
         PanelKernels.m1(w, p * cols * P, cols, x, xo, out, oo);
@@ -124,11 +107,7 @@ final class F32Matrix extends PanelMatrix {
 
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
-        if (TokenGroups.width(n, t0) == PanelKernels.WIDE) {
-            PanelKernels.k2x12(w, p * cols * P, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
-        } else {
-            PanelKernels.k2x8(w, p * cols * P, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
-        }
+        floatGroup(w, p * cols * P, t0, valid, out, oo, os);
     }
 
     @Override

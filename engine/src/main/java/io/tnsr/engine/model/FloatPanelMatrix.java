@@ -1,0 +1,39 @@
+package io.tnsr.engine.model;
+
+/**
+ * A panel type whose token groups run F32's kernels over float panels ({@link F32Matrix}'s own, {@link BF16Matrix}'s
+ * widened one): x regrouped once per call ({@link TokenGroups}), then each group of twelve tokens through
+ * {@link PanelKernels#k2x12}, or of up to eight through {@link PanelKernels#k2x8}, as {@link TokenGroups#width} says.
+ */
+abstract class FloatPanelMatrix extends PanelMatrix {
+    /** This call's x in {@link TokenGroups}' layout, and its token count. */
+    private float[] xt;
+    private int n;
+
+    FloatPanelMatrix(String name, int rows, int cols) {
+        super(name, rows, cols, PanelKernels.WIDE);
+    }
+
+    /** Several tokens: x regrouped for the group kernels (F32's k8x2 reads x as it is, and leaves panels to them). */
+    @Override
+    protected void prepare(float[] x, int xo, int n) {
+        if (n > 1) {
+            xt = TokenGroups.of(x, xo, n, cols);
+            this.n = n;
+        }
+    }
+
+    @Override
+    protected final int groupWidth(int n, int t0) {
+        return TokenGroups.width(n, t0);
+    }
+
+    /** The float panel at {@code wo} of {@code w} (F32's layout) . the group of this call's tokens from t0. */
+    protected final void floatGroup(float[] w, int wo, int t0, int valid, float[] out, int oo, int os) {
+        if (TokenGroups.width(n, t0) == PanelKernels.WIDE) {
+            PanelKernels.k2x12(w, wo, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
+        } else {
+            PanelKernels.k2x8(w, wo, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
+        }
+    }
+}
