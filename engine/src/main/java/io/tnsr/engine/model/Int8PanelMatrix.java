@@ -57,14 +57,16 @@ final class Int8PanelMatrix extends PanelMatrix {
     private static final VectorSpecies<Byte> FLOAT_BYTES = VectorSpecies.of(byte.class, F.vectorShape());
     /** Tokens per {@link #k2x4} call. */
     private static final int TOKENS = 4;
+    /** Tokens per {@link #k2x12w} call. */
+    private static final int WIDE = PanelKernels.WIDE;
     /** Calls over more tokens than this take {@link #panelsTokens}' widened path. */
     private static final int WIDE_FROM = 32;
     /** Columns of a slice of P rows that {@link #widen} turns into floats at a time: a multiple of 16 and 32. */
     private static final int CHUNK = 256;
 
-    /** [CHUNK][P]: the slice of a panel that {@link #k2x4w} reads, as floats (32 KB at 512 bits). */
+    /** [CHUNK][P]: the slice of a panel that {@link #k2x12w} reads, as floats (32 KB at 512 bits). */
     private final float[] wide = new float[CHUNK * P];
-    /** [n][P]: a slice's totals for the n tokens of the call in progress, between chunks; grown on demand. */
+    /** [n][P], n rounded up to twelve: a slice's totals for the tokens of the call in progress; grown on demand. */
     private float[] totals = new float[0];
 
     /** Q8_0: {@code packed} as {@link PackedBlocks#unpack} gives it. */
@@ -196,12 +198,12 @@ final class Int8PanelMatrix extends PanelMatrix {
 
     /**
      * More than {@link #WIDE_FROM} tokens (a prefill): each slice of P rows of a whole panel is turned into floats
-     * a chunk of {@link #CHUNK} columns at a time ({@link #widen}), which then serves every group of four tokens from
-     * L1 ({@link #k2x4w}): one conversion per weight and call, where {@link #group} converts once per weight and
-     * group. The tokens' totals wait in {@link #totals} between chunks, then go to out. Same sums in the same order,
-     * so the same bits. Fewer tokens, and a last partial panel, take {@link #group}: with 16 tokens the conversion
-     * pass costs more than it saves (2048 x 768, one thread: 607-644 us against 591-594; with 128 tokens 4.4-4.5 ms
-     * against 4.9, docs/engine-speed.md).
+     * a chunk of {@link #CHUNK} columns at a time ({@link #widen}), which then serves every group of twelve tokens
+     * from L1 ({@link #k2x12w}, x regrouped once per call by {@link TokenGroups}): one conversion per weight and call,
+     * where {@link #group} converts once per weight and group. The tokens' totals wait in {@link #totals} between
+     * units and chunks, then go to out. Same sums in the same order, so the same bits. Fewer tokens, and a last
+     * partial panel, take {@link #group}: with 16 tokens the conversion pass costs more than it saves (2048 x 768,
+     * one thread: 607-644 us against 591-594 on an AMD host; docs/engine-speed.md).
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
@@ -209,22 +211,24 @@ final class Int8PanelMatrix extends PanelMatrix {
             groups(x, xo, n, out, oo, from, to);
             return;
         }
-        if (totals.length < n * P) {
-            totals = new float[n * P];
+        float[] xg = TokenGroups.of(x, xo, n, cols, WIDE); // groups of twelve, the last one padded
+        int padded = (n + WIDE - 1) / WIDE * WIDE;
+        if (totals.length < padded * P) {
+            totals = new float[padded * P];
         }
         float[] tot = totals;
         int whole = Math.min(to, fullPanels);
         for (int p = from; p < whole; p++) {
             for (int h = 0; h < H; h += P) {
                 int r0 = p * H + h; // the slice's first row
-                Arrays.fill(tot, 0, n * P, 0f); // the totals start from zero
+                Arrays.fill(tot, 0, padded * P, 0f); // the totals start from zero
                 for (int c0 = 0; c0 < cols; c0 += CHUNK) {
                     int c1 = Math.min(cols, c0 + CHUNK);
                     int bo = (p * blocks + c0 / unit) * unitBytes; // the chunk's first unit
                     widen(q, bo, unitBytes, unit, h, c1 - c0, wide);
-                    for (int t0 = 0; t0 < n; t0 += TOKENS) { // each group's totals at t0 * P of tot
-                        k2x4w(wide, q, bo + unit * H + h * Float.BYTES, unitBytes, unit, c1 - c0, x,
-                                xo + t0 * cols + c0, cols, Math.min(TOKENS, n - t0), tot, t0 * P);
+                    for (int t0 = 0; t0 < n; t0 += WIDE) { // each group's totals at t0 * P of tot
+                        k2x12w(wide, q, bo + unit * H + h * Float.BYTES, unitBytes, unit, c1 - c0, xg,
+                                TokenGroups.offset(t0, cols) + c0 * WIDE, tot, t0 * P);
                     }
                 }
                 for (int t = 0; t < n; t++) {
@@ -250,65 +254,82 @@ final class Int8PanelMatrix extends PanelMatrix {
     }
 
     /**
-     * A chunk of {@code width} columns of P rows, as {@link #widen} left it in w, . tokens j in [0, valid) (valid
-     * 1..4) of x (token j's chunk at {@code xo + j * cols}): {@link #k2x4}'s sums, unit after unit (the unit's scales
-     * from byte {@code so} of q, the next unit's {@code unitBytes} on), continuing the totals at
-     * {@code tot[to + j * P + i]} (row i of the slice) and storing them back. Missing tokens repeat the last valid one
-     * and are not stored.
+     * A chunk of {@code width} columns of P rows, as {@link #widen} left it in w, . the twelve tokens of a group of
+     * {@link TokenGroups}' layout (column c's values at {@code xo + c * WIDE + j}): {@link #k2x4}'s sums, unit after
+     * unit (the unit's scales from byte {@code so} of q, the next unit's {@code unitBytes} on), each unit's sums
+     * folded into the totals at {@code tot[to + j * P + i]} (row i of the slice; twelve tokens' room, lanes past the
+     * call's tokens included). Same sums in the same order as k2x4, so the same bits.
+     *
+     * <p>Twelve tokens per weight load, as F32's {@link PanelKernels#k2x12}: 24 unit sums in registers, the totals
+     * through L1 once per unit (24 loads, FMAs and stores per 768 FMAs), where four tokens per call (eight totals in
+     * registers) loaded six values per eight FMAs.
      */
-    private static void k2x4w(float[] w, byte[] q, int so, int unitBytes, int unit, int width, float[] x, int xo,
-                              int cols, int valid, float[] tot, int to) {
-        int x0 = xo;
-        int x1 = xo + Math.min(1, valid - 1) * cols;
-        int x2 = xo + Math.min(2, valid - 1) * cols;
-        int x3 = xo + Math.min(3, valid - 1) * cols;
-        int o0 = to;
-        int o1 = to + Math.min(1, valid - 1) * P;
-        int o2 = to + Math.min(2, valid - 1) * P;
-        int o3 = to + Math.min(3, valid - 1) * P;
-        FloatVector a0 = FloatVector.fromArray(F, tot, o0), b0 = FloatVector.fromArray(F, tot, o0 + L); // totals
-        FloatVector a1 = FloatVector.fromArray(F, tot, o1), b1 = FloatVector.fromArray(F, tot, o1 + L);
-        FloatVector a2 = FloatVector.fromArray(F, tot, o2), b2 = FloatVector.fromArray(F, tot, o2 + L);
-        FloatVector a3 = FloatVector.fromArray(F, tot, o3), b3 = FloatVector.fromArray(F, tot, o3 + L);
+    private static void k2x12w(float[] w, byte[] q, int so, int unitBytes, int unit, int width, float[] x, int xo,
+                               float[] tot, int to) {
         for (int u0 = 0; u0 < width; u0 += unit, so += unitBytes) {
-            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0; // unit sums, rows [0, L), per token
-            FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0;                   // unit sums, rows [L, P)
-            // sixteen columns per trip (units are 16 or 32): a constant-count inner loop that C2 unrolls
-            for (int c0 = u0; c0 < u0 + unit; c0 += 16) {
+            // unit sums per token: rows [0, L) in s, rows [L, P) in t
+            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+            FloatVector s8 = s0, s9 = s0, s10 = s0, s11 = s0;
+            FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0, t4 = s0, t5 = s0, t6 = s0, t7 = s0;
+            FloatVector t8 = s0, t9 = s0, t10 = s0, t11 = s0;
+            for (int c0 = u0; c0 < u0 + unit; c0 += 16) { // sixteen columns per trip: a constant-count loop C2 unrolls
                 for (int u = 0; u < 16; u++) {
                     int c = c0 + u;
+                    int xc = xo + c * WIDE;
                     FloatVector w0 = FloatVector.fromArray(F, w, c * P);
                     FloatVector w1 = FloatVector.fromArray(F, w, c * P + L);
-                    FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
+                    FloatVector xv = FloatVector.broadcast(F, x[xc]);
                     s0 = w0.fma(xv, s0); t0 = w1.fma(xv, t0);
-                    xv = FloatVector.broadcast(F, x[x1 + c]);
+                    xv = FloatVector.broadcast(F, x[xc + 1]);
                     s1 = w0.fma(xv, s1); t1 = w1.fma(xv, t1);
-                    xv = FloatVector.broadcast(F, x[x2 + c]);
+                    xv = FloatVector.broadcast(F, x[xc + 2]);
                     s2 = w0.fma(xv, s2); t2 = w1.fma(xv, t2);
-                    xv = FloatVector.broadcast(F, x[x3 + c]);
+                    xv = FloatVector.broadcast(F, x[xc + 3]);
                     s3 = w0.fma(xv, s3); t3 = w1.fma(xv, t3);
+                    xv = FloatVector.broadcast(F, x[xc + 4]);
+                    s4 = w0.fma(xv, s4); t4 = w1.fma(xv, t4);
+                    xv = FloatVector.broadcast(F, x[xc + 5]);
+                    s5 = w0.fma(xv, s5); t5 = w1.fma(xv, t5);
+                    xv = FloatVector.broadcast(F, x[xc + 6]);
+                    s6 = w0.fma(xv, s6); t6 = w1.fma(xv, t6);
+                    xv = FloatVector.broadcast(F, x[xc + 7]);
+                    s7 = w0.fma(xv, s7); t7 = w1.fma(xv, t7);
+                    xv = FloatVector.broadcast(F, x[xc + 8]);
+                    s8 = w0.fma(xv, s8); t8 = w1.fma(xv, t8);
+                    xv = FloatVector.broadcast(F, x[xc + 9]);
+                    s9 = w0.fma(xv, s9); t9 = w1.fma(xv, t9);
+                    xv = FloatVector.broadcast(F, x[xc + 10]);
+                    s10 = w0.fma(xv, s10); t10 = w1.fma(xv, t10);
+                    xv = FloatVector.broadcast(F, x[xc + 11]);
+                    s11 = w0.fma(xv, s11); t11 = w1.fma(xv, t11);
                 }
             }
             FloatVector d0 = scales(q, so);
             FloatVector d1 = scales(q, so + L * Float.BYTES);
-            a0 = s0.fma(d0, a0); b0 = t0.fma(d1, b0);
-            a1 = s1.fma(d0, a1); b1 = t1.fma(d1, b1);
-            a2 = s2.fma(d0, a2); b2 = t2.fma(d1, b2);
-            a3 = s3.fma(d0, a3); b3 = t3.fma(d1, b3);
-        }
-        FloatVector.broadcast(F, -0f).add(a0).intoArray(tot, o0);
-        FloatVector.broadcast(F, -0f).add(b0).intoArray(tot, o0 + L);
-        if (valid > 1) {
-            FloatVector.broadcast(F, -0f).add(a1).intoArray(tot, o1);
-            FloatVector.broadcast(F, -0f).add(b1).intoArray(tot, o1 + L);
-        }
-        if (valid > 2) {
-            FloatVector.broadcast(F, -0f).add(a2).intoArray(tot, o2);
-            FloatVector.broadcast(F, -0f).add(b2).intoArray(tot, o2 + L);
-        }
-        if (valid > 3) {
-            FloatVector.broadcast(F, -0f).add(a3).intoArray(tot, o3);
-            FloatVector.broadcast(F, -0f).add(b3).intoArray(tot, o3 + L);
+            s0.fma(d0, FloatVector.fromArray(F, tot, to + 0 * P)).intoArray(tot, to + 0 * P);
+            t0.fma(d1, FloatVector.fromArray(F, tot, to + 0 * P + L)).intoArray(tot, to + 0 * P + L);
+            s1.fma(d0, FloatVector.fromArray(F, tot, to + 1 * P)).intoArray(tot, to + 1 * P);
+            t1.fma(d1, FloatVector.fromArray(F, tot, to + 1 * P + L)).intoArray(tot, to + 1 * P + L);
+            s2.fma(d0, FloatVector.fromArray(F, tot, to + 2 * P)).intoArray(tot, to + 2 * P);
+            t2.fma(d1, FloatVector.fromArray(F, tot, to + 2 * P + L)).intoArray(tot, to + 2 * P + L);
+            s3.fma(d0, FloatVector.fromArray(F, tot, to + 3 * P)).intoArray(tot, to + 3 * P);
+            t3.fma(d1, FloatVector.fromArray(F, tot, to + 3 * P + L)).intoArray(tot, to + 3 * P + L);
+            s4.fma(d0, FloatVector.fromArray(F, tot, to + 4 * P)).intoArray(tot, to + 4 * P);
+            t4.fma(d1, FloatVector.fromArray(F, tot, to + 4 * P + L)).intoArray(tot, to + 4 * P + L);
+            s5.fma(d0, FloatVector.fromArray(F, tot, to + 5 * P)).intoArray(tot, to + 5 * P);
+            t5.fma(d1, FloatVector.fromArray(F, tot, to + 5 * P + L)).intoArray(tot, to + 5 * P + L);
+            s6.fma(d0, FloatVector.fromArray(F, tot, to + 6 * P)).intoArray(tot, to + 6 * P);
+            t6.fma(d1, FloatVector.fromArray(F, tot, to + 6 * P + L)).intoArray(tot, to + 6 * P + L);
+            s7.fma(d0, FloatVector.fromArray(F, tot, to + 7 * P)).intoArray(tot, to + 7 * P);
+            t7.fma(d1, FloatVector.fromArray(F, tot, to + 7 * P + L)).intoArray(tot, to + 7 * P + L);
+            s8.fma(d0, FloatVector.fromArray(F, tot, to + 8 * P)).intoArray(tot, to + 8 * P);
+            t8.fma(d1, FloatVector.fromArray(F, tot, to + 8 * P + L)).intoArray(tot, to + 8 * P + L);
+            s9.fma(d0, FloatVector.fromArray(F, tot, to + 9 * P)).intoArray(tot, to + 9 * P);
+            t9.fma(d1, FloatVector.fromArray(F, tot, to + 9 * P + L)).intoArray(tot, to + 9 * P + L);
+            s10.fma(d0, FloatVector.fromArray(F, tot, to + 10 * P)).intoArray(tot, to + 10 * P);
+            t10.fma(d1, FloatVector.fromArray(F, tot, to + 10 * P + L)).intoArray(tot, to + 10 * P + L);
+            s11.fma(d0, FloatVector.fromArray(F, tot, to + 11 * P)).intoArray(tot, to + 11 * P);
+            t11.fma(d1, FloatVector.fromArray(F, tot, to + 11 * P + L)).intoArray(tot, to + 11 * P + L);
         }
     }
 

@@ -42,18 +42,23 @@ final class TokenGroups {
 
     /** Tokens [0, n) of x (token t at {@code xo + t * cols}) in the group layout, in this thread's scratch. */
     static float[] of(float[] x, int xo, int n, int cols) {
+        return of(x, xo, n, cols, 0);
+    }
+
+    /** {@link #of(float[], int, int, int)} with every group {@code fixed} tokens wide (0: {@link #width}'s choice). */
+    static float[] of(float[] x, int xo, int n, int cols, int fixed) {
         TokenGroups g = OF_THREAD.get();
         int end = 0; // tokens the groups span, the last one's missing lanes included
-        for (int t0 = 0; t0 < n; t0 += width(n, t0)) {
-            end = t0 + width(n, t0);
+        for (int t0 = 0; t0 < n; t0 += fixed > 0 ? fixed : width(n, t0)) {
+            end = t0 + (fixed > 0 ? fixed : width(n, t0));
         }
         if (g.xt.length < end * cols) {
             g.xt = new float[end * cols];
         }
         float[] xt = g.xt;
-        for (int t0 = 0; t0 < n; t0 += width(n, t0)) {
+        for (int t0 = 0; t0 < n; t0 += fixed > 0 ? fixed : width(n, t0)) {
             int base = offset(t0, cols);
-            int width = width(n, t0);
+            int width = fixed > 0 ? fixed : width(n, t0);
             int last = Math.min(width, n - t0) - 1;
             for (int j = 0; j < width; j++) {
                 int src = xo + (t0 + Math.min(j, last)) * cols;
