@@ -74,7 +74,8 @@ final class F32Matrix extends FloatPanelMatrix {
      * chunk of columns after chunk, pair of tokens after pair; the panels left over through {@link PanelKernels#k2x8}.
      * More tokens take k2x12 and k2x8 alone ({@link TokenGroups#width}): they load two weight vectors per 24 or 16
      * FMAs where k8x2 loads eight, and with a panel reused from L2 for 16 tokens or more that wins (k8x2 at 16
-     * tokens: a 2048 x 768 matrix in cache 1.6x slower; docs/engine-speed.md). From memory, at up to 8 tokens, k8x2's four streams win (1.3-1.5x).
+     * tokens: a 2048 x 768 matrix in cache 1.6x slower; docs/engine-speed.md). From memory, at up to 8 tokens,
+     * k8x2's four streams win (1.3-1.5x).
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {

@@ -6,21 +6,26 @@ package io.tnsr.engine.model;
  * {@link PanelKernels#k2x12}, or of up to eight through {@link PanelKernels#k2x8}, as {@link TokenGroups#width} says.
  */
 abstract class FloatPanelMatrix extends PanelMatrix {
-    /** This call's x in {@link TokenGroups}' layout, and its token count. */
-    private float[] xt;
+    /** This call's x, regrouped into {@link TokenGroups}' layout at the first group that needs it (else null). */
+    private float[] x;
+    private int xo;
     private int n;
+    private float[] xt;
 
     FloatPanelMatrix(String name, int rows, int cols) {
         super(name, rows, cols, PanelKernels.WIDE);
     }
 
-    /** Several tokens: x regrouped for the group kernels (F32's k8x2 reads x as it is, and leaves panels to them). */
+    /**
+     * Notes this call's x; the regrouping waits for the first group kernel, since F32's batched decode (k8x2, up to
+     * eight tokens) reads x as it is and often leaves no panel to the group kernels.
+     */
     @Override
     protected void prepare(float[] x, int xo, int n) {
-        if (n > 1) {
-            xt = TokenGroups.of(x, xo, n, cols);
-            this.n = n;
-        }
+        this.x = x;
+        this.xo = xo;
+        this.n = n;
+        this.xt = null;
     }
 
     @Override
@@ -30,6 +35,9 @@ abstract class FloatPanelMatrix extends PanelMatrix {
 
     /** The float panel at {@code wo} of {@code w} (F32's layout) . the group of this call's tokens from t0. */
     protected final void floatGroup(float[] w, int wo, int t0, int valid, float[] out, int oo, int os) {
+        if (xt == null) {
+            xt = TokenGroups.of(x, xo, n, cols);
+        }
         if (TokenGroups.width(n, t0) == PanelKernels.WIDE) {
             PanelKernels.k2x12(w, wo, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
         } else {

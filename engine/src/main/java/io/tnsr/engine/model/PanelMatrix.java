@@ -118,8 +118,9 @@ abstract class PanelMatrix extends WeightMatrix {
     protected final void groups(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
         for (int p = from; p < to; p++) {
             int r0 = p * panelRows;
-            for (int t0 = 0; t0 < n; t0 += groupWidth(n, t0)) {
-                int valid = Math.min(groupWidth(n, t0), n - t0);
+            for (int t0 = 0, width; t0 < n; t0 += width) {
+                width = groupWidth(n, t0);
+                int valid = Math.min(width, n - t0);
                 if (p < fullPanels) {
                     group(p, x, xo + t0 * cols, t0, valid, out, oo + t0 * rows + r0, rows);
                 } else {

@@ -49,16 +49,16 @@ final class TokenGroups {
     static float[] of(float[] x, int xo, int n, int cols, int fixed) {
         TokenGroups g = OF_THREAD.get();
         int end = 0; // tokens the groups span, the last one's missing lanes included
-        for (int t0 = 0; t0 < n; t0 += fixed > 0 ? fixed : width(n, t0)) {
-            end = t0 + (fixed > 0 ? fixed : width(n, t0));
+        for (int t0 = 0; t0 < n; t0 = end) {
+            end = t0 + width(n, t0, fixed);
         }
         if (g.xt.length < end * cols) {
             g.xt = new float[end * cols];
         }
         float[] xt = g.xt;
-        for (int t0 = 0; t0 < n; t0 += fixed > 0 ? fixed : width(n, t0)) {
+        for (int t0 = 0, width; t0 < n; t0 += width) {
+            width = width(n, t0, fixed);
             int base = offset(t0, cols);
-            int width = fixed > 0 ? fixed : width(n, t0);
             int last = Math.min(width, n - t0) - 1;
             for (int j = 0; j < width; j++) {
                 int src = xo + (t0 + Math.min(j, last)) * cols;
@@ -68,5 +68,9 @@ final class TokenGroups {
             }
         }
         return xt;
+    }
+
+    private static int width(int n, int t0, int fixed) {
+        return fixed > 0 ? fixed : width(n, t0);
     }
 }
