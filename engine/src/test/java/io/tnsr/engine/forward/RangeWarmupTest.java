@@ -56,7 +56,7 @@ class RangeWarmupTest {
     void aCacheTooSmallForTheScratchSequencesStopsTheWarmUpAndSaysWhy() {
         try (GgufFile f = GgufFile.open(TestModels.get(ModelSpec.tiny()))) {
             LlamaConfig c = LlamaConfig.fromGguf(f);
-            // one page of 16 positions: the first round's 16-token prompt fits, its decode steps do not
+            // one page of 16 positions: the first round's prompt (as many tokens as a frame holds, 32) does not fit
             try (LayerRange r = new LayerRange(f, c, 0, c.layers(), new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, 16),
                     32, 4, 1, bytes -> { })) {
                 RangeWarmup.Outcome o = new RangeWarmup(r).run(TimeUnit.SECONDS.toNanos(30));
