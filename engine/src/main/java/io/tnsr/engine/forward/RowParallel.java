@@ -2,32 +2,49 @@ package io.tnsr.engine.forward;
 
 import io.tnsr.engine.model.RowParts;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.BackoffIdleStrategy;
 
 /**
- * Threads that share the rows of every matmul with the thread that calls {@link #matmul}: with {@code threads}
- * threads, the caller computes part 0 of a {@link RowParts} and worker k part k, at once; the call returns when every
- * part is written. Each part is its own rows, computed as one thread would, so results keep their bits. Other work
- * that splits the same way (attention's heads) goes through {@link #run}.
+ * Threads that share the rows of every matmul with the thread that calls {@link #matmul}: the caller and the workers
+ * claim the {@link RowParts#chunks} of a matmul one at a time until none is left (each thread through its own view of
+ * the matrix); the call returns when every chunk is written. Each chunk is its own rows, computed as one thread
+ * would, so results keep their bits whichever thread takes it. Claiming rather than a fixed share per thread matters
+ * when threads fill the cores: a thread preempted for a moment (by the network threads, the JIT, another process)
+ * holds up the others by the chunk it holds, not by its whole share. Other work that splits the same way
+ * (attention's rows or heads) goes through {@link #run}, one fixed part per thread.
  *
  * <pre>
- * caller:   job = a matmul (parts, x, n, out) or other Parts; posted++ -> run part 0 -> wait until every worker's
- *           done == posted
+ * caller:   job = a matmul (parts, x, n, out, next chunk = 0) or other Parts; posted++ -> run part 0 -> wait until
+ *           every worker's done == posted
  * worker k: (Agent, run by an AgentRunner) idle until posted > seen -> job.run(k, threads) -> done[k] = posted
+ * matmul part k: prepare x on view k; claim chunks (next++) and run them until next >= chunks
  * </pre>
  *
  * Workers spin between the matmuls of a step (a step's matmuls come tens of microseconds apart) and back off to
- * yielding, then parking, when no work comes for about a millisecond, as between the steps of a pipeline stage; each
- * call unparks them, so a parked worker starts at once rather than at the end of its park. Give a
- * process no more threads in all than it has cores: a spinning worker takes a core from anything sharing it.
+ * yielding, then parking, when no work comes for about half a millisecond, as between the steps of a pipeline stage;
+ * each call unparks them, so a parked worker starts at once rather than at the end of its park. A caller waiting for
+ * the workers spins briefly, then yields its core at each check. Give a process no more threads in all than it has
+ * cores: with a busy process beside it on a 2-core host, two threads decoded one F32 sequence at 29-35 tokens/s (with a
+ * fixed share per thread and a caller that only spins: 17-19), one thread at 38 (docs/pipelining.md).
  * One caller at a time; allocation-free per call.
  */
 public final class RowParallel implements AutoCloseable {
     /** Longest a caller waits for the workers' parts of one matmul: far beyond any one matmul, short of a hang. */
     private static final long PART_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /**
+     * Spins (about 50 us) of a caller waiting for the workers before it yields its core at each further check: when
+     * the process shares its cores, the worker it waits for may be queued behind it on its own core.
+     */
+    private static final int WAIT_SPINS = 1_000;
+    /**
+     * Spins (about 0.5 ms) of an idle worker before it backs off to yielding, then parking: longer than the gaps
+     * between the matmuls of a step, short enough not to hold a core that another process needs between steps.
+     */
+    private static final int IDLE_SPINS = 10_000;
 
     private final int threads;
     private final Worker[] workers;   // [threads - 1]
@@ -47,7 +64,7 @@ public final class RowParallel implements AutoCloseable {
         this.runners = new AgentRunner[threads - 1];
         for (int k = 1; k < threads; k++) {
             workers[k - 1] = new Worker(k, name + "-matmul-" + k);
-            runners[k - 1] = new AgentRunner(new BackoffIdleStrategy(50_000, 100, TimeUnit.MICROSECONDS.toNanos(1),
+            runners[k - 1] = new AgentRunner(new BackoffIdleStrategy(IDLE_SPINS, 100, TimeUnit.MICROSECONDS.toNanos(1),
                     TimeUnit.MILLISECONDS.toNanos(1)), this::failed, null, workers[k - 1]);
             AgentRunner.startOnThread(runners[k - 1], r -> {
                 Thread t = new Thread(r);
@@ -83,6 +100,7 @@ public final class RowParallel implements AutoCloseable {
         }
         job.run(0, threads);
         long deadline = System.nanoTime() + PART_TIMEOUT_NANOS;
+        int spins = 0;
         for (Worker w : workers) {
             while (w.done < p) {
                 if (failure != null || System.nanoTime() - deadline > 0) {
@@ -91,7 +109,11 @@ public final class RowParallel implements AutoCloseable {
                             + (failure != null ? ": " + failure : " within " + TimeUnit.NANOSECONDS.toSeconds(PART_TIMEOUT_NANOS) + " s"),
                             failure);
                 }
-                Thread.onSpinWait();
+                if (++spins > WAIT_SPINS) {
+                    Thread.yield(); // a worker preempted on this core runs now, rather than after our time slice
+                } else {
+                    Thread.onSpinWait();
+                }
             }
         }
     }
@@ -106,11 +128,16 @@ public final class RowParallel implements AutoCloseable {
         matmul.x = x;
         matmul.n = n;
         matmul.out = out;
+        matmul.next.set(0);
         run(matmul, null);
     }
 
-    /** The matmul in progress, as parts: part k is {@link RowParts#run} of part k. */
+    /**
+     * The matmul in progress, as parts: thread k prepares x on its view and claims chunks until none is left (a type
+     * without chunks: {@link RowParts#run} of part k).
+     */
     private static final class Matmul implements Parts {
+        final AtomicInteger next = new AtomicInteger();
         RowParts parts;
         float[] x;
         int n;
@@ -118,7 +145,20 @@ public final class RowParallel implements AutoCloseable {
 
         @Override
         public void run(int part, int parts) {
-            this.parts.run(part, x, 0, n, out, 0);
+            RowParts p = this.parts;
+            int chunks = p.chunks();
+            if (chunks == 0) {
+                p.run(part, x, 0, n, out, 0);
+                return;
+            }
+            int c = next.getAndIncrement();
+            if (c >= chunks) {
+                return; // the others took every chunk before this thread started
+            }
+            p.begin(part, x, 0, n);
+            do {
+                p.runChunk(part, c, x, 0, n, out, 0);
+            } while ((c = next.getAndIncrement()) < chunks);
         }
     }
 

@@ -66,6 +66,8 @@ final class Int8PanelMatrix extends PanelMatrix {
 
     /** [CHUNK][P]: the slice of a panel that {@link #k2x12w} reads, as floats (32 KB at 512 bits). */
     private final float[] wide = new float[CHUNK * P];
+    /** This call's x in groups of twelve ({@link TokenGroups}), once its widened path needs it; null until then. */
+    private float[] xg;
     /** [n][P], n rounded up to twelve: a slice's totals for the tokens of the call in progress; grown on demand. */
     private float[] totals = new float[0];
 
@@ -206,12 +208,19 @@ final class Int8PanelMatrix extends PanelMatrix {
      * one thread: 607-644 us against 591-594 on an AMD host; docs/engine-speed.md).
      */
     @Override
+    protected void prepare(float[] x, int xo, int n) {
+        xg = null;
+    }
+
+    @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
         if (n <= WIDE_FROM) {
             groups(x, xo, n, out, oo, from, to);
             return;
         }
-        float[] xg = TokenGroups.of(x, xo, n, cols, WIDE); // groups of twelve, the last one padded
+        if (xg == null) { // once per call, however many ranges of panels it runs in
+            xg = TokenGroups.of(x, xo, n, cols, WIDE); // groups of twelve, the last one padded
+        }
         int padded = (n + WIDE - 1) / WIDE * WIDE;
         if (totals.length < padded * P) {
             totals = new float[padded * P];

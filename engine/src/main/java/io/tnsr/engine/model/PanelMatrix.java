@@ -12,6 +12,7 @@ import static io.tnsr.engine.model.PanelKernels.P;
  * matmulTokens:  prepare(x, n); for each panel p (read from memory once): for each group of tokens (from L2):
  *                    group(p, tokens t0 .. t0 + valid)
  * matmulPanels:  either of the two over panels [from, to) only: one thread's share of a row split (RowParts)
+ * panelsPrepared: the same after prepare, for one of several ranges a thread claims in turn (RowParts' chunks)
  * }</pre>
  *
  * A panel is {@link #panelRows} rows, P (= 2L, {@link PanelKernels}) unless a type stacks more (Int8PanelMatrix: 4P,
@@ -87,6 +88,11 @@ abstract class PanelMatrix extends WeightMatrix {
      */
     final void matmulPanels(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
         prepare(x, xo, n);
+        panelsPrepared(x, xo, n, out, oo, from, to);
+    }
+
+    /** {@link #matmulPanels} after {@link #prepare} of the same call: one of several ranges of panels in turn. */
+    final void panelsPrepared(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
         if (n == 1) {
             panelsOne(x, xo, out, oo, from, to);
         } else {

@@ -11,8 +11,16 @@ package io.tnsr.engine.model;
  * thread k: parts.run(k, x, 0, n, out, 0);   // every k in [0, parts) once per matmul, all before out is read
  * }</pre>
  *
- * Shares are whole groups of four panels where the matrix has enough of them (F32's four-panel kernels then keep every
- * group). A type that is not stored in panels (F16) does not split: part 0 computes every row, the others nothing.
+ * The same rows also come cut finer, into {@link #chunks} (up to {@link #CHUNKS_PER_PART} per part) that threads claim
+ * one at a time, so that a thread held up (preempted, on a core shared with another process) costs the others at
+ * most the chunk it holds rather than its whole share:
+ * <pre>{@code
+ * thread k: parts.begin(k, x, 0, n); while ((c = claim()) < parts.chunks()) parts.runChunk(k, c, x, 0, n, out, 0);
+ * }</pre>
+ *
+ * Shares and chunks are whole groups of four panels where the matrix has enough of them (F32's four-panel kernels
+ * then keep every group). A type that is not stored in panels (F16) does not split: part 0 computes every row, the
+ * others nothing, and it has no chunks.
  */
 public final class RowParts {
     private final WeightMatrix whole;
@@ -20,11 +28,17 @@ public final class RowParts {
     private final PanelMatrix[] views;
     /** Part k owns panels [bounds[k], bounds[k + 1]). */
     private final int[] bounds;
+    /** Chunk c is panels [chunkBounds[c], chunkBounds[c + 1]); empty when the type does not split. */
+    private final int[] chunkBounds;
 
-    private RowParts(WeightMatrix whole, PanelMatrix[] views, int[] bounds) {
+    /** Chunks per part, at most: enough to even out a late thread, few enough that each stays a long run of rows. */
+    public static final int CHUNKS_PER_PART = 4;
+
+    private RowParts(WeightMatrix whole, PanelMatrix[] views, int[] bounds, int[] chunkBounds) {
         this.whole = whole;
         this.views = views;
         this.bounds = bounds;
+        this.chunkBounds = chunkBounds;
     }
 
     /** {@code m}'s rows cut into {@code parts} shares (parts >= 1). */
@@ -33,7 +47,7 @@ public final class RowParts {
             throw new IllegalArgumentException("a row split needs at least one part, not " + parts);
         }
         if (!(m instanceof PanelMatrix p) || parts == 1) {
-            return new RowParts(m, null, null);
+            return new RowParts(m, null, null, new int[] {0});
         }
         PanelMatrix[] views = new PanelMatrix[parts];
         views[0] = p;
@@ -48,7 +62,20 @@ public final class RowParts {
                     : (int) ((long) p.panels * k / parts);
         }
         bounds[parts] = p.panels;
-        return new RowParts(m, views, bounds);
+        return new RowParts(m, views, bounds, cut(p.panels, parts * CHUNKS_PER_PART, p.panels >= 4 * parts));
+    }
+
+    /** Bounds of min(wanted, units) chunks of {@code panels}, the units whole quads of panels or single panels. */
+    private static int[] cut(int panels, int wanted, boolean quads) {
+        int units = quads ? (panels + 3) / 4 : panels;
+        int size = quads ? 4 : 1;
+        int chunks = Math.min(wanted, units);
+        int[] b = new int[chunks + 1];
+        for (int c = 1; c < chunks; c++) {
+            b[c] = (int) Math.min(panels, (long) units * c / chunks * size);
+        }
+        b[chunks] = panels;
+        return b;
     }
 
     public WeightMatrix matrix() {
@@ -57,6 +84,29 @@ public final class RowParts {
 
     public int parts() {
         return views == null ? 1 : views.length;
+    }
+
+    /** Chunks of a claimed split ({@link #runChunk}); 0 when the type does not split. */
+    public int chunks() {
+        return chunkBounds.length - 1;
+    }
+
+    /** First output row of chunk c (its rows end where chunk c + 1's begin). */
+    public int chunkRow(int c) {
+        return Math.min(whole.rows(), chunkBounds[c] * views[0].panelRows);
+    }
+
+    /** Before thread k runs chunks of a call over x: its view prepares x (notes it, or quantizes it, once per call). */
+    public void begin(int k, float[] x, int xo, int n) {
+        views[k].prepare(x, xo, n);
+    }
+
+    /**
+     * Chunk c of {@code whole.matmul(x, xo, n, out, oo)} on thread k's view, after {@link #begin} of the same call on
+     * that view: out rows [chunkRow(c), chunkRow(c + 1)) of every token.
+     */
+    public void runChunk(int k, int c, float[] x, int xo, int n, float[] out, int oo) {
+        views[k].panelsPrepared(x, xo, n, out, oo, chunkBounds[c], chunkBounds[c + 1]);
     }
 
     /** First output row of part k (its rows end where part k + 1's begin; the last part's at the matrix's rows). */

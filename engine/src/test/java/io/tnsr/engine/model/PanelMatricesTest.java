@@ -2,6 +2,7 @@ package io.tnsr.engine.model;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -271,6 +272,8 @@ class PanelMatricesTest {
         "Q4_0, P_3, 64",
         "Q4_0, P_2_5, 160",
         "Q4_0, P_1_17, 32",   // a partial panel with high-nibble rows
+        "Q4_0, P_9_1, 64",    // more chunks than parts in a row split
+        "Q8_0, P_17_3, 64",   // five panels of 4P rows: chunks of single panels, through the widened path too
     })
     void everyRowAndTokenIsTheScalarReferenceInTheTypesOrder(String type, String rowsSpec, int cols) {
         int rows = rows(rowsSpec);
@@ -341,6 +344,42 @@ class PanelMatricesTest {
                     }
                 }
                 assertEquals(rows, split.firstRow(parts), "the parts cover every row");
+                for (int i = 0; i < outOff; i++) {
+                    assertEquals(Float.NaN, out[i], "out[" + i + "] before the output written");
+                }
+                for (int i = outOff + n * rows; i < out.length; i++) {
+                    assertEquals(Float.NaN, out[i], "out[" + i + "] past the output written");
+                }
+            }
+            // claimed chunks: each part's view prepared once, the chunks run last first and spread over the parts
+            int chunks = split.chunks();
+            assertEquals(0, split.chunkRow(0), "the first chunk starts at row 0");
+            assertEquals(rows, split.chunkRow(chunks), "the chunks cover every row");
+            for (int c = 0; c < chunks; c++) {
+                assertTrue(split.chunkRow(c) <= split.chunkRow(c + 1), "chunk " + c + " ends before it starts");
+            }
+            for (int n : new int[] {1, 2, 5, 16, 37}) {
+                int xOff = 3;
+                int outOff = 5;
+                float[] out = new float[outOff + n * rows + 4];
+                Arrays.fill(out, Float.NaN);
+                boolean[] begun = new boolean[parts];
+                for (int c = chunks - 1; c >= 0; c--) {
+                    int view = c % parts;
+                    if (!begun[view]) {
+                        split.begin(view, x, xOff, n);
+                        begun[view] = true;
+                    }
+                    split.runChunk(view, c, x, xOff, n, out, outOff);
+                }
+                for (int t = 0; t < n; t++) {
+                    for (int i = 0; i < rows; i++) {
+                        float ref = k.dot(i, x, xOff + t * cols);
+                        float got = out[outOff + t * rows + i];
+                        assertEquals(Float.floatToIntBits(ref), Float.floatToIntBits(got), type + ", " + n
+                                + " tokens in " + chunks + " chunks over " + parts + " views: token " + t + " row " + i);
+                    }
+                }
                 for (int i = 0; i < outOff; i++) {
                     assertEquals(Float.NaN, out[i], "out[" + i + "] before the output written");
                 }
