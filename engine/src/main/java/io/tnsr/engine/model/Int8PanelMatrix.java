@@ -198,6 +198,12 @@ final class Int8PanelMatrix extends PanelMatrix {
         FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * L);
     }
 
+    /** A new call: its x is regrouped when its widened path first needs it. */
+    @Override
+    protected void prepare(float[] x, int xo, int n) {
+        xg = null;
+    }
+
     /**
      * More than {@link #WIDE_FROM} tokens (a prefill): each slice of P rows of a whole panel is turned into floats
      * a chunk of {@link #CHUNK} columns at a time ({@link #widen}), which then serves every group of twelve tokens
@@ -205,16 +211,12 @@ final class Int8PanelMatrix extends PanelMatrix {
      * where {@link #group} converts once per weight and group. The tokens' totals wait in {@link #totals} between
      * units and chunks, then go to out. Same sums in the same order, so the same bits. Fewer tokens, and a last
      * partial panel, take {@link #group}: with 16 tokens the conversion pass costs more than it saves (2048 x 768,
-     * one thread: 607-644 us against 591-594 on an AMD host; docs/engine-speed.md).
+     * one thread: 607-644 us against 591-594 on an AMD host; docs/engine-speed.md). So does every call where the
+     * twelve tokens' sums would not stay in registers ({@link PanelKernels#SIXTEEN_REGISTERS}).
      */
     @Override
-    protected void prepare(float[] x, int xo, int n) {
-        xg = null;
-    }
-
-    @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
-        if (n <= WIDE_FROM) {
+        if (n <= WIDE_FROM || PanelKernels.SIXTEEN_REGISTERS) {
             groups(x, xo, n, out, oo, from, to);
             return;
         }

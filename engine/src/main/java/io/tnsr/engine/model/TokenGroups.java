@@ -1,5 +1,6 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.PanelKernels.SIXTEEN_REGISTERS;
 import static io.tnsr.engine.model.PanelKernels.TOKENS;
 import static io.tnsr.engine.model.PanelKernels.WIDE;
 
@@ -34,10 +35,11 @@ final class TokenGroups {
 
     /**
      * Width of the group from token {@code t0} of an n-token call: 12, but 8 for a last group of at most 8 tokens,
-     * and 8 throughout up to 16 tokens (two groups of 8 waste no lane at 16, where 12 + 4 would run 24).
+     * and 8 throughout up to 16 tokens (two groups of 8 waste no lane at 16, where 12 + 4 would run 24); 8 always
+     * where twelve tokens' sums do not fit in the vector registers ({@link PanelKernels#SIXTEEN_REGISTERS}).
      */
     static int width(int n, int t0) {
-        return n <= 2 * TOKENS || n - t0 <= TOKENS ? TOKENS : WIDE;
+        return SIXTEEN_REGISTERS || n <= 2 * TOKENS || n - t0 <= TOKENS ? TOKENS : WIDE;
     }
 
     /** Tokens [0, n) of x (token t at {@code xo + t * cols}) in the group layout, in this thread's scratch. */
