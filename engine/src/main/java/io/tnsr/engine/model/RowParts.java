@@ -11,7 +11,7 @@ package io.tnsr.engine.model;
  * thread k: parts.run(k, x, 0, n, out, 0);   // every k in [0, parts) once per matmul, all before out is read
  * }</pre>
  *
- * The same rows also come cut finer, into {@link #chunks} (up to {@link #CHUNKS_PER_PART} per part) that threads claim
+ * A part is a run of whole {@link #chunks} (up to {@link #CHUNKS_PER_PART} per part), which threads can also claim
  * one at a time, so that a thread held up (preempted, on a core shared with another process) costs the others at
  * most the chunk it holds rather than its whole share:
  * <pre>{@code
@@ -26,18 +26,15 @@ public final class RowParts {
     private final WeightMatrix whole;
     /** Part k's matrix (part 0's is {@code whole} itself), or null when the type does not split. */
     private final PanelMatrix[] views;
-    /** Part k owns panels [bounds[k], bounds[k + 1]). */
-    private final int[] bounds;
     /** Chunk c is panels [chunkBounds[c], chunkBounds[c + 1]); empty when the type does not split. */
     private final int[] chunkBounds;
 
     /** Chunks per part, at most: enough to even out a late thread, few enough that each stays a long run of rows. */
     public static final int CHUNKS_PER_PART = 4;
 
-    private RowParts(WeightMatrix whole, PanelMatrix[] views, int[] bounds, int[] chunkBounds) {
+    private RowParts(WeightMatrix whole, PanelMatrix[] views, int[] chunkBounds) {
         this.whole = whole;
         this.views = views;
-        this.bounds = bounds;
         this.chunkBounds = chunkBounds;
     }
 
@@ -47,22 +44,14 @@ public final class RowParts {
             throw new IllegalArgumentException("a row split needs at least one part, not " + parts);
         }
         if (!(m instanceof PanelMatrix p) || parts == 1) {
-            return new RowParts(m, null, null, new int[] {0});
+            return new RowParts(m, null, new int[] {0});
         }
         PanelMatrix[] views = new PanelMatrix[parts];
         views[0] = p;
         for (int k = 1; k < parts; k++) {
             views[k] = p.view();
         }
-        int[] bounds = new int[parts + 1];
-        int quads = (p.panels + 3) / 4;
-        for (int k = 1; k < parts; k++) {
-            bounds[k] = p.panels >= 4 * parts
-                    ? (int) Math.min(p.panels, (long) quads * k / parts * 4)
-                    : (int) ((long) p.panels * k / parts);
-        }
-        bounds[parts] = p.panels;
-        return new RowParts(m, views, bounds, cut(p.panels, parts * CHUNKS_PER_PART, p.panels >= 4 * parts));
+        return new RowParts(m, views, cut(p.panels, parts * CHUNKS_PER_PART, p.panels >= 4 * parts));
     }
 
     /** Bounds of min(wanted, units) chunks of {@code panels}, the units whole quads of panels or single panels. */
@@ -109,9 +98,14 @@ public final class RowParts {
         views[k].panelsPrepared(x, xo, n, out, oo, chunkBounds[c], chunkBounds[c + 1]);
     }
 
+    /** First chunk of part k: part k is chunks [firstChunk(k), firstChunk(k + 1)). */
+    private int firstChunk(int k) {
+        return k * chunks() / views.length;
+    }
+
     /** First output row of part k (its rows end where part k + 1's begin; the last part's at the matrix's rows). */
     public int firstRow(int k) {
-        return views == null ? (k == 0 ? 0 : whole.rows()) : Math.min(whole.rows(), bounds[k] * views[0].panelRows);
+        return views == null ? (k == 0 ? 0 : whole.rows()) : chunkRow(firstChunk(k));
     }
 
     /** Part k of {@code whole.matmul(x, xo, n, out, oo)}: out rows [firstRow(k), firstRow(k + 1)) of every token. */
@@ -122,8 +116,10 @@ public final class RowParts {
             }
             return;
         }
-        if (bounds[k] < bounds[k + 1]) {
-            views[k].matmulPanels(x, xo, n, out, oo, bounds[k], bounds[k + 1]);
+        int from = chunkBounds[firstChunk(k)];
+        int to = chunkBounds[firstChunk(k + 1)];
+        if (from < to) {
+            views[k].matmulPanels(x, xo, n, out, oo, from, to);
         }
     }
 }
