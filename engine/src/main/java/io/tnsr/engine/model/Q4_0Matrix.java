@@ -15,8 +15,10 @@ import static jdk.incubator.vector.VectorOperators.ASHR;
 import static jdk.incubator.vector.VectorOperators.B2S;
 import static jdk.incubator.vector.VectorOperators.I2F;
 import static jdk.incubator.vector.VectorOperators.LSHL;
+import static jdk.incubator.vector.VectorOperators.LSHR;
 
 import io.tnsr.engine.gguf.GgmlType;
+import java.util.Arrays;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
@@ -51,7 +53,8 @@ import jdk.incubator.vector.VectorSpecies;
  * {@code (q - 8) * xq} over its 32 columns, then {@code acc = fma((float) isum, d * s, acc)} over the blocks in
  * order; checked bit for bit by PanelMatricesTest. Against the float path this replaced (a byte conversion and one
  * FMA per weight), one token streams 38-42 G weights/s instead of 20 (stand-alone, this machine): the 8-bit
- * activations cost ~0.4% relative error per dot product, well under the 4-bit weights' own.
+ * activations cost ~0.4% relative error per dot product, well under the 4-bit weights' own. A prefill computes the
+ * same integers with FMAs over the panel widened to floats ({@link #panelsTokens}).
  *
  * <p>The loops repeat {@link Int8PanelMatrix}'s shape on purpose (one final class per type keeps each kernel
  * monomorphic; a loop shared through a virtual or lambda call would leave vectors for C2 to box in JDK 17). Q4_K
@@ -63,6 +66,12 @@ final class Q4_0Matrix extends PanelMatrix {
     private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
     private static final ShortVector MINUS_SIXTEEN = ShortVector.broadcast(S, (short) -16);
+    /** Tokens per {@link #k2x12f} call. */
+    private static final int WIDE = PanelKernels.WIDE;
+    /** Calls over more tokens than this (a prefill) take {@link #panelsTokens}' widened path. */
+    private static final int WIDE_FROM = 32;
+    /** Columns of a panel that {@link #widen} turns into floats at a time: whole blocks. */
+    private static final int CHUNK = 256;
 
     private final int blocks;
     /** [panels][cols / 2][2L]: pair c / 2 of panel p at p * cols * L + (c / 2) * P, laid out as above. */
@@ -73,6 +82,12 @@ final class Q4_0Matrix extends PanelMatrix {
     private final Int8Activations acts = new Int8Activations(HALVES);
     /** [blocks][TOKENS][P]: the integer block sums of {@link #k2x2} ([blocks][2][P]) and {@link #k4x2}, as floats. */
     private final float[] sums;
+    /** [CHUNK][P]: the chunk of a panel that {@link #k2x12f} reads, its {@code q - 8} as floats (32 KB at 512 bits). */
+    private final float[] wide = new float[CHUNK * P];
+    /** This call's 8-bit activations as floats in groups of twelve ({@link TokenGroups}); null until needed. */
+    private float[] xg;
+    /** [n][P], n rounded up to twelve: a panel's totals for the tokens of the call in progress; grown on demand. */
+    private float[] totals = new float[0];
 
     Q4_0Matrix(String name, int rows, int cols, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
@@ -140,6 +155,155 @@ final class Q4_0Matrix extends PanelMatrix {
     @Override
     protected void prepare(float[] x, int xo, int n) {
         acts.quantize(x, xo, n, cols);
+        xg = null;
+    }
+
+    /**
+     * More than {@link #WIDE_FROM} tokens (a prefill): each whole panel is turned into floats, {@code q - 8} per
+     * weight, a chunk of {@link #CHUNK} columns at a time ({@link #widen}), which then serves every group of twelve
+     * tokens from L1 ({@link #k2x12f}, the activations' integers as floats, regrouped once per call): FMAs, sixteen
+     * products per instruction on both FMA ports, where the 16-bit path multiplies on one port. The same results:
+     * every product and every partial sum of a block is an integer of magnitude at most 32 * 8 * 127 = 32512, exact
+     * in a float, so a block's float sum is the same integer as its 16-bit sums give, and the blocks are then folded
+     * in as {@link #m1} folds them ({@code acc = fma(sum, d * s, acc)}, blocks in order). Fewer tokens, a last partial
+     * panel, and hosts with 16 vector registers (where twelve tokens' sums spill) take {@link #group}.
+     */
+    @Override
+    protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
+        if (n <= WIDE_FROM || PanelKernels.SIXTEEN_REGISTERS) {
+            groups(x, xo, n, out, oo, from, to);
+            return;
+        }
+        if (xg == null) { // once per call, however many ranges of panels it runs in
+            xg = TokenGroups.ofHalves(acts.pairs(), n, cols, WIDE);
+        }
+        int padded = (n + WIDE - 1) / WIDE * WIDE;
+        if (totals.length < padded * P) {
+            totals = new float[padded * P];
+        }
+        float[] tot = totals;
+        int whole = Math.min(to, fullPanels);
+        for (int p = from; p < whole; p++) {
+            Arrays.fill(tot, 0, padded * P, 0f); // the totals start from zero
+            for (int c0 = 0; c0 < cols; c0 += CHUNK) {
+                int width = Math.min(cols, c0 + CHUNK) - c0;
+                widen(q, p * cols * L + c0 / 2 * P, width, wide);
+                for (int t0 = 0; t0 < n; t0 += WIDE) { // each group's totals at t0 * P of tot
+                    k2x12f(wide, d, p * blocks * P + c0 / QK * P, width, xg, TokenGroups.offset(t0, cols) + c0 * WIDE,
+                            acts.scales(), blocks, c0 / QK, t0, n, tot, t0 * P);
+                }
+            }
+            for (int t = 0; t < n; t++) {
+                System.arraycopy(tot, t * P, out, oo + t * rows + p * P, P);
+            }
+        }
+        groups(x, xo, n, out, oo, Math.max(from, whole), to);
+    }
+
+    /**
+     * The {@code width} columns (whole blocks) whose pairs start at byte {@code qo} of q, as floats {@code q - 8}:
+     * w[c * P + i] for column c of the chunk and row i of the panel. Per pair, its bytes widened to one int per row
+     * (column a's byte in the low 16 bits, column b's in the high 16, each sign-extended): the four nibbles taken
+     * out by shifts and masks.
+     */
+    private static void widen(byte[] q, int qo, int width, float[] w) {
+        for (int k = 0; k < width / 2; k++) {
+            int a = (k >> 4) * QK + (k & 15); // pair k holds columns a and a + 16 of the chunk
+            IntVector v = pair(q, qo + k * P).reinterpretAsInts();
+            ((FloatVector) v.and(0xF).sub(8).convert(I2F, 0)).intoArray(w, a * P);
+            ((FloatVector) v.lanewise(LSHL, 24).lanewise(ASHR, 28).convert(I2F, 0)).intoArray(w, a * P + L);
+            ((FloatVector) v.lanewise(LSHR, 16).and(0xF).sub(8).convert(I2F, 0)).intoArray(w, (a + 16) * P);
+            ((FloatVector) v.lanewise(ASHR, 20).convert(I2F, 0)).intoArray(w, (a + 16) * P + L);
+        }
+    }
+
+    /**
+     * A chunk of {@code width} columns of one panel, as {@link #widen} left it in w, . the twelve tokens of a group
+     * from token t0 of an n-token call (column c's activations at {@code x[xo + c * WIDE + j]}, as integers; token u's
+     * scale of block b at {@code xs[u * blocks + b]}): per block (the chunk's first is block {@code b0}, its row scales
+     * from {@code d[so..]}, the next P floats on), the 24 integer sums in registers, then folded into the totals at
+     * {@code tot[to + j * P + i]} (row i, token j; twelve tokens' room, lanes past the call's tokens included).
+     */
+    private static void k2x12f(float[] w, float[] d, int so, int width, float[] x, int xo, float[] xs, int blocks, int b0,
+                               int t0, int n, float[] tot, int to) {
+        int last = n - 1; // lanes past the call's tokens repeat the last one, scale included
+        for (int u0 = 0, b = b0; u0 < width; u0 += QK, b++, so += P) {
+            // block sums per token: rows [0, L) in s, rows [L, P) in t
+            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+            FloatVector s8 = s0, s9 = s0, s10 = s0, s11 = s0;
+            FloatVector t0v = s0, t1 = s0, t2 = s0, t3 = s0, t4 = s0, t5 = s0, t6 = s0, t7 = s0;
+            FloatVector t8 = s0, t9 = s0, t10 = s0, t11 = s0;
+            for (int c0 = u0; c0 < u0 + QK; c0 += 16) { // sixteen columns per trip: a constant-count loop C2 unrolls
+                for (int u = 0; u < 16; u++) {
+                    int c = c0 + u;
+                    int xc = xo + c * WIDE;
+                    FloatVector w0 = FloatVector.fromArray(F, w, c * P);
+                    FloatVector w1 = FloatVector.fromArray(F, w, c * P + L);
+                    FloatVector xv = FloatVector.broadcast(F, x[xc]);
+                    s0 = w0.fma(xv, s0); t0v = w1.fma(xv, t0v);
+                    xv = FloatVector.broadcast(F, x[xc + 1]);
+                    s1 = w0.fma(xv, s1); t1 = w1.fma(xv, t1);
+                    xv = FloatVector.broadcast(F, x[xc + 2]);
+                    s2 = w0.fma(xv, s2); t2 = w1.fma(xv, t2);
+                    xv = FloatVector.broadcast(F, x[xc + 3]);
+                    s3 = w0.fma(xv, s3); t3 = w1.fma(xv, t3);
+                    xv = FloatVector.broadcast(F, x[xc + 4]);
+                    s4 = w0.fma(xv, s4); t4 = w1.fma(xv, t4);
+                    xv = FloatVector.broadcast(F, x[xc + 5]);
+                    s5 = w0.fma(xv, s5); t5 = w1.fma(xv, t5);
+                    xv = FloatVector.broadcast(F, x[xc + 6]);
+                    s6 = w0.fma(xv, s6); t6 = w1.fma(xv, t6);
+                    xv = FloatVector.broadcast(F, x[xc + 7]);
+                    s7 = w0.fma(xv, s7); t7 = w1.fma(xv, t7);
+                    xv = FloatVector.broadcast(F, x[xc + 8]);
+                    s8 = w0.fma(xv, s8); t8 = w1.fma(xv, t8);
+                    xv = FloatVector.broadcast(F, x[xc + 9]);
+                    s9 = w0.fma(xv, s9); t9 = w1.fma(xv, t9);
+                    xv = FloatVector.broadcast(F, x[xc + 10]);
+                    s10 = w0.fma(xv, s10); t10 = w1.fma(xv, t10);
+                    xv = FloatVector.broadcast(F, x[xc + 11]);
+                    s11 = w0.fma(xv, s11); t11 = w1.fma(xv, t11);
+                }
+            }
+            FloatVector d0 = FloatVector.fromArray(F, d, so);
+            FloatVector d1 = FloatVector.fromArray(F, d, so + L);
+            FloatVector sx = FloatVector.broadcast(F, xs[Math.min(t0, last) * blocks + b]);
+            s0.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to)).intoArray(tot, to);
+            t0v.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + L)).intoArray(tot, to + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 1, last) * blocks + b]);
+            s1.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + P)).intoArray(tot, to + P);
+            t1.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + P + L)).intoArray(tot, to + P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 2, last) * blocks + b]);
+            s2.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 2 * P)).intoArray(tot, to + 2 * P);
+            t2.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 2 * P + L)).intoArray(tot, to + 2 * P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 3, last) * blocks + b]);
+            s3.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 3 * P)).intoArray(tot, to + 3 * P);
+            t3.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 3 * P + L)).intoArray(tot, to + 3 * P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 4, last) * blocks + b]);
+            s4.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 4 * P)).intoArray(tot, to + 4 * P);
+            t4.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 4 * P + L)).intoArray(tot, to + 4 * P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 5, last) * blocks + b]);
+            s5.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 5 * P)).intoArray(tot, to + 5 * P);
+            t5.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 5 * P + L)).intoArray(tot, to + 5 * P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 6, last) * blocks + b]);
+            s6.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 6 * P)).intoArray(tot, to + 6 * P);
+            t6.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 6 * P + L)).intoArray(tot, to + 6 * P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 7, last) * blocks + b]);
+            s7.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 7 * P)).intoArray(tot, to + 7 * P);
+            t7.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 7 * P + L)).intoArray(tot, to + 7 * P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 8, last) * blocks + b]);
+            s8.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 8 * P)).intoArray(tot, to + 8 * P);
+            t8.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 8 * P + L)).intoArray(tot, to + 8 * P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 9, last) * blocks + b]);
+            s9.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 9 * P)).intoArray(tot, to + 9 * P);
+            t9.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 9 * P + L)).intoArray(tot, to + 9 * P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 10, last) * blocks + b]);
+            s10.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 10 * P)).intoArray(tot, to + 10 * P);
+            t10.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 10 * P + L)).intoArray(tot, to + 10 * P + L);
+            sx = FloatVector.broadcast(F, xs[Math.min(t0 + 11, last) * blocks + b]);
+            s11.fma(d0.mul(sx), FloatVector.fromArray(F, tot, to + 11 * P)).intoArray(tot, to + 11 * P);
+            t11.fma(d1.mul(sx), FloatVector.fromArray(F, tot, to + 11 * P + L)).intoArray(tot, to + 11 * P + L);
+        }
     }
 
     @Override

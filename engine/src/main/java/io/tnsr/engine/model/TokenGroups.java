@@ -49,15 +49,7 @@ final class TokenGroups {
 
     /** {@link #of(float[], int, int, int)} with every group {@code fixed} tokens wide (0: {@link #width}'s choice). */
     static float[] of(float[] x, int xo, int n, int cols, int fixed) {
-        TokenGroups g = OF_THREAD.get();
-        int end = 0; // tokens the groups span, the last one's missing lanes included
-        for (int t0 = 0; t0 < n; t0 = end) {
-            end = t0 + width(n, t0, fixed);
-        }
-        if (g.xt.length < end * cols) {
-            g.xt = new float[end * cols];
-        }
-        float[] xt = g.xt;
+        float[] xt = scratch(n, cols, fixed);
         for (int t0 = 0, width; t0 < n; t0 += width) {
             width = width(n, t0, fixed);
             int base = offset(t0, cols);
@@ -70,6 +62,44 @@ final class TokenGroups {
             }
         }
         return xt;
+    }
+
+    /**
+     * The same layout, every group {@code fixed} tokens wide, of 8-bit activations as {@link Int8Activations} pairs
+     * them ({@link Int8Activations.Pairing#HALVES}: token t's pair {@code 16 b + k} at {@code t * cols / 2 + 16 b + k}
+     * holds column {@code 32 b + k} in its low 16 bits and column {@code 32 b + 16 + k} in its high 16 bits), as floats.
+     */
+    static float[] ofHalves(int[] pairs, int n, int cols, int fixed) {
+        float[] xt = scratch(n, cols, fixed);
+        int half = cols / 2;
+        for (int t0 = 0, width; t0 < n; t0 += width) {
+            width = width(n, t0, fixed);
+            int last = Math.min(width, n - t0) - 1;
+            // column after column, the group's tokens side by side: xt written in order, a pair's halves 16 columns apart
+            for (int c = 0, d = offset(t0, cols); c < cols; c += 32, d += 16 * width) {
+                for (int k = 0; k < 16; k++) {
+                    for (int j = 0; j < width; j++, d++) {
+                        int v = pairs[(t0 + Math.min(j, last)) * half + c / 2 + k];
+                        xt[d] = (short) v;
+                        xt[d + 16 * width] = v >> 16;
+                    }
+                }
+            }
+        }
+        return xt;
+    }
+
+    /** This thread's scratch, grown to hold n tokens of cols columns in groups (the last one's missing lanes included). */
+    private static float[] scratch(int n, int cols, int fixed) {
+        TokenGroups g = OF_THREAD.get();
+        int end = 0;
+        for (int t0 = 0; t0 < n; t0 = end) {
+            end = t0 + width(n, t0, fixed);
+        }
+        if (g.xt.length < end * cols) {
+            g.xt = new float[end * cols];
+        }
+        return g.xt;
     }
 
     private static int width(int n, int t0, int fixed) {

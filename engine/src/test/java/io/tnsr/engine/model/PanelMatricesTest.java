@@ -409,9 +409,9 @@ class PanelMatricesTest {
         float[] mins = new float[scales.length];
         Arrays.fill(mins, 0.25f);
         Case k = type.equals("Q4_0") ? q4_0(rows, cols, packed, scales) : q4_K(rows, cols, packed, scales, mins);
-        float[] x = new float[4 * cols];
+        float[] x = new float[37 * cols];
         Arrays.fill(x, sign);
-        for (int n : new int[] {1, 2, 3, 4}) {
+        for (int n : new int[] {1, 2, 3, 4, 37}) { // 37: the widened path's float sums (Q4_0) at their largest
             float[] out = new float[n * rows];
             k.matrix().matmul(x, 0, n, out, 0);
             for (int t = 0; t < n; t++) {
