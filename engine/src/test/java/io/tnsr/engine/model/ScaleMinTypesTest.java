@@ -248,14 +248,14 @@ class ScaleMinTypesTest {
             }
         }
         SplittableRandom rnd = new SplittableRandom(7);
-        int maxTokens = 7;
+        int maxTokens = 37;
         float[] x = new float[maxTokens * cols + 3];
         for (int i = 0; i < x.length; i++) {
             x[i] = (float) rnd.nextGaussian();
         }
         Arrays.fill(x, 3 + 2 * cols, 3 + 2 * cols + 32, 0f); // an all-zero activation block
         float[] single = new float[rows];
-        for (int n : new int[] {1, 2, 3, 5, 7}) {
+        for (int n : new int[] {1, 2, 3, 5, 7, 37}) { // 37: a prefill's path
             float[] out = new float[n * rows + 2];
             Arrays.fill(out, Float.NaN);
             w.matmul(x, 3, n, out, 1);
