@@ -112,6 +112,8 @@ public final class GateSuite {
         m.add(kernel("Q8_0", "768x768", "128", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q4_0", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q4_0", "2048x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        // 128 tokens: Q4_0's prefill path, its panels widened to floats once per call
+        m.add(kernel("Q4_0", "768x768", "128", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q4_K", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q6_K", "768x768", "1", NOISY_FORKS, BIMODAL_TOLERANCE));
         m.add(kernel("Q6_K", "768x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
