@@ -1,6 +1,7 @@
 package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.PanelKernels.P;
+import static io.tnsr.engine.model.PanelKernels.WIDEN_CHUNK;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
 
@@ -59,13 +60,9 @@ final class Int8PanelMatrix extends PanelMatrix {
     private static final int TOKENS = 4;
     /** Tokens per {@link #k2x12w} call. */
     private static final int WIDE = PanelKernels.WIDE;
-    /** Calls over more tokens than this take {@link #panelsTokens}' widened path. */
-    private static final int WIDE_FROM = 32;
-    /** Columns of a slice of P rows that {@link #widen} turns into floats at a time: a multiple of 16 and 32. */
-    private static final int CHUNK = 256;
 
-    /** [CHUNK][P]: the slice of a panel that {@link #k2x12w} reads, as floats (32 KB at 512 bits). */
-    private final float[] wide = new float[CHUNK * P];
+    /** [WIDEN_CHUNK][P]: the slice of a panel that {@link #k2x12w} reads, as floats (32 KB at 512 bits). */
+    private final float[] wide = new float[WIDEN_CHUNK * P];
     /** This call's x in groups of twelve ({@link TokenGroups}), once its widened path needs it; null until then. */
     private float[] xg;
     /** [n][P], n rounded up to twelve: a slice's totals for the tokens of the call in progress; grown on demand. */
@@ -205,18 +202,16 @@ final class Int8PanelMatrix extends PanelMatrix {
     }
 
     /**
-     * More than {@link #WIDE_FROM} tokens (a prefill): each slice of P rows of a whole panel is turned into floats
-     * a chunk of {@link #CHUNK} columns at a time ({@link #widen}), which then serves every group of twelve tokens
-     * from L1 ({@link #k2x12w}, x regrouped once per call by {@link TokenGroups}): one conversion per weight and call,
-     * where {@link #group} converts once per weight and group. The tokens' totals wait in {@link #totals} between
-     * units and chunks, then go to out. Same sums in the same order, so the same bits. Fewer tokens, and a last
-     * partial panel, take {@link #group}: with 16 tokens the conversion pass costs more than it saves (2048 x 768,
-     * one thread: 607-644 us against 591-594 on an AMD host; docs/engine-speed.md). So does every call where the
-     * twelve tokens' sums would not stay in registers ({@link PanelKernels#SIXTEEN_REGISTERS}).
+     * A prefill ({@link PanelKernels#widens}): each slice of P rows of a whole panel is turned into floats, a chunk
+     * of {@link PanelKernels#WIDEN_CHUNK} columns at a time ({@link #widen}), which then serves every group of twelve
+     * tokens from L1 ({@link #k2x12w}, x regrouped once per call by {@link TokenGroups}): one conversion per weight and
+     * call, where {@link #group} converts once per weight and group. The tokens' totals wait in {@link #totals}
+     * between units and chunks, then go to out. Same sums in the same order, so the same bits. Fewer tokens, a last
+     * partial panel, and hosts where twelve tokens' sums would not stay in registers take {@link #group}.
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
-        if (n <= WIDE_FROM || PanelKernels.SIXTEEN_REGISTERS) {
+        if (!PanelKernels.widens(n)) {
             groups(x, xo, n, out, oo, from, to);
             return;
         }
@@ -233,8 +228,8 @@ final class Int8PanelMatrix extends PanelMatrix {
             for (int h = 0; h < H; h += P) {
                 int r0 = p * H + h; // the slice's first row
                 Arrays.fill(tot, 0, padded * P, 0f); // the totals start from zero
-                for (int c0 = 0; c0 < cols; c0 += CHUNK) {
-                    int c1 = Math.min(cols, c0 + CHUNK);
+                for (int c0 = 0; c0 < cols; c0 += WIDEN_CHUNK) {
+                    int c1 = Math.min(cols, c0 + WIDEN_CHUNK);
                     int bo = (p * blocks + c0 / unit) * unitBytes; // the chunk's first unit
                     widen(q, bo, unitBytes, unit, h, c1 - c0, wide);
                     for (int t0 = 0; t0 < n; t0 += WIDE) { // each group's totals at t0 * P of tot

@@ -63,8 +63,26 @@ final class PanelKernels {
      * Q8_0 5.5-5.8 ms through its groups of four against 6.9-7.0 widened (docs/engine-speed.md).
      */
     static final boolean SIXTEEN_REGISTERS = sixteenRegisters();
+    /**
+     * Columns of a panel that a widened prefill (the int8 panels', Q4_0's) turns into floats at a time: whole blocks of
+     * 16 and 32, a 32 KB scratch at 512 bits that every group of {@link #WIDE} tokens then reads from L1.
+     */
+    static final int WIDEN_CHUNK = 256;
+    /**
+     * Calls over more tokens than this take the widened prefill path: with 16 tokens the conversion pass cost more than
+     * it saved (docs/engine-speed.md).
+     */
+    private static final int WIDEN_FROM = 32;
 
     private PanelKernels() {
+    }
+
+    /**
+     * Whether an n-token call over a type with a widened prefill path takes it: a prefill, on a host where twelve
+     * tokens' sums stay in registers (not {@link #SIXTEEN_REGISTERS}).
+     */
+    static boolean widens(int n) {
+        return n > WIDEN_FROM && !SIXTEEN_REGISTERS;
     }
 
     private static boolean sixteenRegisters() {

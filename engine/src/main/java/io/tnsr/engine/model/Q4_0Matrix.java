@@ -9,6 +9,7 @@ import static io.tnsr.engine.model.Int8Activations.pair;
 import static io.tnsr.engine.model.Int8Activations.rowSums;
 import static io.tnsr.engine.model.Int8Activations.xpair;
 import static io.tnsr.engine.model.PanelKernels.P;
+import static io.tnsr.engine.model.PanelKernels.WIDEN_CHUNK;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
 import static jdk.incubator.vector.VectorOperators.ASHR;
@@ -68,10 +69,6 @@ final class Q4_0Matrix extends PanelMatrix {
     private static final ShortVector MINUS_SIXTEEN = ShortVector.broadcast(S, (short) -16);
     /** Tokens per {@link #k2x12f} call. */
     private static final int WIDE = PanelKernels.WIDE;
-    /** Calls over more tokens than this (a prefill) take {@link #panelsTokens}' widened path. */
-    private static final int WIDE_FROM = 32;
-    /** Columns of a panel that {@link #widen} turns into floats at a time: whole blocks. */
-    private static final int CHUNK = 256;
 
     private final int blocks;
     /** [panels][cols / 2][2L]: pair c / 2 of panel p at p * cols * L + (c / 2) * P, laid out as above. */
@@ -82,8 +79,8 @@ final class Q4_0Matrix extends PanelMatrix {
     private final Int8Activations acts = new Int8Activations(HALVES);
     /** [blocks][TOKENS][P]: the integer block sums of {@link #k2x2} ([blocks][2][P]) and {@link #k4x2}, as floats. */
     private final float[] sums;
-    /** [CHUNK][P]: the chunk of a panel that {@link #k2x12f} reads, its {@code q - 8} as floats (32 KB at 512 bits). */
-    private final float[] wide = new float[CHUNK * P];
+    /** [WIDEN_CHUNK][P]: the chunk of a panel that {@link #k2x12f} reads, its {@code q - 8} as floats. */
+    private final float[] wide = new float[WIDEN_CHUNK * P];
     /** This call's 8-bit activations as floats in groups of twelve ({@link TokenGroups}); null until needed. */
     private float[] xg;
     /** [n][P], n rounded up to twelve: a panel's totals for the tokens of the call in progress; grown on demand. */
@@ -159,18 +156,18 @@ final class Q4_0Matrix extends PanelMatrix {
     }
 
     /**
-     * More than {@link #WIDE_FROM} tokens (a prefill): each whole panel is turned into floats, {@code q - 8} per
-     * weight, a chunk of {@link #CHUNK} columns at a time ({@link #widen}), which then serves every group of twelve
-     * tokens from L1 ({@link #k2x12f}, the activations' integers as floats, regrouped once per call): FMAs, sixteen
-     * products per instruction on both FMA ports, where the 16-bit path multiplies on one port. The same results:
-     * every product and every partial sum of a block is an integer of magnitude at most 32 * 8 * 127 = 32512, exact
-     * in a float, so a block's float sum is the same integer as its 16-bit sums give, and the blocks are then folded
-     * in as {@link #m1} folds them ({@code acc = fma(sum, d * s, acc)}, blocks in order). Fewer tokens, a last partial
-     * panel, and hosts with 16 vector registers (where twelve tokens' sums spill) take {@link #group}.
+     * A prefill ({@link PanelKernels#widens}): each whole panel is turned into floats, {@code q - 8} per weight, a
+     * chunk of {@link PanelKernels#WIDEN_CHUNK} columns at a time ({@link #widen}), which then serves every group of
+     * twelve tokens from L1 ({@link #k2x12f}, the activations' integers as floats, regrouped once per call): FMAs,
+     * sixteen products per instruction on both FMA ports, where the 16-bit path multiplies on one port. The same
+     * results: every product and every partial sum of a block is an integer of magnitude at most 32 * 8 * 127 =
+     * 32512, exact in a float, so a block's float sum is the same integer as its 16-bit sums give, and the blocks are
+     * then folded in as {@link #m1} folds them ({@code acc = fma(sum, d * s, acc)}, blocks in order). Fewer tokens, a
+     * last partial panel, and hosts with 16 vector registers (where twelve tokens' sums spill) take {@link #group}.
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
-        if (n <= WIDE_FROM || PanelKernels.SIXTEEN_REGISTERS) {
+        if (!PanelKernels.widens(n)) {
             groups(x, xo, n, out, oo, from, to);
             return;
         }
@@ -185,8 +182,8 @@ final class Q4_0Matrix extends PanelMatrix {
         int whole = Math.min(to, fullPanels);
         for (int p = from; p < whole; p++) {
             Arrays.fill(tot, 0, padded * P, 0f); // the totals start from zero
-            for (int c0 = 0; c0 < cols; c0 += CHUNK) {
-                int width = Math.min(cols, c0 + CHUNK) - c0;
+            for (int c0 = 0; c0 < cols; c0 += WIDEN_CHUNK) {
+                int width = Math.min(cols, c0 + WIDEN_CHUNK) - c0;
                 widen(q, p * cols * L + c0 / 2 * P, width, wide);
                 for (int t0 = 0; t0 < n; t0 += WIDE) { // each group's totals at t0 * P of tot
                     k2x12f(wide, d, p * blocks * P + c0 / QK * P, width, xg, TokenGroups.offset(t0, cols) + c0 * WIDE,
@@ -224,8 +221,8 @@ final class Q4_0Matrix extends PanelMatrix {
      * from {@code d[so..]}, the next P floats on), the 24 integer sums in registers, then folded into the totals at
      * {@code tot[to + j * P + i]} (row i, token j; twelve tokens' room, lanes past the call's tokens included).
      */
-    private static void k2x12f(float[] w, float[] d, int so, int width, float[] x, int xo, float[] xs, int blocks, int b0,
-                               int t0, int n, float[] tot, int to) {
+    private static void k2x12f(float[] w, float[] d, int so, int width, float[] x, int xo, float[] xs, int blocks,
+                               int b0, int t0, int n, float[] tot, int to) {
         int last = n - 1; // lanes past the call's tokens repeat the last one, scale included
         for (int u0 = 0, b = b0; u0 < width; u0 += QK, b++, so += P) {
             // block sums per token: rows [0, L) in s, rows [L, P) in t
