@@ -146,6 +146,18 @@ public final class VectorOps {
         }
     }
 
+    /**
+     * x[off..off+n) = e^(x - shift) in place, each element bit for bit {@link #exp}{@code (x[i] - shift)}: the
+     * sampler's softmax over a whole vocabulary, whose sum it makes in an order of its own.
+     */
+    public static void expShifted(float[] x, int off, int n, float shift) {
+        int bound = F.loopBound(n);
+        exps(x, off, bound, shift, null, 0);
+        for (int i = bound; i < n; i++) {
+            x[off + i] = exp(x[off + i] - shift);
+        }
+    }
+
     /** 1.5 * 2^23: adding it rounds a float of magnitude below 2^22 to an integer, to nearest even. */
     private static final float ROUNDER = 12582912f;
     private static final float LOG2E = 1.44269504088896341f;
