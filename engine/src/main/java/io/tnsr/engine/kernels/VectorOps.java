@@ -146,6 +146,24 @@ public final class VectorOps {
         }
     }
 
+    /** The largest of x[off..off+n) (as a loop of {@code Math.max} from -inf finds it: MAX commutes), -inf if n is 0. */
+    public static float max(float[] x, int off, int n) {
+        int bound = F.loopBound(n);
+        float max = Float.NEGATIVE_INFINITY;
+        if (bound > 0) {
+            FloatVector m = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
+            for (int i = 0; i < bound; i += F.length()) {
+                m = FloatVector.fromArray(F, x, off + i).lanewise(VectorOperators.MAX, m);
+            }
+            max = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY).lanewise(VectorOperators.MAX, m)
+                    .reduceLanes(VectorOperators.MAX);
+        }
+        for (int i = bound; i < n; i++) {
+            max = Math.max(max, x[off + i]);
+        }
+        return max;
+    }
+
     /**
      * x[off..off+n) = e^(x - shift) in place, each element bit for bit {@link #exp}{@code (x[i] - shift)}: the
      * sampler's softmax over a whole vocabulary, whose sum it makes in an order of its own.

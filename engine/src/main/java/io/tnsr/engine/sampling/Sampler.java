@@ -57,19 +57,7 @@ public final class Sampler {
     /** Index of the largest value of logits[off..off+vocab); the first one on ties. */
     public static int argmax(float[] logits, int off, int vocab) {
         int bound = F.loopBound(vocab);
-        float max = Float.NEGATIVE_INFINITY;
-        if (bound > 0) {
-            // MAX commutes (NaN wins, +0 over -0), so the vector order finds the scalar loop's maximum
-            FloatVector m = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
-            for (int i = 0; i < bound; i += L) {
-                m = FloatVector.fromArray(F, logits, off + i).lanewise(VectorOperators.MAX, m);
-            }
-            max = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY).lanewise(VectorOperators.MAX, m)
-                    .reduceLanes(VectorOperators.MAX);
-        }
-        for (int i = bound; i < vocab; i++) {
-            max = Math.max(max, logits[off + i]);
-        }
+        float max = VectorOps.max(logits, off, vocab);
         if (Float.isNaN(max)) { // the scalar rule: NaN never compares larger, so it only wins at index 0
             return firstLargest(logits, off, vocab);
         }

@@ -17,7 +17,12 @@ public final class TokenLogprobs {
     /** Most top tokens a sequence may ask for (OpenAI's {@code top_logprobs} limit; a SAMPLED row's room). */
     public static final int MAX_TOP = FrameValidator.MAX_TOP_LOGPROBS;
 
+    /** Logits per block of {@link #exps}: a few vectors, in L1. */
+    private static final int EXP_BLOCK = 256;
+
     private final int top;
+    /** A block of {@code e^(l - max)}, each the bits of {@link VectorOps#exp}. */
+    private final float[] exps = new float[EXP_BLOCK];
     private final int[] ids;
     private final float[] logprobs;
     private int count;
@@ -41,13 +46,15 @@ public final class TokenLogprobs {
 
     /** Computes the values of token {@code chosen} from {@code logits[off, off + vocab)}. */
     public void compute(float[] logits, int off, int vocab, int chosen) {
-        float max = Float.NEGATIVE_INFINITY;
-        for (int i = 0; i < vocab; i++) {
-            max = Math.max(max, logits[off + i]);
-        }
+        float max = VectorOps.max(logits, off, vocab);
         double sum = 0;
-        for (int i = 0; i < vocab; i++) {
-            sum += VectorOps.exp(logits[off + i] - max);
+        for (int i0 = 0; i0 < vocab; i0 += EXP_BLOCK) { // the exponentials a block at a time in vectors, summed in order
+            int len = Math.min(EXP_BLOCK, vocab - i0);
+            System.arraycopy(logits, off + i0, exps, 0, len);
+            VectorOps.expShifted(exps, 0, len, max);
+            for (int i = 0; i < len; i++) {
+                sum += exps[i];
+            }
         }
         float logZ = (float) StrictMath.log(sum);
         int n = 0;

@@ -55,6 +55,30 @@ class TokenLogprobsTest {
     }
 
     @Test
+    void theValuesAreThoseOfThePlainLoopBitForBit() {
+        Random r = new Random(8);
+        for (int vocab : new int[] {1, 7, 255, 256, 257, 4099, 32000}) {
+            float[] logits = new float[vocab + 5];
+            for (int i = 0; i < logits.length; i++) {
+                logits[i] = (float) (r.nextGaussian() * 3);
+            }
+            float max = Float.NEGATIVE_INFINITY;
+            for (int i = 0; i < vocab; i++) {
+                max = Math.max(max, logits[5 + i]);
+            }
+            double sum = 0;
+            for (int i = 0; i < vocab; i++) {
+                sum += io.tnsr.engine.kernels.VectorOps.exp(logits[5 + i] - max);
+            }
+            float logZ = (float) StrictMath.log(sum);
+            TokenLogprobs lp = new TokenLogprobs(3);
+            lp.compute(logits, 5, vocab, vocab / 2);
+            assertEquals(Float.floatToIntBits((logits[5 + vocab / 2] - max) - logZ), Float.floatToIntBits(lp.logprob()),
+                    "vocabulary " + vocab);
+        }
+    }
+
+    @Test
     void equalLogitsKeepTheLowerIdFirstAndASmallVocabularyGivesFewerTopTokens() {
         float[] logits = {1f, 3f, 3f, 0f, 3f};
         TokenLogprobs lp = new TokenLogprobs(2);
