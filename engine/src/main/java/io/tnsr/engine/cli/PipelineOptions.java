@@ -6,6 +6,7 @@ import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.SpinPolicy;
+import io.tnsr.engine.pipeline.ThreadBudget;
 import io.tnsr.engine.synth.ModelCache;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.util.ConsoleLog;
@@ -146,11 +147,19 @@ final class PipelineOptions {
         return pc;
     }
 
-    /** How the stages wait (--spin on this machine's CPUs); a warning goes to stderr under {@code tool}'s name. */
+    /**
+     * How the stages wait (--spin on this machine's CPUs); a warning goes to stderr under {@code tool}'s name, and so
+     * does advice when the stages' threads do not fit the cores ({@link ThreadBudget}).
+     */
     SpinPolicy spinPolicy(PipelineConfig pc, String tool) {
-        SpinPolicy policy = SpinPolicy.decide(pc, spin, Runtime.getRuntime().availableProcessors());
+        int cores = Runtime.getRuntime().availableProcessors();
+        SpinPolicy policy = SpinPolicy.decide(pc, spin, cores);
         if (policy.warning() != null) {
             System.err.println(tool + ": --" + policy.warning());
+        }
+        String advice = ThreadBudget.advice(pc, cores);
+        if (advice != null) {
+            System.err.println(tool + ": " + advice);
         }
         return policy;
     }

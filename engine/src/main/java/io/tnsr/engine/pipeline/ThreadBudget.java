@@ -1,0 +1,40 @@
+package io.tnsr.engine.pipeline;
+
+import java.util.Locale;
+
+/**
+ * Whether a pipeline's compute threads fit this machine's cores, said once at start-up. A stage of several threads
+ * meets them at a barrier after every matmul; with more compute threads on the machine than cores, that barrier
+ * waits each time for a thread that is off its core. Measured on a 2-vCPU host: 16 sequences through one stage of
+ * two threads 370-391 tokens/s, two stages of one thread (2 micro-batches of 8) 297; two threads beside a busy
+ * process decoded one sequence at 29-35 tokens/s, one thread at 38 (docs/pipelining.md). Stages of one thread
+ * each have no barrier, so more of them than cores only share the cores (pipelining); that is not flagged.
+ */
+public final class ThreadBudget {
+    private ThreadBudget() {
+    }
+
+    /**
+     * A one-line advice when the stages this machine starts (not the external ones) run more compute threads than
+     * {@code cores} and some stage has more than one, else null.
+     */
+    public static String advice(PipelineConfig pc, int cores) {
+        int local = 0;
+        for (StageSpec s : pc.stages()) {
+            if (s.external() == null) {
+                local++;
+            }
+        }
+        int threads = pc.threadsPerStage();
+        if (threads < 2 || local * threads <= cores) {
+            return null;
+        }
+        int fit = Math.max(1, cores / local);
+        String instead = local == 1 || fit > 1 ? "--threads-per-stage " + fit
+                : "--threads-per-stage 1, or fewer stages of more threads (for many sequences on " + cores
+                        + " cores: --stages 1 --threads-per-stage " + cores + "),";
+        return String.format(Locale.ROOT, "%d stage%s x %d threads = %d compute threads on %d CPUs: every matmul's"
+                + " threads wait for one that is off its core; %s keeps them within the cores", local,
+                local == 1 ? "" : "s", threads, local * threads, cores, instead);
+    }
+}

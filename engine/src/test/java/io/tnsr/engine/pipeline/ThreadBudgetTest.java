@@ -1,0 +1,42 @@
+package io.tnsr.engine.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class ThreadBudgetTest {
+
+    @Test
+    void stagesOfSeveralThreadsBeyondTheCoresAreAdvisedAgainst() {
+        assertEquals("2 stages x 2 threads = 4 compute threads on 2 CPUs: every matmul's threads wait for one that is off"
+                        + " its core; --threads-per-stage 1, or fewer stages of more threads (for many sequences on 2 cores: --stages 1"
+                        + " --threads-per-stage 2), keeps them within the cores",
+                ThreadBudget.advice(PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(2), 2));
+        assertEquals("2 stages x 4 threads = 8 compute threads on 4 CPUs: every matmul's threads wait for one that is off"
+                        + " its core; --threads-per-stage 2 keeps them within the cores",
+                ThreadBudget.advice(PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(4), 4));
+        assertEquals("1 stage x 4 threads = 4 compute threads on 2 CPUs: every matmul's threads wait for one that is off"
+                        + " its core; --threads-per-stage 2 keeps them within the cores",
+                ThreadBudget.advice(PipelineConfig.defaults(12, 1, WaitMode.BLOCK).withThreadsPerStage(4), 2));
+        assertEquals("4 stages x 2 threads = 8 compute threads on 2 CPUs: every matmul's threads wait for one that is off"
+                        + " its core; --threads-per-stage 1, or fewer stages of more threads (for many sequences on 2 cores: --stages 1"
+                        + " --threads-per-stage 2), keeps them within the cores",
+                ThreadBudget.advice(PipelineConfig.defaults(12, 4, WaitMode.BLOCK).withThreadsPerStage(2), 2));
+    }
+
+    @Test
+    void layoutsWithinTheCoresAndStagesOfOneThreadAreLeftAlone() {
+        assertNull(ThreadBudget.advice(PipelineConfig.defaults(12, 1, WaitMode.BLOCK).withThreadsPerStage(2), 2));
+        assertNull(ThreadBudget.advice(PipelineConfig.defaults(12, 4, WaitMode.BLOCK), 2), "pipelining: no barrier");
+        assertNull(ThreadBudget.advice(PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(2), 4));
+    }
+
+    @Test
+    void externalStagesRunOnOtherMachinesAndDoNotCount() {
+        PipelineConfig pc = PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(2)
+                .withStages(List.of(new StageSpec(0, 6, 0, List.of(), null), new StageSpec(6, 12, 0, List.of(), "10.0.0.2:7001")));
+        assertNull(ThreadBudget.advice(pc, 2));
+    }
+}
