@@ -85,24 +85,9 @@ public final class VectorOps {
      * in a fixed order, so a row's result depends only on its values and n.
      */
     public static void softmax(float[] x, int off, int n) {
-        // Loop-carried vectors (m, acc) are only ever arguments, never receivers: C2 parses a loop's phi with its
-        // declared type (FloatVector), so a call on it needs a receiver profile to be inlined, and a compile made
-        // before that profile exists (C1 tier 2 collects none) boxes every vector through a virtual call (70848 B
-        // per decode token, one engine-bench JVM in a few). A vector fresh from a load or an operation has its exact
-        // class. After the loops, a fresh vector takes the reduction for the same reason. MAX and ADD commute.
+        // The maximum and the sum each in a method of its own, which takes and returns plain values (see vectorSum).
         int bound = F.loopBound(n);
-        float max = Float.NEGATIVE_INFINITY;
-        if (bound > 0) {
-            FloatVector m = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
-            for (int i = 0; i < bound; i += F.length()) {
-                m = FloatVector.fromArray(F, x, off + i).lanewise(VectorOperators.MAX, m);
-            }
-            max = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY).lanewise(VectorOperators.MAX, m)
-                    .reduceLanes(VectorOperators.MAX);
-        }
-        for (int i = bound; i < n; i++) {
-            max = Math.max(max, x[off + i]);
-        }
+        float max = max(x, off, n);
         exps(x, off, bound, max, null, 0);
         // Summed in a pass of its own, behind a call that takes and returns plain values: with the exponentials in
         // the same method, C2 reached its node budget (NodeCountInliningCutoff) before the lane sum and passed the
@@ -148,6 +133,11 @@ public final class VectorOps {
 
     /** The largest of x[off..off+n) (as a loop of {@code Math.max} from -inf finds it: MAX commutes), -inf if n is 0. */
     public static float max(float[] x, int off, int n) {
+        // Loop-carried vectors (m here, acc in vectorSum) are only ever arguments, never receivers: C2 parses a loop's
+        // phi with its declared type (FloatVector), so a call on it needs a receiver profile to be inlined, and a
+        // compile made before that profile exists (C1 tier 2 collects none) boxes every vector through a virtual call
+        // (70848 B per decode token in softmax, one engine-bench JVM in a few). A vector fresh from a load or an
+        // operation has its exact class. After the loop, a fresh vector takes the reduction for the same reason.
         int bound = F.loopBound(n);
         float max = Float.NEGATIVE_INFINITY;
         if (bound > 0) {
