@@ -32,6 +32,8 @@ public final class Sampler {
     private int[] sortIds;
     private int[] sortKeysToo;
     private int[] digits;
+    /** Whether order[] holds 0, 1, ..., vocab - 1 (left by a call without top-k and top-p). */
+    private boolean orderIsIds;
 
     public Sampler(SamplingConfig config, int vocab) {
         this.config = config;
@@ -169,11 +171,15 @@ public final class Sampler {
         int k = config.topK() > 0 && config.topK() < vocab ? config.topK() : vocab;
         float topP = config.topP();
         if (k == vocab && topP >= 1f) {
-            for (int i = 0; i < vocab; i++) {
-                order[i] = i;
+            if (!orderIsIds) { // the whole vocabulary in id order: written once while settings stay the same
+                for (int i = 0; i < vocab; i++) {
+                    order[i] = i;
+                }
+                orderIsIds = true;
             }
             return vocab;
         }
+        orderIsIds = false;
         // Below (1 - p) / (vocab - 1) a token cannot be in the nucleus; never above 1 / vocab, which the most likely
         // token reaches (a uniform row with p under 1 / vocab, or a vocabulary of one, would otherwise keep none).
         int n = k < vocab ? topK(k) : atLeast(Math.min((1f - topP) / (vocab - 1), 1f / vocab));

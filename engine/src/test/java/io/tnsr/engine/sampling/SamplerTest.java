@@ -128,6 +128,21 @@ class SamplerTest {
     }
 
     @Test
+    void oneSamplerServesSequencesOfDifferentSettingsAsALastStageDoes() {
+        int vocab = 3001;
+        float[] rows = rows(vocab, 8, 3, true, 77);
+        Sampler shared = new Sampler(SamplingConfig.GREEDY, vocab);
+        long[] state = {shared.newRandomState(1)};
+        long[] refState = state.clone();
+        for (int call = 0; call < 48; call++) {
+            SamplingConfig c = CONFIGS.get(call % CONFIGS.size());
+            int row = call % 8;
+            assertEquals(reference(c, rows, row * vocab, vocab, refState), shared.sample(c, rows, row * vocab, state),
+                    "call " + call + ", " + c);
+        }
+    }
+
+    @Test
     void tiesGoToTheLowerIdInEveryPath() {
         int vocab = 301;
         float[] rows = new float[vocab * 4];
