@@ -121,7 +121,9 @@ public final class Sampler {
             sortKeysToo = new int[vocab];
             digits = new int[1 << DIGIT_BITS];
         }
-        float max = scaled(logits, off, 1f / config.temperature());
+        System.arraycopy(logits, off, probs, 0, vocab);
+        VectorOps.scale(probs, 0, 1f / config.temperature(), vocab);
+        float max = VectorOps.max(probs, 0, vocab);
         VectorOps.expShifted(probs, 0, vocab, max);
         double sum = 0;
         for (int i = 0; i < vocab; i++) {
@@ -142,28 +144,6 @@ public final class Sampler {
             }
         }
         return order[n - 1];
-    }
-
-    /** probs[i] = logits[off + i] * inv for the whole row; returns the largest. */
-    private float scaled(float[] logits, int off, float inv) {
-        int bound = F.loopBound(vocab);
-        float max = Float.NEGATIVE_INFINITY;
-        if (bound > 0) {
-            FloatVector scale = FloatVector.broadcast(F, inv);
-            FloatVector m = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
-            for (int i = 0; i < bound; i += L) {
-                FloatVector v = FloatVector.fromArray(F, logits, off + i).mul(scale);
-                v.intoArray(probs, i);
-                m = v.lanewise(VectorOperators.MAX, m);
-            }
-            max = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY).lanewise(VectorOperators.MAX, m)
-                    .reduceLanes(VectorOperators.MAX);
-        }
-        for (int i = bound; i < vocab; i++) {
-            probs[i] = logits[off + i] * inv;
-            max = Math.max(max, probs[i]);
-        }
-        return max;
     }
 
     /** Fills order[0..n) with the tokens top-k and top-p keep, most likely first; returns n. */
