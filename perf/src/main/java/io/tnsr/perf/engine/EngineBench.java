@@ -466,18 +466,18 @@ public final class EngineBench implements Callable<Integer> {
          * allocation column in one to three rows of a run; none in 12 rows of two runs since.
          */
         double[] decode(int b, int steps, int repeats) {
-            return measured(repeats, () -> decodeOnce(b, steps), () -> decodeOnce(b, steps));
+            return measured(repeats, () -> decodeOnce(b, steps));
         }
 
-        /** {@code warm} run untimed for {@link #warmupNanos}, then the rates of {@code repeats} runs of {@code timed}. */
-        private double[] measured(int repeats, DoubleSupplier warm, DoubleSupplier timed) {
+        /** {@code run} untimed for {@link #warmupNanos}, then the rates of {@code repeats} timed runs of it. */
+        private double[] measured(int repeats, DoubleSupplier run) {
             long until = System.nanoTime() + warmupNanos;
             do {
-                warm.getAsDouble();
+                run.getAsDouble();
             } while (System.nanoTime() < until);
             double[] rates = new double[repeats];
             for (int rep = 0; rep < repeats; rep++) {
-                rates[rep] = timed.getAsDouble();
+                rates[rep] = run.getAsDouble();
             }
             return rates;
         }
@@ -512,7 +512,7 @@ public final class EngineBench implements Callable<Integer> {
          * it, in blocks of the runner's capacity), per repeat, after warming up like {@link #decode}.
          */
         double[] decodeAt(int from, int steps, int repeats) {
-            return measured(repeats, () -> decodeAtOnce(from, steps), () -> decodeAtOnce(from, steps));
+            return measured(repeats, () -> decodeAtOnce(from, steps));
         }
 
         private double decodeAtOnce(int from, int steps) {
@@ -537,7 +537,7 @@ public final class EngineBench implements Callable<Integer> {
 
         /** Tokens/s of prefilling a {@code len}-token prompt as one block, per repeat, after warming up. */
         double[] prefill(int len, int repeats) {
-            return measured(repeats, () -> prefillOnce(len), () -> prefillOnce(len));
+            return measured(repeats, () -> prefillOnce(len));
         }
 
         private double prefillOnce(int len) {
