@@ -17,17 +17,12 @@ import java.nio.ByteBuffer;
  * sub-block ib of 32 elements is IQ4_NL's nibbles at qs[16 ib..], with the 6-bit
  * {@code ls = (scales_l[ib / 2] >> 4 (ib % 2)) & 0xF | ((scales_h >> 2 ib) & 3) << 4}; scale
  * {@code d * (ls - 32)} per 32 ({@link #iq4_xs}).</li>
- * <li>Q3_K (block_q3_K: 256 elements, 110 bytes {@code [hmask: 32][qs: 64][scales: 12][d: f16]}): element
- * e = 128 n + 32 j + k (n in [0, 2), j in [0, 4), k in [0, 32)) is {@code (qs[32 n + k] >> 2 j) & 3}, minus 4 when
- * bit 4 n + j of hmask[k] is clear, in [-4, 3]; the 6-bit scale of group g = e / 16 is
- * {@code sc = (g < 8 ? scales[g] & 0xF : scales[g - 8] >> 4) | ((scales[8 + g % 4] >> 2 (g / 4)) & 3) << 4}; scale
- * {@code d * (sc - 32)} per 16 ({@link #q3_K}).</li>
  * </ul>
  *
  * <p>Why int8: the values are then Q8_0's ({@link Int8PanelMatrix}: one conversion and one FMA per weight, the scale
- * once per unit), where unpacking 3-, 4- or 5-bit fields (and IQ4's table lookup) in the loop would cost several
- * operations per weight. The cost is heap: per 256 elements 288 bytes for the units of 32 (file: Q5_0 176,
- * IQ4_NL 144, IQ4_XS 136) and 320 for Q3_K (110), see {@link WeightMatrix#HEAP_PER_FILE_BYTE}.
+ * once per unit), where unpacking 4- or 5-bit fields (and IQ4's table lookup) in the loop would cost several
+ * operations per weight. The cost is heap: per 256 elements 288 bytes (file: Q5_0 176, IQ4_NL 144, IQ4_XS 136), see
+ * {@link WeightMatrix#HEAP_PER_FILE_BYTE}.
  */
 final class Int8Blocks {
     /** ggml's kvalues_iq4nl: the 16 values an IQ4_NL / IQ4_XS nibble stands for. */
@@ -103,35 +98,5 @@ final class Int8Blocks {
             quants[out + j] = IQ4_PAIRS[pair];
             quants[out + 16 + j] = IQ4_PAIRS[pair + 1];
         }
-    }
-
-    /** Q3_K: int8 in [-4, 3] per element, d * (sc - 32) per 16. */
-    static PackedBlocks q3_K(ByteBuffer data, int blocks) {
-        byte[] quants = new byte[Math.multiplyExact(blocks, QK_K)];
-        float[] scales = new float[Math.multiplyExact(blocks, 16)];
-        byte[] b = new byte[110];
-        for (int k = 0; k < blocks; k++) {
-            data.get(k * 110, b, 0, 110);
-            float d = Blocks.half(b, 108);
-            for (int g = 0; g < 16; g++) {
-                int low = g < 8 ? b[96 + g] & 0xF : (b[96 + g - 8] & 0xFF) >> 4;
-                int sc = low | ((b[96 + 8 + g % 4] >> 2 * (g / 4)) & 3) << 4;
-                scales[k * 16 + g] = d * (sc - 32);
-            }
-            // Element 128 n + 32 j + i: two bits at 2 j of qs[32 n + i], minus 4 unless bit 4 n + j of hmask[i] is set.
-            for (int n = 0; n < 2; n++) {
-                for (int j = 0; j < 4; j++) {
-                    int out = k * QK_K + 128 * n + 32 * j;
-                    int shift = 2 * j;
-                    int hbit = 4 * n + j;
-                    for (int i = 0; i < 32; i++) {
-                        int q = (b[32 + 32 * n + i] >> shift) & 3;
-                        int high = (b[i] >> hbit) & 1;
-                        quants[out + i] = (byte) (q - 4 + 4 * high);
-                    }
-                }
-            }
-        }
-        return new PackedBlocks(quants, scales);
     }
 }

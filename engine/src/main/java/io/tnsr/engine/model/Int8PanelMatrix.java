@@ -18,8 +18,8 @@ import jdk.incubator.vector.VectorSpecies;
  * Weights that are one int8 per element and one float scale per unit of elements, in row panels like F32's
  * ({@link PanelKernels}): Q8_0 (ggml block_q8_0: blocks of 32 elements, {@code [d: f16][qs: 32 x int8]},
  * element i = qs[i] * d; unit 32) and Q6_K (repacked by {@link Q6KBlocks} into {@code q6 - 32} per element and
- * {@code d * scale} per 16 elements; unit 16), and likewise Q5_0, IQ4_NL, IQ4_XS (unit 32) and Q3_K (unit 16),
- * repacked by {@link Int8Blocks}. Repacked at load from {@link PackedBlocks} into one byte array, in
+ * {@code d * scale} per 16 elements; unit 16), and likewise Q5_0, IQ4_NL and IQ4_XS (unit 32), repacked by
+ * {@link Int8Blocks}. Repacked at load from {@link PackedBlocks} into one byte array, in
  * panels of H = 2P rows (PanelMatrix), per panel and unit: the quants of H rows column after column,
  * {@code [unit][H]} bytes, then their H scales as little-endian floats. Lanes are rows.
  *
@@ -38,7 +38,7 @@ import jdk.incubator.vector.VectorSpecies;
  */
 final class Int8PanelMatrix extends PanelMatrix {
     private final GgmlType type;
-    /** Elements per scale: 32 (Q8_0, Q5_0, IQ4_NL, IQ4_XS) or 16 (Q6_K, Q3_K); even. */
+    /** Elements per scale: 32 (Q8_0, Q5_0, IQ4_NL, IQ4_XS) or 16 (Q6_K); even. */
     private final int unit;
 
     /** Units per row (called blocks below). */
@@ -91,11 +91,6 @@ final class Int8PanelMatrix extends PanelMatrix {
     /** IQ4_XS: {@code packed} as {@link Int8Blocks#iq4_xs} gives it. */
     static Int8PanelMatrix iq4_xs(String name, int rows, int cols, PackedBlocks packed) {
         return new Int8PanelMatrix(name, rows, cols, GgmlType.IQ4_XS, 32, packed);
-    }
-
-    /** Q3_K: {@code packed} as {@link Int8Blocks#q3_K} gives it. */
-    static Int8PanelMatrix q3_K(String name, int rows, int cols, PackedBlocks packed) {
-        return new Int8PanelMatrix(name, rows, cols, GgmlType.Q3_K, 16, packed);
     }
 
     private Int8PanelMatrix(String name, int rows, int cols, GgmlType type, int unit, PackedBlocks packed) {

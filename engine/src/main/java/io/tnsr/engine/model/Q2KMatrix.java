@@ -22,100 +22,153 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Q2_K weights (ggml block_q2_K): super-blocks of 256 elements, 84 bytes each,
+ * The small K-quants, Q2_K and Q3_K, whose every element is {@code d * sc * q - dmin * m} with a 2- or 3-bit q and
+ * integer scales and mins per 16 elements:
+ * <ul>
+ * <li>Q2_K (ggml block_q2_K): super-blocks of 256 elements, 84 bytes each,
  * {@code [scales: 16 bytes][qs: 64 bytes][d: f16][dmin: f16]}. Sub-block s (16 elements) has
  * {@code scales[s] = m << 4 | sc}; element e = 128 n + 32 j + l has q = bits 2j, 2j + 1 of qs[32 n + l] (0..3)
- * and is {@code d * sc * q - dmin * m}.
+ * and is {@code d * sc * q - dmin * m}.</li>
+ * <li>Q3_K (ggml block_q3_K): super-blocks of 256 elements, 110 bytes {@code [hmask: 32][qs: 64][scales: 12][d: f16]};
+ * element e = 128 n + 32 j + k is {@code d * (sc - 32) * q3} with q3 = {@code (qs[32 n + k] >> 2 j) & 3}, minus 4
+ * when bit 4 n + j of hmask[k] is clear, and sub-block g = e / 16's 6-bit sc =
+ * {@code (g < 8 ? scales[g] & 0xF : scales[g - 8] >> 4) | ((scales[8 + g % 4] >> 2 (g / 4)) & 3) << 4}. Taken here
+ * as q = q3 + 4 (0..7), sc - 32, m = 4 (sc - 32) and dmin = d: the same value, each product exact
+ * ({@link #repackQ3_K}).</li>
+ * </ul>
  *
- * <p>Repacked at load ({@link #repack}: the 64 bytes of quants as they are, and per sub-block the float products
- * {@code d * sc} and {@code dmin * m}, the bits the decoder computes), then into row panels laid out as Q4_0's
+ * <p>Repacked at load ({@link #repack}, {@link #repackQ3_K}) into row panels: the quants laid out as Q4_0's
  * ({@link Q4_0Matrix}) but with adjacent columns paired, so that each sub-block of 16 owns 8 whole pairs
  * ({@link Int8Activations.Pairing#ADJACENT}): per panel and column pair (c, c + 1), 2L bytes whose byte 2i holds
  * column c of row i in its low nibble and of row L + i in its high nibble, byte 2i + 1 the same for column c + 1,
  * each nibble {@code n = q + 6}
  * (Q4_0's layout: a low nibble unsigned, read with one AND and less 8 in the lane; a high one {@code n - 8} as a
  * signed 4-bit number, read with one shift; either way {@code q - 2}, and shifts share port 0 with the 16-bit
- * multiplies on Intel's cores); per panel the scales and the negated mins, {@code [subBlocks][P]} floats each, as
- * {@link Q4KMatrix}'s. With the bias, an element is {@code (q - 2) * scale + (2 * scale - min)}. Nibbles, not a
- * byte per element: decode of a large matrix streams its panels from memory, and a byte per element (1.5 bytes per
- * weight with the scales) ran at 21 G weights/s against 41 in nibbles (4096 x 4096, one token, one thread).
+ * multiplies on Intel's cores). Per panel and sub-block the rows' integer sc, then their m, as bytes
+ * ({@code [units][2][P]}); per panel and super-block the rows' d, then their -dmin, as floats ({@code [supers][2][P]}).
+ * The kernels make a sub-block's scale {@code d * sc} and negated min {@code -dmin * m} in registers: the float
+ * products ggml's dequantizer computes (exact: an f16 times an integer of at most 8 bits), so the same bits as
+ * floats stored per sub-block, in 1.25 bits per weight where those took 4. Nibbles and byte scales, not bytes and
+ * float scales: decode of a large matrix streams its panels from memory.
  *
  * <p>Multiplied as Q4_K is, in 16-bit integers against the activations quantized to 8 bits per block of 32
- * ({@link Int8Activations}), as llama.cpp multiplies Q2_K (against q8_K). Result of a (row, token), one token or
- * many: for each sub-block, {@code isum} = the exact integer sum of {@code (q - 2) * xq} over its 16 columns, then
- * {@code acc = fma((float) isum, scale * s, acc)} and {@code acc = fma(fma(scale, 2, -min), sx, acc)}, where s is
- * the scale of the activations' block of 32 holding the sub-block and sx the token's sum of x over the sub-block's
- * columns (floats, in order, from zero). A 16-bit lane sums 8 products of at most 2 * 127, a row's two lanes 4064:
- * Q4_0's {@code rowSums} is exact. The activations' rounding adds about 0.4% relative error per dot product, far
- * under the weights' own (about 23%).
+ * ({@link Int8Activations}), as llama.cpp multiplies Q2_K and Q3_K (against q8_K). Result of a (row, token), one
+ * token or many: for each sub-block, {@code isum} = the exact integer sum of {@code (q - 2) * xq} over its 16
+ * columns, then {@code acc = fma((float) isum, scale * s, acc)} and {@code acc = fma(fma(scale, 2, -min), sx, acc)},
+ * where s is the scale of the activations' block of 32 holding the sub-block and sx the token's sum of x over the
+ * sub-block's columns (floats, in order, from zero). A 16-bit lane sums 8 products of at most 5 * 127, a row's two
+ * lanes 10160: Q4_0's {@code rowSums} is exact. The activations' rounding adds about 0.4% relative error per dot
+ * product, far under the weights' own (Q2_K about 23%, Q3_K 15%).
  *
  * <p>The loops repeat {@link Q4KMatrix}'s on purpose (one final class per layout keeps each kernel monomorphic).
- * Cost: per 256 elements 256 bytes on the heap (file: 84), half of it the float scale and min per 16 elements.
+ * Cost: per 256 elements 168 bytes on the heap (file: Q2_K 84, Q3_K 110).
  */
 final class Q2KMatrix extends PanelMatrix {
     private static final int QK = 256;
     private static final int BYTES = 84;
+    private static final int Q3K_BYTES = 110;
     private static final int SUB = 16; // elements per sub-block (one scale and min)
+    private static final int SUBS = QK / SUB; // sub-blocks per super-block
+    /** Bytes per super-block {@link #repackQ3_K} writes: sc - 32 and m per sub-block, then q per element, two a byte. */
+    private static final int Q3K_PACKED = 2 * SUBS + QK / 2;
     /** Tokens per {@link #group} call: three or four through {@link #k4x2}, one or two through {@link #k2x2}. */
     private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
     private static final FloatVector TWO = FloatVector.broadcast(F, 2f);
 
+    private final GgmlType type;
     private final int units;
     /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
     private final byte[] q;
-    /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
-    private final float[] s;
-    /** [panels][units][P]: minus the min of row r's sub-block b, laid out as {@link #s}. */
-    private final float[] mneg;
+    /** [panels][units][2][P]: row r's sc of sub-block b at (r / P) * units * 2P + b * 2P + r % P, its m P on. */
+    private final byte[] sm;
+    /** [panels][units / 16][2][P]: row r's d of super-block k at (r / P) * units / 16 * 2P + k * 2P + r % P, -dmin P on. */
+    private final float[] dd;
     /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
     private float[] sx = new float[0];
     /** The activations of the call in progress, quantized. */
     private final Int8Activations acts = new Int8Activations(ADJACENT);
     /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
     private final float[] sums;
+    /** [units][P]: the scales of panel {@link #expanded} as floats, for the batched kernels. */
+    private final float[] ps;
+    /** [units][P]: the negated mins of panel {@link #expanded} as floats. */
+    private final float[] pm;
+    /** The panel whose scales and mins {@link #ps} and {@link #pm} hold; -1 for none yet. */
+    private int expanded = -1;
 
+    /** Q2_K: {@code packed} as {@link #repack} gives it. */
     Q2KMatrix(String name, int rows, int cols, PackedBlocks packed) {
+        this(name, rows, cols, GgmlType.Q2_K, packed);
+    }
+
+    /** Q3_K: {@code packed} as {@link #repackQ3_K} gives it. */
+    static Q2KMatrix q3_K(String name, int rows, int cols, PackedBlocks packed) {
+        return new Q2KMatrix(name, rows, cols, GgmlType.Q3_K, packed);
+    }
+
+    private Q2KMatrix(String name, int rows, int cols, GgmlType type, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
+        this.type = type;
         this.units = cols / SUB;
-        packed.requireShape(name, rows, units, SUB / 4);
+        int supers = cols / QK;
+        boolean q3 = type == GgmlType.Q3_K;
+        int payload = q3 ? Q3K_PACKED : BYTES - 4;
+        packed.requireShape(name, rows, supers, payload);
         if (packed.mins().length == 0) {
-            throw new IllegalArgumentException(name + ": Q2_K needs a min per sub-block, but the packed blocks have none");
+            throw new IllegalArgumentException(name + ": " + type + " needs a dmin per super-block, but the packed blocks have none");
         }
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
-        this.s = new float[arrayLength(name, rows, cols, (long) panels * units * P)];
-        this.mneg = new float[s.length];
+        this.sm = new byte[arrayLength(name, rows, cols, (long) panels * units * 2 * P)];
+        this.dd = new float[arrayLength(name, rows, cols, (long) panels * supers * 2 * P)];
         this.sums = new float[units * TOKENS * P];
-        // Row r's quants at r * cols / 4, the file's bytes: element e of super-block k at bits 2 ((e / 32) % 4) of
-        // byte k * 64 + (e / 128) * 32 + e % 32.
+        this.ps = new float[units * P];
+        this.pm = new float[units * P];
         byte[] quants = packed.quants();
         for (int r = 0; r < rows; r++) {
-            for (int c = 0; c < cols; c++) {
-                int e = c % QK;
-                int b = quants[r * (cols / 4) + (c / QK) * 64 + e / 128 * 32 + e % 32];
-                Q4_0Matrix.putNibble(ADJACENT, q, cols, r, c, ((b >> (e / 32 % 4 * 2)) & 3) + 6); // n - 8 = q - 2
-            }
-            int sbase = (r / P) * units * P + r % P;
-            for (int u = 0; u < units; u++) {
-                s[sbase + u * P] = packed.scales()[r * units + u];
-                mneg[sbase + u * P] = -packed.mins()[r * units + u];
+            for (int k = 0; k < supers; k++) {
+                int at = (r * supers + k) * payload; // this super-block's payload
+                for (int c = k * QK; c < k * QK + QK; c++) {
+                    int e = c % QK;
+                    // Q2_K: the file's qs, element e at bits 2 ((e / 32) % 4) of qs[(e / 128) * 32 + e % 32]
+                    int v = q3 ? (quants[at + 2 * SUBS + e / 2] >> (e % 2 * 4)) & 0xF
+                            : (quants[at + SUBS + e / 128 * 32 + e % 32] >> (e / 32 % 4 * 2)) & 3;
+                    Q4_0Matrix.putNibble(ADJACENT, q, cols, r, c, v + 6); // n - 8 = q - 2
+                }
+                for (int j = 0; j < SUBS; j++) {
+                    int u = k * SUBS + j;
+                    int b = quants[at + j];
+                    sm[scaleAt(r, u)] = (byte) (q3 ? b : b & 0xF);
+                    sm[scaleAt(r, u) + P] = (byte) (q3 ? quants[at + SUBS + j] : (b & 0xFF) >> 4);
+                }
+                int da = ((r / P) * supers + k) * 2 * P + r % P;
+                dd[da] = packed.scales()[r * supers + k];
+                dd[da + P] = -packed.mins()[r * supers + k];
             }
         }
     }
 
-    /** Heap bytes a rows x cols Q2_K matrix takes once repacked (its rows rounded up to whole panels). */
+    /** Where row r's sc of sub-block u is in {@link #sm} (its m is P on). */
+    private int scaleAt(int r, int u) {
+        return ((r / P) * units + u) * 2 * P + r % P;
+    }
+
+    /** Heap bytes a rows x cols Q2_K or Q3_K matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytes(long rows, long cols) {
-        return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) * Float.BYTES);
+        return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) + 2 * (cols / QK) * Float.BYTES);
     }
 
     /** A view: {@code shared}'s weights, scratch of its own. */
     private Q2KMatrix(Q2KMatrix shared) {
         super(shared.name, shared.rows, shared.cols, TOKENS);
+        this.type = shared.type;
         this.units = shared.units;
         this.q = shared.q;
-        this.s = shared.s;
-        this.mneg = shared.mneg;
+        this.sm = shared.sm;
+        this.dd = shared.dd;
         this.sums = new float[units * TOKENS * P];
+        this.ps = new float[units * P];
+        this.pm = new float[units * P];
     }
 
     @Override
@@ -125,26 +178,58 @@ final class Q2KMatrix extends PanelMatrix {
 
     @Override
     public GgmlType type() {
-        return GgmlType.Q2_K;
+        return type;
     }
 
-    /** Splits {@code blocks} super-blocks from {@code data} into their 64 bytes of quants and float sub-block scales and mins. */
+    /**
+     * Q2_K: per super-block its 16 bytes of scales and 64 of quants as they are (the file's first 80), d and dmin as
+     * floats.
+     */
     static PackedBlocks repack(ByteBuffer data, int blocks) {
-        byte[] quants = new byte[Math.multiplyExact(blocks, QK / 4)];
-        float[] scales = new float[Math.multiplyExact(blocks, QK / SUB)];
-        float[] mins = new float[scales.length];
+        byte[] quants = new byte[Math.multiplyExact(blocks, BYTES - 4)];
+        float[] d = new float[blocks];
+        float[] dmin = new float[blocks];
         byte[] sb = new byte[BYTES];
         for (int k = 0; k < blocks; k++) {
             data.get(k * BYTES, sb, 0, BYTES);
-            float d = Blocks.half(sb, 80);
-            float dmin = Blocks.half(sb, 82);
-            for (int j = 0; j < QK / SUB; j++) {
-                scales[k * 16 + j] = d * (sb[j] & 0xF);
-                mins[k * 16 + j] = dmin * ((sb[j] & 0xFF) >> 4);
-            }
-            System.arraycopy(sb, 16, quants, k * (QK / 4), QK / 4);
+            d[k] = Blocks.half(sb, 80);
+            dmin[k] = Blocks.half(sb, 82);
+            System.arraycopy(sb, 0, quants, k * (BYTES - 4), BYTES - 4);
         }
-        return new PackedBlocks(quants, scales, mins);
+        return new PackedBlocks(quants, d, dmin);
+    }
+
+    /**
+     * Q3_K: per super-block 16 bytes of {@code sc - 32}, 16 of {@code m = 4 (sc - 32)} and 128 of {@code q3 + 4}, element
+     * e in the low nibble of byte e / 2 when e is even, else the high one; d as a float, twice (as d and as dmin).
+     */
+    static PackedBlocks repackQ3_K(ByteBuffer data, int blocks) {
+        byte[] quants = new byte[Math.multiplyExact(blocks, Q3K_PACKED)];
+        float[] d = new float[blocks];
+        byte[] b = new byte[Q3K_BYTES];
+        for (int k = 0; k < blocks; k++) {
+            data.get(k * Q3K_BYTES, b, 0, Q3K_BYTES);
+            d[k] = Blocks.half(b, 108);
+            int at = k * Q3K_PACKED;
+            for (int g = 0; g < SUBS; g++) {
+                int low = g < 8 ? b[96 + g] & 0xF : (b[96 + g - 8] & 0xFF) >> 4;
+                int sc = (low | ((b[96 + 8 + g % 4] >> 2 * (g / 4)) & 3) << 4) - 32;
+                quants[at + g] = (byte) sc;
+                quants[at + SUBS + g] = (byte) (4 * sc);
+            }
+            // Element 128 n + 32 j + i: two bits at 2 j of qs[32 n + i], plus 4 when bit 4 n + j of hmask[i] is set.
+            for (int n = 0; n < 2; n++) {
+                for (int j = 0; j < 4; j++) {
+                    for (int i = 0; i < 32; i++) {
+                        int low = (b[32 + 32 * n + i] >> 2 * j) & 3;
+                        int high = (b[i] >> (4 * n + j)) & 1;
+                        int e = 128 * n + 32 * j + i;
+                        quants[at + 2 * SUBS + e / 2] |= (byte) ((low + 4 * high) << (e % 2 * 4));
+                    }
+                }
+            }
+        }
+        return new PackedBlocks(quants, d, d.clone());
     }
 
     /** Quantizes tokens [0, n) of x; sx[t * units + u] = sum of x[t] over sub-block u's columns, in order from zero. */
@@ -167,11 +252,17 @@ final class Q2KMatrix extends PanelMatrix {
 
     @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), acts.scales(), sx, out, oo);
+        m1(q, sm, dd, p * cols * L, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, acts.pairs(), acts.scales(),
+                sx, out, oo);
     }
 
-    /** One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). */
-    private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
+    /**
+     * One panel (quants from {@code qo}, integer scales and mins from {@code mo}, d and -dmin from {@code dn}) . the
+     * prepared token: out[oo..oo+P). Q4_0's trick of never extracting the low nibbles ({@link Q4_0Matrix}) did not
+     * pay here: its corrections took C2 (JDK 17) past its node budget in this method, and the scales then had to come
+     * through L1 as floats, which cost what the trick saved.
+     */
+    private static void m1(byte[] q, byte[] sm, float[] dd, int qo, int mo, int dn, int units, int[] xq, float[] xs,
                            float[] sx, float[] out, int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < units; b++) {
@@ -185,18 +276,42 @@ final class Q2KMatrix extends PanelMatrix {
                     s1 = high(v).mul(xv).add(s1);
                 }
             }
-            int sb = so + b * P;
+            int sb = mo + b * 2 * P;
+            int dk = dn + b / SUBS * 2 * P; // the super-block's d, then -dmin
+            FloatVector d0 = Blocks.signedBytes(sm, sb).mul(FloatVector.fromArray(F, dd, dk)); // d * sc: exact
+            FloatVector d1 = Blocks.signedBytes(sm, sb + L).mul(FloatVector.fromArray(F, dd, dk + L));
             FloatVector xsv = FloatVector.broadcast(F, xs[b >> 1]); // two sub-blocks per block of 32 activations
             FloatVector sxv = FloatVector.broadcast(F, sx[b]);
-            FloatVector d0 = FloatVector.fromArray(F, s, sb);
-            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
             a0 = rowSums(s0).fma(d0.mul(xsv), a0);
             a1 = rowSums(s1).fma(d1.mul(xsv), a1);
-            a0 = d0.fma(TWO, FloatVector.fromArray(F, mneg, sb)).fma(sxv, a0);
-            a1 = d1.fma(TWO, FloatVector.fromArray(F, mneg, sb + L)).fma(sxv, a1);
+            FloatVector m0 = Blocks.signedBytes(sm, sb + P).mul(FloatVector.fromArray(F, dd, dk + P)); // -dmin * m: exact
+            FloatVector m1 = Blocks.signedBytes(sm, sb + P + L).mul(FloatVector.fromArray(F, dd, dk + P + L));
+            a0 = d0.fma(TWO, m0).fma(sxv, a0);
+            a1 = d1.fma(TWO, m1).fma(sxv, a1);
         }
         FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
         FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
+    }
+
+    /**
+     * Panel p's scales and negated mins as floats, {@code [units][P]} in {@link #ps} and {@link #pm} (the products
+     * {@link #m1} makes in registers), for the batched kernels; kept while the next group is of the same panel.
+     */
+    private void expand(int p) {
+        if (expanded == p) {
+            return;
+        }
+        int mo = p * units * 2 * P;
+        int dn = p * (units / SUBS) * 2 * P;
+        for (int b = 0; b < units; b++) {
+            int sb = mo + b * 2 * P;
+            int dk = dn + b / SUBS * 2 * P;
+            for (int h = 0; h < P; h += L) {
+                Blocks.signedBytes(sm, sb + h).mul(FloatVector.fromArray(F, dd, dk + h)).intoArray(ps, b * P + h);
+                Blocks.signedBytes(sm, sb + P + h).mul(FloatVector.fromArray(F, dd, dk + P + h)).intoArray(pm, b * P + h);
+            }
+        }
+        expanded = p;
     }
 
     @Override
@@ -218,7 +333,8 @@ final class Q2KMatrix extends PanelMatrix {
         subSums(q, p * cols * L, units, acts.pairs(), t0 * pairs, (t0 + 1) * pairs, (t0 + 2) * pairs,
                 (t0 + valid - 1) * pairs, sums);
         // the activations' scales are per 32 columns: two sub-blocks of 16 each
-        ScaleMinTotals.four(s, mneg, p * units * P, units, 2f, acts.scales(), cols / Int8Activations.QK, 1, sx, t0,
+        expand(p);
+        ScaleMinTotals.four(ps, pm, 0, units, 2f, acts.scales(), cols / Int8Activations.QK, 1, sx, t0,
                 valid, sums, out, oo, os);
     }
 
@@ -233,7 +349,9 @@ final class Q2KMatrix extends PanelMatrix {
      * written out), subSums boxed in every JVM (160-380 MB per token).
      */
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
-        int so = p * units * P;
+        expand(p);
+        float[] s = ps;
+        float[] mneg = pm;
         int blocks = cols / Int8Activations.QK;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens
         subSums(q, p * cols * L, units, acts.pairs(), u0 * (cols / 2), u1 * (cols / 2), sums);
@@ -241,7 +359,7 @@ final class Q2KMatrix extends PanelMatrix {
         FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
         FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
         for (int b = 0; b < units; b++) {
-            int sb = so + b * P;
+            int sb = b * P;
             int ib = b * 2 * P; // the integer sums of sub-block b
             FloatVector d0 = FloatVector.fromArray(F, s, sb);
             FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
@@ -344,10 +462,14 @@ final class Q2KMatrix extends PanelMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        int sbase = (row / P) * units * P + row % P;
+        int dn = ((row / P) * (units / SUBS)) * 2 * P + row % P;
         for (int c = 0; c < cols; c++) {
-            int u = sbase + (c / SUB) * P;
-            dst[off + c] = (Q4_0Matrix.nibble(ADJACENT, q, cols, row, c) + 2) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
+            int u = scaleAt(row, c / SUB);
+            int k = dn + c / QK * 2 * P;
+            float scale = dd[k] * sm[u];
+            int n = Q4_0Matrix.nibble(ADJACENT, q, cols, row, c); // q - 2
+            // as ggml dequantizes: Q2_K q * scale - min; Q3_K (d * (sc - 32)) * q3, q3 = q - 4 (the sign of a zero too)
+            dst[off + c] = type == GgmlType.Q3_K ? (n - 2) * scale : (n + 2) * scale + dd[k + P] * sm[u + P];
         }
     }
 }

@@ -10,9 +10,9 @@ import java.nio.ByteBuffer;
  * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F16 is read in
  * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); every other type is repacked at load into
  * row panels on the heap (lanes are rows): F32 ({@link PanelKernels}), BF16 at 16 bits ({@link BF16Matrix}), the types
- * of one small integer per element and a float scale per 16 or 32 elements, Q8_0, Q6_K, Q5_0, IQ4_NL, IQ4_XS and Q3_K,
- * as int8 ({@link Int8PanelMatrix}, via {@link Q6KBlocks} and {@link Int8Blocks}), the 4-bit Q4_0, Q4_1 and Q4_K
- * ({@link Q4_0Matrix}, {@link Q4KMatrix}), Q5_K ({@link Q5KMatrix}) and Q2_K ({@link Q2KMatrix}). One final subclass
+ * of one small integer per element and a float scale per 16 or 32 elements, Q8_0, Q6_K, Q5_0, IQ4_NL and IQ4_XS, as
+ * int8 ({@link Int8PanelMatrix}, via {@link Q6KBlocks} and {@link Int8Blocks}), the 4-bit Q4_0, Q4_1 and Q4_K
+ * ({@link Q4_0Matrix}, {@link Q4KMatrix}), Q5_K ({@link Q5KMatrix}), Q2_K and Q3_K ({@link Q2KMatrix}). One final subclass
  * per layout; each widens its own weights in registers,
  * never into a dequantized copy of the matrix.
  *
@@ -21,7 +21,7 @@ import java.nio.ByteBuffer;
  * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
  * type's (F32 and BF16: one FMA chain over the columns in order, lanes being rows; the int8 types: the same per unit
- * of 16 or 32 elements, then the unit's scale; Q4_0, Q4_1, Q4_K, Q5_K and Q2_K: an exact integer sum per block
+ * of 16 or 32 elements, then the unit's scale; Q4_0, Q4_1, Q4_K, Q5_K, Q2_K and Q3_K: an exact integer sum per block
  * against 8-bit activations, then the scales and, but for Q4_0, a min term; F16: FMA chains over L-lane column
  * chunks, then a lane reduction in lane order, see {@link TileKernels}), and every kernel of the type follows it.
  *
@@ -29,7 +29,7 @@ import java.nio.ByteBuffer;
  * its node budget ({@code NodeCountInliningCutoff}); the Vector API calls it then leaves out of line return boxed
  * vectors, megabytes per token. The launchers and tests run with
  * {@code -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec} (and {@code ::matmulTokens}, and
- * {@code ::subSums}, the integer pass of the batched kernels of Q5_K, Q2_K and, four tokens at a time, Q4_0 and
+ * {@code ::subSums}, the integer pass of the batched kernels of Q5_K, Q2_K, Q3_K and, four tokens at a time, Q4_0 and
  * Q4_K) so that each type's kernels compile as units of their own (without it, Q8_0 decode ran a third slower and
  * allocated 42 MB per token). engine-bench's B/tok column and the perf gate's allocation metrics show when a kernel boxes.
  */
@@ -128,8 +128,8 @@ public abstract class WeightMatrix {
                     () -> Int8PanelMatrix.iq4_nl(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case IQ4_XS -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
                     () -> Int8PanelMatrix.iq4_xs(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
-            case Q3_K -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 16),
-                    () -> Int8PanelMatrix.q3_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q3_K -> repacked(file, t, Q2KMatrix.heapBytes(rows, cols),
+                    () -> Q2KMatrix.q3_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case BF16 -> repacked(file, t, BF16Matrix.heapBytes(rows, cols), () -> new BF16Matrix(name, rows, cols, data));
             case Q4_1 -> repacked(file, t, Q4KMatrix.heapBytes(rows, cols),
                     () -> Q4KMatrix.q4_1(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
@@ -157,11 +157,11 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: Q2_K's 256 / 84 = 3.05 (its float scale and min per 16 elements; Q3_K 2.91, IQ4_XS 2.12, IQ4_NL 2.0, Q5_K
-     * 1.82, Q5_0 1.64, Q6_K 1.52, Q4_K 1.33, Q4_1 1.2, Q4_0 1.11, Q8_0 1.06, F32 and BF16 1 plus the padding of a last
-     * partial row panel; F16 stays mapped, 0).
+     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_K 1.82, Q5_0 1.64, Q3_K 1.53, Q6_K 1.52, Q4_K 1.33, Q4_1
+     * 1.2, Q4_0 1.11, Q8_0 1.06, F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0),
+     * with room to spare.
      */
-    public static final double HEAP_PER_FILE_BYTE = 3.125;
+    public static final double HEAP_PER_FILE_BYTE = 2.5;
 
     /**
      * Heap bytes a tensor of {@code type} takes once loaded, per byte of it in the file, at most (the ratios above,
@@ -180,8 +180,8 @@ public abstract class WeightMatrix {
             case Q5_K -> 1.83;
             case IQ4_NL -> 2.01;
             case IQ4_XS -> 2.13;
-            case Q3_K -> 2.92;
-            case Q2_K -> 3.06;
+            case Q3_K -> 1.54;
+            case Q2_K -> 2.01;
             default -> HEAP_PER_FILE_BYTE;
         };
     }

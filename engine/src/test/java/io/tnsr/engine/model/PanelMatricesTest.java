@@ -16,8 +16,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * scalar reference of the type's documented order, bit for bit, for one token and for any number of tokens; rows past the last whole
  * panel and tokens past the last whole group are computed and stored like the others, and nothing outside the
  * output rows is written. The references: F32 and BF16 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in
- * order; the int8 types (Q8_0, Q6_K, Q5_0, IQ4_NL, IQ4_XS, Q3_K) the same over each unit's quants ({@code q}, as
- * floats; 32 elements, 16 for Q6_K and Q3_K) into a unit sum, then {@code acc = Math.fma(usum, scale, acc)}; Q4_0 and Q4_K quantize x per block of 32
+ * order; the int8 types (Q8_0, Q6_K, Q5_0, IQ4_NL, IQ4_XS) the same over each unit's quants ({@code q}, as
+ * floats; 32 elements, 16 for Q6_K) into a unit sum, then {@code acc = Math.fma(usum, scale, acc)}; Q4_0 and Q4_K quantize x per block of 32
  * ({@code xq = rint(x * 127 / amax)}), sum {@code (q - 8) * xq} as integers and do
  * {@code acc = Math.fma((float) isum, scale * (amax / 127), acc)}; Q4_K then also
  * {@code acc = Math.fma(Math.fma(scale, 8, -min), sx, acc)} with sx the sum of x over the sub-block, in order.
@@ -92,10 +92,10 @@ class PanelMatricesTest {
 
     /**
      * The int8 types as repacked: one int8 per element, one scale per unit (32: Q8_0, Q5_0, IQ4_NL, IQ4_XS;
-     * 16: Q6_K, Q3_K).
+     * 16: Q6_K).
      */
     private static Case int8(String type, int rows, int cols, SplittableRandom r) {
-        int unit = type.equals("Q6_K") || type.equals("Q3_K") ? 16 : 32;
+        int unit = type.equals("Q6_K") ? 16 : 32;
         int blocks = cols / unit;
         byte[] q = new byte[rows * cols];
         float[] d = new float[rows * blocks];
@@ -111,8 +111,7 @@ class PanelMatricesTest {
             case "Q6_K" -> Int8PanelMatrix.q6_K("w", rows, cols, packed);
             case "Q5_0" -> Int8PanelMatrix.q5_0("w", rows, cols, packed);
             case "IQ4_NL" -> Int8PanelMatrix.iq4_nl("w", rows, cols, packed);
-            case "IQ4_XS" -> Int8PanelMatrix.iq4_xs("w", rows, cols, packed);
-            default -> Int8PanelMatrix.q3_K("w", rows, cols, packed);
+            default -> Int8PanelMatrix.iq4_xs("w", rows, cols, packed);
         };
         return new Case() {
             public WeightMatrix matrix() {
@@ -251,14 +250,13 @@ class PanelMatricesTest {
         "Q8_0, P_8, 32",      // Q8_0 and Q6_K stack 4 panels: 2 whole ones of 4P rows
         "Q8_0, P_9_7, 64",    // 2 whole ones of 4P rows and a partial one
         "Q8_0, P_9_7, 608",   // a prefill widens whole panels in chunks of 256, 256 and 96 columns
-        "Q3_K, P_8_3, 784",   // chunks of 256, 256, 256 and one unit of 16
+        "Q6_K, P_8_3, 784",   // chunks of 256, 256, 256 and one unit of 16
         "Q6_K, 1, 256",
         "Q6_K, P_2_5, 512",
         "Q6_K, P_5_3, 256",
         "Q5_0, P_2_5, 96",
         "IQ4_NL, 11, 64",
         "IQ4_XS, P_5_3, 256",
-        "Q3_K, P_2_5, 512",
         "BF16, 1, 5",         // one partial panel, odd columns
         "BF16, 11, 70",
         "BF16, P_9, 33",      // 9 whole panels (two groups of four, one left), an odd last column
@@ -281,7 +279,7 @@ class PanelMatricesTest {
         Case k = switch (type) {
             case "F32" -> f32(rows, cols, r);
             case "BF16" -> bf16(rows, cols, r);
-            case "Q8_0", "Q6_K", "Q5_0", "IQ4_NL", "IQ4_XS", "Q3_K" -> int8(type, rows, cols, r);
+            case "Q8_0", "Q6_K", "Q5_0", "IQ4_NL", "IQ4_XS" -> int8(type, rows, cols, r);
             case "Q4_K" -> q4_K(rows, cols, r);
             default -> q4_0(rows, cols, r);
         };

@@ -18,9 +18,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The "scale and min" types Q4_1, Q5_K and Q2_K: blocks decode bit for bit as a plain port of ggml's
- * dequantize_row_q4_1 / _q5_K / _q2_K ({@link #dequantize}, written here from the block layouts, not from the
- * engine's repack); every (row, token) of a matmul is the scalar reference of the documented order (8-bit
+ * The "scale and min" types Q4_1, Q5_K, Q2_K and Q3_K (taken as {@code d (sc - 32) (q3 + 4) - 4 d (sc - 32)}): blocks
+ * decode bit for bit as a plain port of ggml's dequantize_row_q4_1 / _q5_K / _q2_K / _q3_K ({@link #dequantize},
+ * written here from the block layouts, not from the engine's repack; Q3_K's from {@link BlockDecoderTest}); every (row, token) of a matmul is the scalar reference of the documented order (8-bit
  * activations per block of 32, an exact integer sum per sub-block, then the scale and min terms), bit for bit, for
  * one token and any number; the result is within a derived bound of the double-precision product of the dequantized
  * weights; and the tensors of llama-quantize's files decode close to the F32 original's.
@@ -43,6 +43,7 @@ class ScaleMinTypesTest {
             case Q4_1 -> Q4KMatrix.q4_1("w", rows, cols, p);
             case Q5_K -> new Q5KMatrix("w", rows, cols, p);
             case Q2_K -> new Q2KMatrix("w", rows, cols, p);
+            case Q3_K -> Q2KMatrix.q3_K("w", rows, cols, p);
             default -> throw new IllegalArgumentException(t.toString());
         };
     }
@@ -56,6 +57,10 @@ class ScaleMinTypesTest {
             b.put(i, (byte) r.nextInt(256));
         }
         for (int bb = 0; bb < bytes; bb += t.blockBytes()) {
+            if (t == GgmlType.Q3_K) { // d only, at the end; the scales are the random bytes
+                b.putShort(bb + 108, Float16.fromFloat((float) (r.nextDouble() * 0.002)));
+                continue;
+            }
             int at = t == GgmlType.Q2_K ? bb + 80 : bb;
             b.putShort(at, Float16.fromFloat((float) (r.nextDouble() * 0.002)));
             b.putShort(at + 2, Float16.fromFloat((float) (t == GgmlType.Q4_1 ? r.nextDouble() * 0.02 - 0.01
@@ -66,6 +71,9 @@ class ScaleMinTypesTest {
 
     /** ggml's dequantize_row_q4_1 / _q5_K / _q2_K of row {@code row}, scalar, from the bytes. */
     static float[] dequantize(GgmlType t, ByteBuffer b, int row, int cols) {
+        if (t == GgmlType.Q3_K) {
+            return BlockDecoderTest.reference(t, b, row, cols);
+        }
         float[] y = new float[cols];
         int bs = t.blockBytes();
         int base = (int) t.bytesFor((long) row * cols);
@@ -158,7 +166,7 @@ class ScaleMinTypesTest {
     }
 
     private static int sub(GgmlType t) {
-        return t == GgmlType.Q2_K ? 16 : 32;
+        return t == GgmlType.Q2_K || t == GgmlType.Q3_K ? 16 : 32;
     }
 
     private static int offset(GgmlType t) {
@@ -184,6 +192,15 @@ class ScaleMinTypesTest {
                 int high = ((b.get(x + 16 + e % 32) & 0xFF) >> (e / 32)) & 1;
                 yield new Element(low + 16 * high, Float16.toFloat(b.getShort(x)) * sm[0],
                         Float16.toFloat(b.getShort(x + 2)) * sm[1]);
+            }
+            case Q3_K -> {
+                int g = e / 16;
+                int low = g < 8 ? b.get(x + 96 + g) & 0xF : (b.get(x + 96 + g - 8) & 0xFF) >> 4;
+                int sc = (low | ((b.get(x + 104 + g % 4) >> 2 * (g / 4)) & 3) << 4) - 32;
+                int q = ((b.get(x + 32 + (e / 128) * 32 + e % 32) >> (e / 32 % 4 * 2)) & 3)
+                        + 4 * ((b.get(x + e % 32) >> (e / 128 * 4 + e / 32 % 4)) & 1);
+                float scale = Float16.toFloat(b.getShort(x + 108)) * sc;
+                yield new Element(q, scale, 4 * scale);
             }
             default -> {
                 int sc = b.get(x + e / 16) & 0xFF;
@@ -230,6 +247,9 @@ class ScaleMinTypesTest {
         "Q2_K, 1, 256",
         "Q2_K, 37, 512",
         "Q2_K, 64, 256",
+        "Q3_K, 1, 256",
+        "Q3_K, 37, 512",
+        "Q3_K, 64, 256",
     })
     void decodesAsGgmlAndMultipliesInTheDocumentedOrder(GgmlType t, int rows, int cols) {
         ByteBuffer b = randomBlocks(t, rows, cols, rows * 131L + cols + t.ordinal());
@@ -243,7 +263,7 @@ class ScaleMinTypesTest {
                 assertEquals(Float.floatToIntBits(want[c]), Float.floatToIntBits(row[c]),
                         t + " row " + r + " col " + c + ": " + row[c] + " vs ggml's " + want[c]);
                 Element e = element(t, b, r, cols, c);
-                assertEquals(Float.floatToIntBits(want[c]), Float.floatToIntBits(e.q() * e.scale() - e.min()),
+                assertEquals(want[c], e.q() * e.scale() - e.min(), 0f, // Q3_K: a zero may differ in sign
                         t + " row " + r + " col " + c + ": the test's element reader");
             }
         }
@@ -318,7 +338,7 @@ class ScaleMinTypesTest {
      * ints); and the most positive (q at its top) against -127.
      */
     @ParameterizedTest
-    @CsvSource({"Q4_1", "Q5_K", "Q2_K"})
+    @CsvSource({"Q4_1", "Q5_K", "Q2_K", "Q3_K"})
     void extremeIntegerSumsAreExact(GgmlType t) {
         int rows = PanelKernels.P + 3;
         int cols = 512;
@@ -339,6 +359,12 @@ class ScaleMinTypesTest {
                         for (int i = 4; i < 176; i++) {
                             b.put(bb + i, (byte) (i < 16 ? 0x21 : top == 1 ? 0xFF : 0)); // sc 33, m 33 or so
                         }
+                    }
+                    case Q3_K -> {
+                        for (int i = 0; i < 108; i++) { // q3 all 3 or all -4; the scales 0x35 (sc 21, 53 or so)
+                            b.put(bb + i, (byte) (i >= 96 ? 0x35 : top == 1 ? 0xFF : 0));
+                        }
+                        b.putShort(bb + 108, Float16.fromFloat(0.5f));
                     }
                     default -> {
                         for (int i = 0; i < 80; i++) {
@@ -422,7 +448,7 @@ class ScaleMinTypesTest {
 
     /** Each type's repacked blocks take what PackedBlocks.heapBytes says, within the launchers' bound per file byte. */
     @ParameterizedTest
-    @CsvSource({"Q4_1", "Q5_K", "Q2_K"})
+    @CsvSource({"Q4_1", "Q5_K", "Q2_K", "Q3_K"})
     void repackedBlocksTakeTheHeapTheirFormulaSays(GgmlType t) {
         int blocks = 6;
         PackedBlocks p = PackedBlocks.unpack(randomBlocks(t, 3, 2 * t.blockSize(), 9), t, blocks);
@@ -438,7 +464,7 @@ class ScaleMinTypesTest {
 
     @Test
     void theNewTypesAreListedAsSupported() {
-        for (String t : new String[] {"Q4_1", "Q5_K", "Q2_K"}) {
+        for (String t : new String[] {"Q4_1", "Q5_K", "Q2_K", "Q3_K"}) {
             assertTrue(WeightMatrix.SUPPORTED.contains(t), WeightMatrix.SUPPORTED);
         }
     }
