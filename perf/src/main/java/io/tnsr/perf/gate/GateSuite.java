@@ -6,6 +6,7 @@ import io.tnsr.perf.gate.injected.InjectedCopyingHop;
 import io.tnsr.perf.gate.injected.InjectedSlowKernel;
 import io.tnsr.perf.gate.injected.InjectedSlowLayer;
 import io.tnsr.perf.kernels.KernelBenchmark;
+import io.tnsr.perf.sampling.SamplerBenchmark;
 import io.tnsr.perf.stage.HopBenchmark;
 import io.tnsr.perf.stage.RingBenchmark;
 import io.tnsr.perf.stage.StageLoopBenchmark;
@@ -35,6 +36,7 @@ public final class GateSuite {
     static final String HOP = HopBenchmark.class.getName() + ".roundTrip";
     static final String RING = RingBenchmark.class.getName() + ".handOff";
     static final String STAGE = StageLoopBenchmark.class.getName() + ".frame";
+    static final String SAMPLER = SamplerBenchmark.class.getName() + ".sample";
 
     /** Kernels, the layer and the codec's header work: a 10% slowdown fails, the noise of the same code does not. */
     static final double KERNEL_TOLERANCE = 0.05;
@@ -117,6 +119,15 @@ public final class GateSuite {
         m.add(kernel("Q4_K", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         m.add(kernel("Q6_K", "768x768", "1", NOISY_FORKS, BIMODAL_TOLERANCE));
         m.add(kernel("Q6_K", "768x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        // Q2_K's one-token kernel, which Q3_K shares: nibbles and scale bytes unpacked in registers, compute-bound
+        m.add(kernel("Q2_K", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        // A last stage's sampling of one row at the default settings of run-pipeline (a trained model's logits):
+        // vector passes over 128 KB, which L2 holds; a pass gone scalar is 3-5x
+        Probe.Jmh sample = Probe.Jmh.sample(SAMPLER, "vocab", "32000", "settings", "t0.8-p0.95", "logits", "peaked");
+        m.add(Metric.time("time.sample.32000", sample, STREAMING_TOLERANCE,
+                "SamplerBenchmark 32000 tokens, T 0.8, top-p 0.95, peaked logits: median per token"));
+        m.add(Metric.alloc("alloc.sample.32000", Probe.Jmh.avgt(SAMPLER, "vocab", "32000", "settings", "t0.8-p0.95",
+                "logits", "peaked"), 1, "SamplerBenchmark 32000 tokens, T 0.8, top-p 0.95: bytes per token"));
         // One stories110M layer: decode with F32 weights (memory-bound, as the streaming kernels) and with Q4_0 (the
         // same attention, norms and activations; steady to 1% from JVM to JVM), and a 128-token F32 prefill
         // (compute-bound). Their allocation in average-time mode: sample mode allocates for its own bookkeeping.
