@@ -90,10 +90,10 @@ final class Q2KMatrix extends PanelMatrix {
     private final Int8Activations acts = new Int8Activations(ADJACENT);
     /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
     private final float[] sums;
-    /** [units][P]: the scales of panel {@link #expanded} as floats, for the batched kernels. */
-    private final float[] ps;
-    /** [units][P]: the negated mins of panel {@link #expanded} as floats. */
-    private final float[] pm;
+    /** [units][P]: the scales of panel {@link #expanded} as floats, for the batched kernels; made on first use. */
+    private float[] ps;
+    /** [units][P]: the negated mins of panel {@link #expanded} as floats; made on first use. */
+    private float[] pm;
     /** The panel whose scales and mins {@link #ps} and {@link #pm} hold; -1 for none yet. */
     private int expanded = -1;
 
@@ -122,8 +122,6 @@ final class Q2KMatrix extends PanelMatrix {
         this.sm = new byte[arrayLength(name, rows, cols, (long) panels * units * 2 * P)];
         this.dd = new float[arrayLength(name, rows, cols, (long) panels * supers * 2 * P)];
         this.sums = new float[units * TOKENS * P];
-        this.ps = new float[units * P];
-        this.pm = new float[units * P];
         byte[] quants = packed.quants();
         for (int r = 0; r < rows; r++) {
             for (int k = 0; k < supers; k++) {
@@ -167,8 +165,6 @@ final class Q2KMatrix extends PanelMatrix {
         this.sm = shared.sm;
         this.dd = shared.dd;
         this.sums = new float[units * TOKENS * P];
-        this.ps = new float[units * P];
-        this.pm = new float[units * P];
     }
 
     @Override
@@ -300,6 +296,10 @@ final class Q2KMatrix extends PanelMatrix {
     private void expand(int p) {
         if (expanded == p) {
             return;
+        }
+        if (ps == null) {
+            ps = new float[units * P];
+            pm = new float[units * P];
         }
         int mo = p * units * 2 * P;
         int dn = p * (units / SUBS) * 2 * P;
