@@ -23,6 +23,8 @@ public enum ErrorCode
     BATCH_TOO_LARGE(7),
     /** A sequence id the stage does not know (never started, or already ended). */
     UNKNOWN_SEQUENCE(8),
+    /** The last stage's logits for the sequence hold a NaN or an infinite maximum: no token can be sampled. */
+    NON_FINITE_LOGITS(9),
     /** Anything else that went wrong inside the sender. */
     INTERNAL(255);
 

@@ -58,8 +58,12 @@ public final class Sampler {
 
     /** Index of the largest value of logits[off..off+vocab); the first one on ties. */
     public static int argmax(float[] logits, int off, int vocab) {
+        return argmax(logits, off, vocab, VectorOps.max(logits, off, vocab));
+    }
+
+    /** {@link #argmax(float[], int, int)} given the row's {@link VectorOps#max}. */
+    private static int argmax(float[] logits, int off, int vocab, float max) {
         int bound = F.loopBound(vocab);
-        float max = VectorOps.max(logits, off, vocab);
         if (Float.isNaN(max)) { // the scalar rule: NaN never compares larger, so it only wins at index 0
             return firstLargest(logits, off, vocab);
         }
@@ -108,10 +112,17 @@ public final class Sampler {
      * double precision in vocabulary order, each p times the float of its inverse. The element-wise passes run as
      * vectors, the sum and the walks over the candidates in their one order, so a choice depends only on the row and
      * the state.
+     *
+     * @throws NonFiniteLogitsException when the row holds a NaN or its largest value is infinite (after the
+     *         temperature's scaling, which can overflow): nothing is drawn from {@code state} then
      */
     public int sample(SamplingConfig config, float[] logits, int off, long[] state) {
         if (config.greedy()) {
-            return argmax(logits, off, vocab);
+            float max = VectorOps.max(logits, off, vocab);
+            if (!Float.isFinite(max)) {
+                throw NonFiniteLogitsException.of(logits, off, vocab, 0f);
+            }
+            return argmax(logits, off, vocab, max);
         }
         if (probs == null) {
             probs = new float[vocab];
@@ -124,6 +135,9 @@ public final class Sampler {
         System.arraycopy(logits, off, probs, 0, vocab);
         VectorOps.scale(probs, 0, 1f / config.temperature(), vocab);
         float max = VectorOps.max(probs, 0, vocab);
+        if (!Float.isFinite(max)) { // exp(x - max) would be NaN for every token
+            throw NonFiniteLogitsException.of(logits, off, vocab, config.temperature());
+        }
         VectorOps.expShifted(probs, 0, vocab, max);
         double sum = 0;
         for (int i = 0; i < vocab; i++) {

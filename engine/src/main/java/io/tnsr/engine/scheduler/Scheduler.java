@@ -2,9 +2,10 @@ package io.tnsr.engine.scheduler;
 
 import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.generate.SequenceState;
-import io.tnsr.engine.sampling.TokenLogprobs;
 import io.tnsr.engine.generate.TokenChooser;
 import io.tnsr.engine.metrics.LatencyMetric;
+import io.tnsr.engine.sampling.NonFiniteLogitsException;
+import io.tnsr.engine.sampling.TokenLogprobs;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -383,7 +384,14 @@ public final class Scheduler {
     public void choose(int seqId, float[] logits, int offset, long nowNanos) {
         SequenceState s = live.get(seqId);
         if (s != null && !s.finished()) {
-            chosen(s, chooser.choose(s, logits, offset, nowNanos), nowNanos);
+            int r;
+            try {
+                r = chooser.choose(s, logits, offset, nowNanos);
+            } catch (NonFiniteLogitsException e) { // this sequence fails alone; its stages free it on END_SEQUENCE
+                fail(seqId, "sequence " + seqId + " at position " + s.nextPosition() + ": " + e.getMessage());
+                return;
+            }
+            chosen(s, r, nowNanos);
         }
     }
 

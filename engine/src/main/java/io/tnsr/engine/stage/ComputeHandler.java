@@ -5,6 +5,7 @@ import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.forward.LayerRange;
 import io.tnsr.engine.kvcache.SequenceException;
 import io.tnsr.engine.metrics.LatencyMetric;
+import io.tnsr.engine.sampling.NonFiniteLogitsException;
 import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.sampling.SamplingConfig;
 import io.tnsr.engine.sampling.TokenLogprobs;
@@ -43,6 +44,10 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     private final float[] logits;    // [maxSequences][vocab]
     private final int[] sampled;     // [maxSequences] tokens a last stage chose
     private final TokenLogprobs[] sampledLogprobs;   // [maxSequences] their log-probabilities, null where not asked
+    /** {@link #sampleRows}: the step wants logits, not tokens. */
+    private static final int NOT_SAMPLED = -1;
+    /** {@link #sampleRows}: the step was refused (an ERROR frame says why). */
+    private static final int REFUSED = -2;
     private int logprobsWidth;       // words per SAMPLED row: 1, or 2 + 2k when a row asked for log-probabilities
     private final Sampler sampler;   // a last stage's scratch for choosing tokens
     /** A last stage: how each sequence of the session is sampled (SAMPLING frames), until it ends. */
@@ -235,12 +240,13 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
             width = range.config().vocabSize();
             outType = MessageType.LOGITS;
             int sampledRows = sampleRows(step, mb);
-            if (sampledRows < 0) {
-                return;   // refused: the ERROR frame says why
+            if (sampledRows == REFUSED) {
+                return;   // the ERROR frame says why
             }
-            if (sampledRows > 0) {
+            if (sampledRows != NOT_SAMPLED) {
                 outType = MessageType.SAMPLED;
                 width = logprobsWidth;
+                outRows = sampledRows;   // rows whose logits could not be sampled left with their sequences
             }
         } else {
             outRows = batch.tokens();
@@ -339,9 +345,12 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
     /**
      * When the step's entries ask for it (SAMPLE), chooses each next token from its logits row into {@link #sampled}.
      * A step that mixes sampled and plain logits rows, or samples a sequence no SAMPLING frame described, is refused
-     * with an ERROR for the whole micro-batch (no token is drawn from a made-up state).
+     * with an ERROR for the whole micro-batch (no token is drawn from a made-up state). A row no token can be chosen
+     * from (NaN or infinite logits) fails its sequence alone: an ERROR {@code NON_FINITE_LOGITS} for it, its row and
+     * entry leave the step, its cache here is freed.
      *
-     * @return rows sampled, 0 when the step wants plain logits, -1 when refused
+     * @return rows sampled (0 when every one failed), {@link #NOT_SAMPLED} when the step wants plain logits,
+     *         {@link #REFUSED} when refused
      */
     private int sampleRows(long step, int mb) {
         int sample = 0;
@@ -353,34 +362,49 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
             }
         }
         if (sample == 0) {
-            return 0;
+            return NOT_SAMPLED;
         }
         if (sample != rows) {
             out.error(step, mb, ErrorCode.MALFORMED_FRAME, ErrorCode.SEQ_ID_NONE, stageName + ": a step mixes " + sample
                     + " sampled rows with " + (rows - sample) + " logits rows");
-            return -1;
+            return REFUSED;
         }
         for (int i = 0; i < batch.sequences(); i++) {
             if (batch.wantLogits(i) && !sampling.containsKey(batch.seqId(i))) {
                 out.error(step, mb, ErrorCode.MALFORMED_FRAME, ErrorCode.SEQ_ID_NONE, stageName + ": sequence "
                         + batch.seqId(i) + " is to be sampled here but no SAMPLING frame said how");
-                return -1;
+                return REFUSED;
             }
         }
         int r = 0;
         int vocab = range.config().vocabSize();
         logprobsWidth = 1;
-        for (int i = 0; i < batch.sequences(); i++) {
-            if (batch.wantLogits(i)) {
-                SequenceSampling s = sampling.get(batch.seqId(i));
-                sampled[r] = sampler.sample(s.config, logits, r * vocab, s.state);
-                sampledLogprobs[r] = s.logprobs;
-                if (s.logprobs != null) {
-                    s.logprobs.compute(logits, r * vocab, vocab, sampled[r]);
-                    logprobsWidth = Math.max(logprobsWidth, 2 + 2 * s.logprobs.count());
-                }
-                r++;
+        for (int i = 0; i < batch.sequences(); ) {
+            if (!batch.wantLogits(i)) {
+                i++;
+                continue;
             }
+            int seqId = batch.seqId(i);
+            SequenceSampling s = sampling.get(seqId);
+            try {
+                sampled[r] = sampler.sample(s.config, logits, r * vocab, s.state);
+            } catch (NonFiniteLogitsException e) {
+                // This sequence fails alone: an ERROR for it, then the frame goes on without its row and entry.
+                out.error(step, mb, ErrorCode.NON_FINITE_LOGITS, seqId, stageName + ": sequence " + seqId
+                        + " at position " + (batch.position(i) + batch.tokenCount(i) - 1) + ": " + e.getMessage());
+                System.arraycopy(logits, (r + 1) * vocab, logits, r * vocab, (batch.logitRows() - r - 1) * vocab);
+                batch.remove(i);
+                range.endSequence(seqId);
+                sampling.remove(seqId);
+                continue;
+            }
+            sampledLogprobs[r] = s.logprobs;
+            if (s.logprobs != null) {
+                s.logprobs.compute(logits, r * vocab, vocab, sampled[r]);
+                logprobsWidth = Math.max(logprobsWidth, 2 + 2 * s.logprobs.count());
+            }
+            r++;
+            i++;
         }
         return r;
     }

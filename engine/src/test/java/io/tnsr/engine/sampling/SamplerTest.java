@@ -1,6 +1,7 @@
 package io.tnsr.engine.sampling;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.kernels.VectorOps;
@@ -174,6 +175,41 @@ class SamplerTest {
         assertEquals(63, Sampler.argmax(row, 0, vocab));
         Arrays.fill(row, Float.NEGATIVE_INFINITY);
         assertEquals(0, Sampler.argmax(row, 0, vocab));
+    }
+
+    @Test
+    void aRowWithANaNOrAnInfiniteMaximumCannotBeSampledAndDrawsNothing() {
+        int vocab = 300;
+        List<SamplingConfig> configs = List.of(SamplingConfig.GREEDY, new SamplingConfig(0.8f, 0, 1f, 1),
+                new SamplingConfig(0.8f, 40, 1f, 1), new SamplingConfig(0.8f, 0, 0.95f, 1), new SamplingConfig(1.2f, 40, 0.9f, 1));
+        for (SamplingConfig c : configs) {
+            Sampler s = new Sampler(c, vocab);
+            float[] row = rows(vocab, 1, 1, false, 5);
+            row[123] = Float.NaN;
+            row[200] = Float.NaN;
+            long[] state = {s.newRandomState(3)};
+            long before = state[0];
+            NonFiniteLogitsException e = assertThrows(NonFiniteLogitsException.class, () -> s.sample(row, 0, state), c.toString());
+            assertTrue(e.getMessage().contains("2 of the 300 logits are NaN (the first at token 123)"), e.getMessage());
+            assertEquals(before, state[0], "no number drawn from the sequence's stream");
+            row[123] = 1f;
+            row[200] = Float.POSITIVE_INFINITY;
+            e = assertThrows(NonFiniteLogitsException.class, () -> s.sample(row, 0, state), c.toString());
+            assertTrue(e.getMessage().contains("the largest logit is +Infinity"), e.getMessage());
+            Arrays.fill(row, Float.NEGATIVE_INFINITY);
+            e = assertThrows(NonFiniteLogitsException.class, () -> s.sample(row, 0, state), c.toString());
+            assertTrue(e.getMessage().contains("every logit is -Infinity"), e.getMessage());
+            row[7] = 2f; // -Infinity elsewhere is a masked token: the row samples, never one of those
+            row[250] = 1f;
+            for (int k = 0; k < 20; k++) {
+                int t = s.sample(row, 0, state);
+                assertTrue(t == 7 || t == 250, c + ": " + t);
+            }
+        }
+        Sampler cold = new Sampler(new SamplingConfig(1e-3f, 0, 1f, 1), 4);
+        NonFiniteLogitsException e = assertThrows(NonFiniteLogitsException.class,
+                () -> cold.sample(new float[] {1f, 3e37f, 2f, 0f}, 0, new long[] {1}));
+        assertTrue(e.getMessage().contains("overflows divided by the temperature"), e.getMessage());
     }
 
     @Test

@@ -9,6 +9,7 @@ import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.StageSpec;
 import io.tnsr.engine.pipeline.WaitMode;
+import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.testing.TestModels;
 import io.tnsr.wire.ErrorCode;
@@ -53,7 +54,10 @@ class StageRuntimeTest {
 
     @BeforeEach
     void start() throws Exception {
-        Path model = TestModels.get(ModelSpec.tiny());
+        startStage(TestModels.get(ModelSpec.tiny()));
+    }
+
+    private void startStage(Path model) throws Exception {
         Path metrics = Files.createTempDirectory("stage-test");
         stage = new StageRuntime(StageOptions.builder(model, 0, 4).ringSize(8).maxFrameBytes(1 << 20)
                 .frameLimits(32, 8).kvCacheTokens(4096).metricsDir(metrics).socketBufferBytes(32 * 1024).stage(0, 1).once(false).build());
@@ -140,6 +144,53 @@ class StageRuntimeTest {
             assertEquals(MessageType.ERROR, read(downstream), "a sequence no SAMPLING frame described is not sampled");
             assertTrue(io.tnsr.wire.ErrorPayload.message(inBuf, 0).contains("sequence 9 is to be sampled here but no SAMPLING"),
                     io.tnsr.wire.ErrorPayload.message(inBuf, 0));
+        }
+    }
+
+    @Test
+    void aSequenceWhoseLogitsCannotBeSampledFailsAloneAndTheOthersAreSampled() throws Exception {
+        stage.close();
+        startStage(TestModels.poisoned(ModelSpec.tiny(), 300)); // token 300's embedding holds a NaN
+        try (FrameChannel up = connectAsCoordinator()) {
+            up.write(out, tokensFrame(1, 13, 0, 1, 301)); // the logits sequence 12 below is sampled from
+            assertEquals(MessageType.LOGITS, read(downstream));
+            float[] row = new float[512];
+            for (int v = 0; v < row.length; v++) {
+                row[v] = inBuf.getFloat(FrameHeader.HEADER_LENGTH + 4 * v, FrameHeader.ORDER);
+            }
+            long state = 0x5DEECE66DL;
+            up.write(out, samplingFrame(2, state, 11, 12, 14));
+            assertEquals(MessageType.SAMPLING, read(downstream));
+            int sampleFlags = SequenceTable.WANT_LOGITS | SequenceTable.SAMPLE;
+            int[] ids = {1, 300, 1, 301};
+            int len = FrameEncoder.encodeTokens(outBuf, 0, 3, 0, ids, 0, 4, 2, 0);
+            FrameEncoder.putSequenceEntry(outBuf, 0, 0, 11, 0, 2, sampleFlags);
+            FrameEncoder.putSequenceEntry(outBuf, 0, 1, 12, 0, 2, sampleFlags);
+            up.write(out, len);
+            assertEquals(MessageType.ERROR, read(downstream));
+            assertEquals(11, ErrorPayload.seqId(inBuf, 0));
+            assertEquals(ErrorCode.NON_FINITE_LOGITS, ErrorCode.fromCode(ErrorPayload.errorCodeValue(inBuf, 0)));
+            String why = ErrorPayload.message(inBuf, 0);
+            assertTrue(why.startsWith("stage0: sequence 11 at position 1: ") && why.contains("logits are NaN"), why);
+            assertEquals(MessageType.SAMPLED, read(downstream), "the other sequence's token follows");
+            assertEquals(3, FrameHeader.stepId(inBuf, 0));
+            assertEquals(1, FrameHeader.sequenceCount(inBuf, 0));
+            assertEquals(1, FrameHeader.dim(inBuf, 0, 0));
+            assertEquals(12, SequenceTable.seqId(inBuf, 0, 0));
+            Sampler sampler = new Sampler(SEEDED, row.length);
+            assertEquals(sampler.sample(row, 0, new long[] {state}), inBuf.getInt(FrameHeader.HEADER_LENGTH, FrameHeader.ORDER),
+                    "sampled from the same logits as alone");
+
+            up.write(out, flaggedTokensFrame(4, 14, 0, sampleFlags, 1, 300)); // every row of the step fails
+            assertEquals(MessageType.ERROR, read(downstream));
+            assertEquals(14, ErrorPayload.seqId(inBuf, 0));
+            assertEquals(MessageType.SAMPLED, read(downstream), "the step still ends, with no rows");
+            assertEquals(4, FrameHeader.stepId(inBuf, 0));
+            assertEquals(0, FrameHeader.sequenceCount(inBuf, 0));
+
+            up.write(out, flaggedTokensFrame(5, 11, 2, sampleFlags, 5)); // the failed sequence is gone from the stage
+            assertEquals(MessageType.ERROR, read(downstream));
+            assertEquals(ErrorCode.UNKNOWN_SEQUENCE, ErrorCode.fromCode(ErrorPayload.errorCodeValue(inBuf, 0)));
         }
     }
 
