@@ -117,6 +117,32 @@ class OpenAiHttpServerTest {
         assertEquals(pipeline.alone(PROMPT, 20, SamplingConfig.GREEDY), text.toString(), "the stream is what the prompt gives alone");
     }
 
+    /**
+     * A request the model overflows on (NaN logits: here a NaN in the embedding of a token only its prompt holds)
+     * fails alone with OpenAI's error object naming why; a request running beside it gets its usual text.
+     */
+    @Test
+    void aRequestTheModelOverflowsOnFailsAloneAndTheOneBesideItIsServed() throws Exception {
+        String other = "hi";
+        String want = pipeline.alone(other, 12, SamplingConfig.GREEDY);
+        int[] ids = pipeline.tok.encode(PROMPT, true);
+        serveOn(new ServingPipeline(io.tnsr.engine.testing.TestModels.poisoned(io.tnsr.engine.synth.ModelSpec.tiny(),
+                ids[ids.length - 1]), 2, 1, 0, true, true));
+        var bad = http.sendAsync(HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(60))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \""
+                        + PROMPT + "\", \"max_tokens\": 12, \"temperature\": 0}")).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> good = post("/v1/completions", "{\"prompt\": \"" + other + "\", \"max_tokens\": 12, \"temperature\": 0}");
+        assertEquals(200, good.statusCode(), good.body());
+        assertEquals(want, json(good).at("/choices/0/text").asText());
+        HttpResponse<String> r = bad.get(60, TimeUnit.SECONDS);
+        assertEquals(500, r.statusCode(), r.body());
+        String message = json(r).at("/error/message").asText();
+        assertTrue(message.contains("at position " + (ids.length - 1)) && message.contains("logits are NaN"), message);
+        HttpResponse<String> again = post("/v1/completions", "{\"prompt\": \"" + other + "\", \"max_tokens\": 12, \"temperature\": 0}");
+        assertEquals(200, again.statusCode(), "the server goes on serving: " + again.body());
+        assertEquals(want, json(again).at("/choices/0/text").asText());
+    }
+
     @Test
     void badRequestsGetOpenAisErrorObject() throws Exception {
         record Case(String body, int status, String says) {

@@ -72,8 +72,14 @@ final class ServingPipeline implements AutoCloseable {
      */
     ServingPipeline(ModelSpec spec, int maxRunning, int maxWaiting, long maxWaitMillis, boolean sampleInLastStage,
                     boolean start) throws Exception {
+        this(TestModels.get(spec), maxRunning, maxWaiting, maxWaitMillis, sampleInLastStage, start);
+    }
+
+    /** As {@link #ServingPipeline(ModelSpec, int, int, long, boolean, boolean)}, on the model file {@code model}. */
+    ServingPipeline(Path model, int maxRunning, int maxWaiting, long maxWaitMillis, boolean sampleInLastStage,
+                    boolean start) throws Exception {
         this.maxRunning = maxRunning;
-        model = TestModels.get(spec);
+        this.model = model;
         try (GgufFile f = GgufFile.open(model)) {
             cfg = LlamaConfig.fromGguf(f);
             tok = Tokenizers.fromGguf(f);
