@@ -35,6 +35,11 @@ public final class GenerateCommand implements Callable<Integer> {
             description = "Most token rows per forward call (prefill chunk size; default: ${DEFAULT-VALUE}).")
     int maxBatchTokens;
 
+    @Option(names = "--kv-cache-type", defaultValue = "f32", paramLabel = "TYPE", description = {"How the KV cache stores"
+            + " keys and values: f32 (exact) or f16 (half the memory per position, rounded once when stored)"
+            + " (default: ${DEFAULT-VALUE})."})
+    String kvCacheType;
+
     @Override
     public Integer call() throws Exception {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
@@ -46,7 +51,7 @@ public final class GenerateCommand implements Callable<Integer> {
             List<SequenceState> seqs = gen.sequences(prompts, tok, c.contextLength(), sampler);
             int maxSeqs = Math.min(255, seqs.size());
             KvCachePool pool = new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), KvCachePool.DEFAULT_PAGE_TOKENS,
-                    (long) c.contextLength() * maxSeqs);
+                    (long) c.contextLength() * maxSeqs, PipelineOptions.kvCacheType(kvCacheType));
             LayerRange range = new LayerRange(file, c, 0, c.layers(), pool, Math.max(maxBatchTokens, maxSeqs), maxSeqs);
             TextOutput text = new TextOutput(out, tok, seqs, gen.json());
             Generator.Stats st = new Generator(range, text).run(seqs);

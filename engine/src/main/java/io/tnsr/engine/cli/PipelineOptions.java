@@ -1,6 +1,7 @@
 package io.tnsr.engine.cli;
 
 import io.tnsr.engine.coordinator.RecoveryOptions;
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.link.LinkKey;
 import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.model.LlamaConfig;
@@ -34,6 +35,12 @@ final class PipelineOptions {
             + " matmuls (default: 1, or the --config file's threads_per_stage).",
             "Stages x N should not exceed the cores: e.g. 16 sequences on 2 cores run best as --stages 1 --threads-per-stage 2."})
     Integer threadsPerStage;
+
+    @Option(names = "--kv-cache-type", paramLabel = "TYPE", description = {"How each stage's KV cache stores keys and"
+            + " values: f32 (exact; default, or the --config file's kv_cache_type) or f16 (half the memory per position,"
+            + " so twice the positions in the same capacity, and half the bytes attention reads; rounded once when"
+            + " stored, as llama.cpp's default cache is)."})
+    String kvCacheType;
 
     @Option(names = "--spin", description = {"Busy-spin the compute threads, each pinned to its own CPU. When the machine",
             "cannot give every stage a core (plus one for the rest), stages back off (spin, yield, park) instead."})
@@ -144,6 +151,9 @@ final class PipelineOptions {
                 throw new IllegalArgumentException("--threads-per-stage: " + e.getMessage(), e);
             }
         }
+        if (kvCacheType != null) {
+            pc = pc.withKvCacheType(kvCacheType(kvCacheType));
+        }
         return pc;
     }
 
@@ -174,5 +184,14 @@ final class PipelineOptions {
 
     long connectMillis() {
         return connectTimeout * 1000L;
+    }
+
+    /** {@code --kv-cache-type}'s value: f32 or f16; an error naming the option otherwise. */
+    static KvCacheType kvCacheType(String value) {
+        try {
+            return KvCacheType.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--kv-cache-type: " + e.getMessage(), e);
+        }
     }
 }

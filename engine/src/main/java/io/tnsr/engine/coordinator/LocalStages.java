@@ -54,7 +54,7 @@ public final class LocalStages implements Stages {
         return StageOptions.builder(model, s.layerFrom(), s.layerTo()).stage(i, stages.length)
                 .listen(config.host(), s.port()).ringSize(config.ringSize()).maxFrameBytes(config.maxFrameBytes())
                 .frameLimits(config.maxTokensPerFrame(), config.maxSequencesPerFrame()).wait(w, -1)
-                .kvCacheTokens(config.kvCacheTokens()).metricsDir(metricsDir).socketBufferBytes(config.socketBufferBytes())
+                .kvCacheTokens(config.kvCacheTokens()).kvCacheType(config.kvCacheType()).metricsDir(metricsDir).socketBufferBytes(config.socketBufferBytes())
                 .stallThresholdMicros(config.stallThresholdMicros()).warmupMillis(config.warmupMillis()).build();
     }
 

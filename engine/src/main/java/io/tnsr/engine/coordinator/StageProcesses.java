@@ -229,6 +229,7 @@ public final class StageProcesses implements Stages {
                 "--cpu", String.valueOf(cpus.get(i)),
                 "--threads", String.valueOf(config.threadsPerStage()),
                 "--kv-cache-tokens", String.valueOf(config.kvCacheTokens()),
+                "--kv-cache-type", config.kvCacheType().key(),
                 "--metrics-dir", metricsDir.toString(),
                 "--socket-buffer-bytes", String.valueOf(config.socketBufferBytes()),
                 "--stall-threshold-us", String.valueOf(config.stallThresholdMicros()),

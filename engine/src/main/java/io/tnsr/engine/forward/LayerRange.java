@@ -3,6 +3,7 @@ package io.tnsr.engine.forward;
 import io.tnsr.engine.gguf.GgufException;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kernels.AttentionKernels;
+import io.tnsr.engine.kernels.HalfAttentionKernels;
 import io.tnsr.engine.kernels.VectorOps;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.kvcache.KvCachePool.KvCache;
@@ -495,7 +496,8 @@ public final class LayerRange implements AutoCloseable {
         int local = attendLocal;
         int hd = c.headDim();
         int pageTokens = cache.pageTokens();
-        int stride = hd * Float.BYTES; // bytes from one position's values to the next (one head's) inside a page
+        int stride = hd * cache.type().bytes(); // bytes from one position's values to the next (one head's) in a page
+        boolean halves = cache.halves();
         int heads = c.heads();
         float[] sc = scores[part];
         boolean byRow = attendRows >= parts; // whole rows (each sequence's pages read by one thread), else heads
@@ -508,8 +510,14 @@ public final class LayerRange implements AutoCloseable {
                 Region page = kv.page(p0);
                 int count = Math.min(pageTokens, len - p0);
                 for (int h = h0; h < heads; h += hStep) {
-                    AttentionKernels.scores(q, t * qDim + h * hd, page, cache.keyOffset(local, h / c.groupSize() * hd),
-                            pageTokens, count, hd, attnScale, sc, h * scoreStride + p0);
+                    int keys = cache.keyOffset(local, h / c.groupSize() * hd);
+                    if (halves) {
+                        HalfAttentionKernels.scores(q, t * qDim + h * hd, page, keys, pageTokens, count, hd, attnScale, sc,
+                                h * scoreStride + p0);
+                    } else {
+                        AttentionKernels.scores(q, t * qDim + h * hd, page, keys, pageTokens, count, hd, attnScale, sc,
+                                h * scoreStride + p0);
+                    }
                 }
             }
             for (int h = h0; h < heads; h += hStep) {
@@ -520,8 +528,14 @@ public final class LayerRange implements AutoCloseable {
                 Region page = kv.page(p0);
                 int count = Math.min(pageTokens, len - p0);
                 for (int h = h0; h < heads; h += hStep) {
-                    AttentionKernels.accumulate(att, t * qDim + h * hd, sc, h * scoreStride + p0, page,
-                            cache.valueOffset(local, h / c.groupSize() * hd), stride, count, hd);
+                    int values = cache.valueOffset(local, h / c.groupSize() * hd);
+                    if (halves) {
+                        HalfAttentionKernels.accumulate(att, t * qDim + h * hd, sc, h * scoreStride + p0, page, values,
+                                stride, count, hd);
+                    } else {
+                        AttentionKernels.accumulate(att, t * qDim + h * hd, sc, h * scoreStride + p0, page, values,
+                                stride, count, hd);
+                    }
                 }
             }
         }

@@ -1,19 +1,30 @@
 package io.tnsr.engine.kvcache;
 
 import io.tnsr.engine.kernels.AttentionKernels;
+import io.tnsr.engine.kernels.Float16;
 import io.tnsr.engine.kernels.VectorOps;
 import io.tnsr.engine.memory.Region;
 import java.util.ArrayDeque;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
 import org.agrona.collections.Int2ObjectHashMap;
 
 /**
  * The keys and values of every live sequence, for the layers one stage holds, off-heap and bounded.
  *
  * <p>Memory is handed out in pages of {@link #pageTokens()} positions. A page holds, for each local layer,
- * the keys then the values of those positions: keys transposed, {@code [kvDim][position in page]} floats (dimension
+ * the keys then the values of those positions: keys transposed, {@code [kvDim][position in page]} elements (dimension
  * j of consecutive positions is contiguous: attention reads it for many positions with one vector load, see
  * {@link io.tnsr.engine.kernels.AttentionKernels}), then values by KV head, {@code [kvHead][position in page][headDim]}
- * (one head's values of a page are contiguous too). A sequence takes pages as it grows, up to the
+ * (one head's values of a page are contiguous too). Elements are floats, or halves with {@link KvCacheType#F16}:
+ * rounded to nearest even when stored, a value beyond the half range stored as the largest half of its sign, so that
+ * attention widens every half in three operations (keys and values of a model in use stay far inside the range). A
+ * NaN stays NaN bits and reads back as some finite value: it only comes from a sequence whose hidden state is NaN
+ * already, which its logits show whatever attention reads. A sequence takes pages as it grows, up to the
  * model's context length, and gives them all back when it ends; total use never exceeds the configured
  * capacity. Pages are allocated the first time they are needed and reused after that, so the steady state
  * allocates nothing.
@@ -22,12 +33,22 @@ import org.agrona.collections.Int2ObjectHashMap;
  */
 public final class KvCachePool {
     public static final int DEFAULT_PAGE_TOKENS = 16;
+    private static final VectorSpecies<Float> F = VectorOps.F;
+    /** As many short lanes as F has: F's shape halved, at least 64 bits ({@link #halves} runs scalar where that differs). */
+    private static final VectorSpecies<Short> S =
+            VectorSpecies.of(short.class, VectorShape.forBitSize(Math.max(64, F.vectorBitSize() / 2)));
+    private static final boolean VECTOR_HALVES = S.length() == F.length();
 
     private final int layers;
     private final int kvDim;
     private final int contextLength;
     private final int pageTokens;
+    private final KvCacheType type;
+    /** Bytes per key or value element: 4 (F32) or 2 (F16). */
+    private final int eb;
     private final int pageBytes;
+    /** [kvDim] one position's keys or values as halves, on their way into a page (F16). */
+    private final short[] halfScratch;
     private final int capacityPages;
     private int allocatedPages;
     private final ArrayDeque<Region> freePages = new ArrayDeque<>();
@@ -45,10 +66,15 @@ public final class KvCachePool {
      * 0, a default: as many as {@link #DEFAULT_CAPACITY_BYTES} hold, at least one whole context and at most 64.
      */
     public static KvCachePool sized(int layers, int kvDim, int contextLength, long capacityTokens) {
-        long bytesPerToken = (long) layers * 2 * kvDim * Float.BYTES;
+        return sized(layers, kvDim, contextLength, capacityTokens, KvCacheType.F32);
+    }
+
+    /** As {@link #sized(int, int, int, long)}, storing {@code type} elements (F16: twice the default positions). */
+    public static KvCachePool sized(int layers, int kvDim, int contextLength, long capacityTokens, KvCacheType type) {
+        long bytesPerToken = (long) layers * 2 * kvDim * type.bytes();
         long tokens = capacityTokens > 0 ? capacityTokens
                 : Math.max(contextLength, Math.min((long) contextLength * 64, DEFAULT_CAPACITY_BYTES / bytesPerToken));
-        return new KvCachePool(layers, kvDim, contextLength, DEFAULT_PAGE_TOKENS, tokens);
+        return new KvCachePool(layers, kvDim, contextLength, DEFAULT_PAGE_TOKENS, tokens, type);
     }
 
     /**
@@ -59,10 +85,15 @@ public final class KvCachePool {
      * @param capacityTokens total positions across all live sequences (rounded up to whole pages)
      */
     public KvCachePool(int layers, int kvDim, int contextLength, int pageTokens, long capacityTokens) {
+        this(layers, kvDim, contextLength, pageTokens, capacityTokens, KvCacheType.F32);
+    }
+
+    /** As {@link #KvCachePool(int, int, int, int, long)}, storing {@code type} elements. */
+    public KvCachePool(int layers, int kvDim, int contextLength, int pageTokens, long capacityTokens, KvCacheType type) {
         if (layers <= 0 || kvDim <= 0 || contextLength <= 0 || pageTokens <= 0 || capacityTokens <= 0) {
             throw new IllegalArgumentException("KV cache sizes must be positive");
         }
-        long bytes = (long) layers * 2 * pageTokens * kvDim * Float.BYTES;
+        long bytes = (long) layers * 2 * pageTokens * kvDim * type.bytes();
         if (bytes > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("KV page of " + bytes + " bytes is too large; use fewer page tokens");
         }
@@ -70,12 +101,24 @@ public final class KvCachePool {
         this.kvDim = kvDim;
         this.contextLength = contextLength;
         this.pageTokens = pageTokens;
+        this.type = type;
+        this.eb = type.bytes();
+        this.halfScratch = type == KvCacheType.F16 ? new short[kvDim] : new short[0];
         this.pageBytes = (int) bytes;
         this.capacityPages = (int) Math.min(Integer.MAX_VALUE, (capacityTokens + pageTokens - 1) / pageTokens);
     }
 
     public int pageTokens() {
         return pageTokens;
+    }
+
+    public KvCacheType type() {
+        return type;
+    }
+
+    /** Whether elements are halves ({@link KvCacheType#F16}): what attention's kernels are told. */
+    public boolean halves() {
+        return type == KvCacheType.F16;
     }
 
     public int contextLength() {
@@ -179,18 +222,18 @@ public final class KvCachePool {
     /**
      * Byte offset, inside a page, of the keys of a local layer's dimensions from {@code firstDim} on (a KV head's
      * first dimension, kvHead x headDim): transposed, dimension firstDim + j of the page's position i at
-     * {@code keyOffset + (AttentionKernels.keyRow(j, headDim) * pageTokens + i) * 4}.
+     * {@code keyOffset + (AttentionKernels.keyRow(j, headDim) * pageTokens + i) * type().bytes()}.
      */
     public int keyOffset(int localLayer, int firstDim) {
-        return (localLayer * 2 * kvDim + firstDim) * pageTokens * Float.BYTES;
+        return (localLayer * 2 * kvDim + firstDim) * pageTokens * eb;
     }
 
     /**
      * Byte offset, inside a page, of the values of the KV head whose dimensions start at {@code firstDim}:
-     * {@code [pageTokens][headDim]} floats, position i at {@code valueOffset + i * headDim * 4}.
+     * {@code [pageTokens][headDim]} elements, position i at {@code valueOffset + i * headDim * type().bytes()}.
      */
     public int valueOffset(int localLayer, int firstDim) {
-        return ((localLayer * 2 + 1) * kvDim + firstDim) * pageTokens * Float.BYTES;
+        return ((localLayer * 2 + 1) * kvDim + firstDim) * pageTokens * eb;
     }
 
     /**
@@ -203,6 +246,21 @@ public final class KvCachePool {
         int slot = position % pageTokens;
         int keys = keyOffset(localLayer, 0);
         int[] rows = keyRows(headDim);
+        if (type == KvCacheType.F16) {
+            short[] h = halfScratch;
+            halves(key, ko, h, kvDim);
+            for (int j = 0; j < kvDim; j++) {
+                page.putShort(keys + (rows[j] * pageTokens + slot) * 2, h[j]);
+            }
+            halves(value, vo, h, kvDim);
+            for (int first = 0; first < kvDim; first += headDim) {
+                int at = valueOffset(localLayer, first) + slot * headDim * 2;
+                for (int j = 0; j < headDim; j++) {
+                    page.putShort(at + 2 * j, h[first + j]);
+                }
+            }
+            return;
+        }
         for (int j = 0; j < kvDim; j++) { // each head's rows in the order the scores kernel reads them
             page.putFloat(keys + (rows[j] * pageTokens + slot) * Float.BYTES, key[ko + j]);
         }
@@ -210,6 +268,40 @@ public final class KvCachePool {
             page.putFloats(valueOffset(localLayer, first) + slot * headDim * Float.BYTES, value, vo + first, headDim);
         }
     }
+
+    /**
+     * dst[0, n) = {@link #half} of src[so, so + n): L values at a time in registers where all of them are normal halves
+     * once rounded (the keys and values of a model in use), the same bits as the scalar rounding; a vector with a zero,
+     * a subnormal, an overflow or a NaN goes through {@link #half} one value at a time.
+     */
+    static void halves(float[] src, int so, short[] dst, int n) {
+        int i = 0;
+        for (int bound = VECTOR_HALVES ? F.loopBound(n) : 0; i < bound; i += F.length()) {
+            IntVector bits = FloatVector.fromArray(F, src, so + i).reinterpretAsInts();
+            IntVector abs = bits.and(0x7fffffff);
+            if (abs.compare(VectorOperators.GE, 0x38800000).and(abs.compare(VectorOperators.LT, 0x477ff000)).allTrue()) {
+                // round to nearest even at bit 13, rebias the exponent (127 -> 15), then the sign in bit 15
+                IntVector h = abs.add(0xfff).add(abs.lanewise(VectorOperators.LSHR, 13).and(1)).sub(0x38000000)
+                        .lanewise(VectorOperators.LSHR, 13).or(bits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
+                ((ShortVector) h.convertShape(VectorOperators.I2S, S, 0)).intoArray(dst, i);
+            } else {
+                for (int k = 0; k < F.length(); k++) {
+                    dst[i + k] = half(src[so + i + k]);
+                }
+            }
+        }
+        for (; i < n; i++) {
+            dst[i] = half(src[so + i]);
+        }
+    }
+
+    /** {@code v} as the half a cache of halves stores: rounded to nearest even, saturated to the finite range. */
+    public static short half(float v) {
+        return Float16.fromFloat(Math.max(-MAX_HALF, Math.min(MAX_HALF, v)));
+    }
+
+    /** The largest finite half, 65504. */
+    private static final float MAX_HALF = 65504f;
 
     /**
      * rows[j] = the row of key dimension j inside its layer's transposed key block (its head's first row plus

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.util.Jackson;
 import io.tnsr.wire.FrameHeader;
@@ -15,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * How a model is split into stages and how each stage is sized, read once at start-up (from a JSON file given
@@ -36,10 +38,13 @@ import java.util.List;
  * @param warmupMillis         bound on each stage's JIT warm-up before it serves (key {@code warmup_ms}; 0 = none): it
  *                             runs its layers on scratch sequences until the kernels are compiled
  *                             ({@link io.tnsr.engine.forward.RangeWarmup}), so that the first requests run at full speed
+ * @param kvCacheType          how each stage's KV cache stores keys and values (key {@code kv_cache_type}: f32, exact,
+ *                             the default; f16, half the memory per position, rounded once when stored)
  */
 public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
                              int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens,
-                             int socketBufferBytes, long stallThresholdMicros, int threadsPerStage, long warmupMillis) {
+                             int socketBufferBytes, long stallThresholdMicros, int threadsPerStage, long warmupMillis,
+                             KvCacheType kvCacheType) {
 
     public static final int DEFAULT_RING_SIZE = 16;
     public static final int DEFAULT_MAX_FRAME_BYTES = 64 << 20;
@@ -74,6 +79,7 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         STALL_THRESHOLD_US.check(stallThresholdMicros);
         THREADS_PER_STAGE.check(threadsPerStage);
         WARMUP_MS.check(warmupMillis);
+        Objects.requireNonNull(kvCacheType, "kvCacheType");
         for (int i = 1; i < stages.size(); i++) {
             if (stages.get(i).layerFrom() != stages.get(i - 1).layerTo()) {
                 throw new IllegalArgumentException("stage " + i + " starts at layer " + stages.get(i).layerFrom()
@@ -100,6 +106,14 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
             Bound b = bounds[i];
             new Bound("--" + b.key().replace('_', '-'), b.min(), b.max(), b.powerOfTwo(), b.zeroMeans()).check(values[i]);
         }
+    }
+
+    /** With a KV cache of floats. */
+    public PipelineConfig(String host, List<StageSpec> stages, int ringSize, int maxFrameBytes, int maxTokensPerFrame,
+                          int maxSequencesPerFrame, WaitMode waitMode, long kvCacheTokens, int socketBufferBytes,
+                          long stallThresholdMicros, int threadsPerStage, long warmupMillis) {
+        this(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens,
+                socketBufferBytes, stallThresholdMicros, threadsPerStage, warmupMillis, KvCacheType.F32);
     }
 
     /** Without a warm-up. */
@@ -259,24 +273,30 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
 
     public PipelineConfig withWaitMode(WaitMode w) {
         return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, w, kvCacheTokens,
-                socketBufferBytes, stallThresholdMicros, threadsPerStage, warmupMillis);
+                socketBufferBytes, stallThresholdMicros, threadsPerStage, warmupMillis, kvCacheType);
     }
 
     public PipelineConfig withStages(List<StageSpec> s) {
         return new PipelineConfig(host, s, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode, kvCacheTokens,
-                socketBufferBytes, stallThresholdMicros, threadsPerStage, warmupMillis);
+                socketBufferBytes, stallThresholdMicros, threadsPerStage, warmupMillis, kvCacheType);
     }
 
     /** The same pipeline with {@code threads} threads sharing each stage's matmuls. */
     public PipelineConfig withThreadsPerStage(int threads) {
         return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode,
-                kvCacheTokens, socketBufferBytes, stallThresholdMicros, threads, warmupMillis);
+                kvCacheTokens, socketBufferBytes, stallThresholdMicros, threads, warmupMillis, kvCacheType);
     }
 
     /** The same pipeline with each stage warming its kernels up for at most {@code millis} before it serves (0: not). */
     public PipelineConfig withWarmupMillis(long millis) {
         return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode,
-                kvCacheTokens, socketBufferBytes, stallThresholdMicros, threadsPerStage, millis);
+                kvCacheTokens, socketBufferBytes, stallThresholdMicros, threadsPerStage, millis, kvCacheType);
+    }
+
+    /** The same pipeline with every stage's KV cache storing {@code type} elements. */
+    public PipelineConfig withKvCacheType(KvCacheType type) {
+        return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode,
+                kvCacheTokens, socketBufferBytes, stallThresholdMicros, threadsPerStage, warmupMillis, type);
     }
 
     /**
@@ -342,7 +362,8 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                       @JsonProperty("socket_buffer_bytes") Number socketBufferBytes,
                       @JsonProperty("stall_threshold_us") Number stallThresholdMicros,
                       @JsonProperty("threads_per_stage") Number threadsPerStage,
-                      @JsonProperty("warmup_ms") Number warmupMillis, String comment) {
+                      @JsonProperty("warmup_ms") Number warmupMillis,
+                      @JsonProperty("kv_cache_type") String kvCacheType, String comment) {
     }
 
     /** One entry of a configuration file's {@code stages} list. */
@@ -435,8 +456,17 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 SOCKET_BUFFER_BYTES.readInt(f.socketBufferBytes(), 0),
                 STALL_THRESHOLD_US.read(f.stallThresholdMicros(), DEFAULT_STALL_THRESHOLD_MICROS),
                 THREADS_PER_STAGE.readInt(f.threadsPerStage(), 1),
-                WARMUP_MS.read(f.warmupMillis(), 0));
+                WARMUP_MS.read(f.warmupMillis(), 0),
+                f.kvCacheType() == null ? KvCacheType.F32 : kvCacheType(f.kvCacheType()));
         c.checkCovers(modelLayers);
         return c;
+    }
+
+    private static KvCacheType kvCacheType(String value) {
+        try {
+            return KvCacheType.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("\"kv_cache_type\": " + e.getMessage(), e);
+        }
     }
 }

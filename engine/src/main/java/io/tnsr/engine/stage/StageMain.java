@@ -1,5 +1,6 @@
 package io.tnsr.engine.stage;
 
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.link.LinkKey;
 import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.pipeline.PipelineConfig;
@@ -88,6 +89,11 @@ public final class StageMain implements Callable<Integer> {
     @Option(names = "--kv-cache-tokens", defaultValue = "0", description = "KV cache capacity in positions (0 = auto).")
     long kvCacheTokens;
 
+    @Option(names = "--kv-cache-type", defaultValue = "f32", paramLabel = "TYPE", description = {"How the KV cache stores"
+            + " keys and values: f32 (exact) or f16 (half the memory per position, rounded once when stored)"
+            + " (default: ${DEFAULT-VALUE})."})
+    String kvCacheType;
+
     @Option(names = "--metrics-dir", description = "Directory for latency histogram logs (default: a temporary directory).")
     Path metricsDir;
 
@@ -149,7 +155,8 @@ public final class StageMain implements Callable<Integer> {
                 .stage(stageIndex, stageIndex < 0 ? Math.max(1, stageCount) : stageCount).listen(listenHost, listenPort)
                 .ringSize(ringSize).maxFrameBytes(maxFrameBytes)
                 .frameLimits(maxTokensPerFrame, maxSequencesPerFrame).wait(WaitMode.parse(wait), cpu)
-                .kvCacheTokens(kvCacheTokens).metricsDir(metricsDir).socketBufferBytes(socketBufferBytes)
+                .kvCacheTokens(kvCacheTokens).kvCacheType(kvCacheType(kvCacheType))
+                .metricsDir(metricsDir).socketBufferBytes(socketBufferBytes)
                 .stallThresholdMicros(stallThresholdMicros).threads(threads)
                 .link(new LinkOptions(key, livenessMillis, handshakeMillis, connectTimeoutMillis, fingerprintCache))
                 .once(once).warmupMillis(warmupMillis).build();
@@ -253,5 +260,13 @@ public final class StageMain implements Callable<Integer> {
             return failed(e.getMessage() != null ? e.getMessage() : e.toString(), e instanceof IllegalArgumentException ? 2 : 3);
         });
         System.exit(cl.execute(args));
+    }
+
+    private static KvCacheType kvCacheType(String value) {
+        try {
+            return KvCacheType.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--kv-cache-type: " + e.getMessage(), e);
+        }
     }
 }

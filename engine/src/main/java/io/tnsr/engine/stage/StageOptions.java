@@ -1,5 +1,6 @@
 package io.tnsr.engine.stage;
 
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.link.LinkOptions;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.WaitMode;
@@ -35,12 +36,13 @@ import java.nio.file.Path;
  *                             after another until stopped ({@code tools/stage})
  * @param warmupMillis         bound on the JIT warm-up run before the stage listens (0 = none;
  *                             {@link io.tnsr.engine.forward.RangeWarmup})
+ * @param kvCacheType          how the KV cache stores keys and values (f32 exact; f16 half the memory per position)
  */
 public record StageOptions(Path model, int stageIndex, int stageCount, int layerFrom, int layerTo, String host, int port,
                            int ringSize, int maxFrameBytes, int maxTokensPerFrame, int maxSequencesPerFrame,
                            WaitMode waitMode, int cpu, long kvCacheTokens, Path metricsDir,
                            int socketBufferBytes, long stallThresholdMicros, LinkOptions link, int threads, boolean once,
-                           long warmupMillis) {
+                           long warmupMillis, KvCacheType kvCacheType) {
 
     public StageOptions {
         if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {
@@ -56,6 +58,7 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
             throw new IllegalArgumentException("port " + port + " is outside 0..65535");
         }
         java.util.Objects.requireNonNull(link, "link options");
+        java.util.Objects.requireNonNull(kvCacheType, "KV cache type");
         if (threads < 1 || threads > 256) {
             throw new IllegalArgumentException("threads must be 1..256, got " + threads);
         }
@@ -98,6 +101,7 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
         private LinkOptions link = LinkOptions.defaults();
         private boolean once = true;
         private long warmupMillis;
+        private KvCacheType kvCacheType = KvCacheType.F32;
 
         private Builder(Path model, int layerFrom, int layerTo) {
             this.model = model;
@@ -186,10 +190,16 @@ public record StageOptions(Path model, int stageIndex, int stageCount, int layer
             return this;
         }
 
+        /** How the KV cache stores keys and values (default F32). */
+        public Builder kvCacheType(KvCacheType type) {
+            this.kvCacheType = type;
+            return this;
+        }
+
         public StageOptions build() {
             return new StageOptions(model, stageIndex, stageCount, layerFrom, layerTo, host, port, ringSize, maxFrameBytes,
                     maxTokensPerFrame, maxSequencesPerFrame, waitMode, cpu, kvCacheTokens, metricsDir, socketBufferBytes,
-                    stallThresholdMicros, link, threads, once, warmupMillis);
+                    stallThresholdMicros, link, threads, once, warmupMillis, kvCacheType);
         }
     }
 

@@ -170,7 +170,8 @@ public final class StageRuntime implements AutoCloseable {
                 throw new IllegalArgumentException("layers [" + o.layerFrom() + ", " + o.layerTo() + ") are outside the model's "
                         + c.layers() + " layers");
             }
-            KvCachePool pool = KvCachePool.sized(o.layerTo() - o.layerFrom(), c.kvDim(), c.contextLength(), o.kvCacheTokens());
+            KvCachePool pool = KvCachePool.sized(o.layerTo() - o.layerFrom(), c.kvDim(), c.contextLength(), o.kvCacheTokens(),
+                    o.kvCacheType());
             // Created before the weights load, so that the loading counters are there for the coordinator to read.
             log = new MetricsLog(o.metricsDir() != null ? o.metricsDir() : tempDir(), 1000, name + "-metrics");
             log.counter(name + LOAD_BYTES_TOTAL, "bytes (in the model file) of the weights this stage loads at start-up")
@@ -183,9 +184,10 @@ public final class StageRuntime implements AutoCloseable {
                     : ModelFingerprint.of(o.model());
             this.sessionIndex = o.stageIndex();
             this.sessionCount = o.stageCount();
-            info(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights loaded, KV cache up to %d positions (%.0f MB),"
+            info(String.format(Locale.ROOT, "layers [%d, %d) of %s (%s), %.1f MB of weights loaded, KV cache up to %d positions (%.0f MB, %s),"
                             + " fingerprint %s (%s %.2f s)", o.layerFrom(), o.layerTo(), o.model().getFileName(), c.describe(),
-                    file.mappedBytes() / 1e6, pool.capacityTokens(), pool.capacityBytes() / 1e6, fingerprint.shortHex(),
+                    file.mappedBytes() / 1e6, pool.capacityTokens(), pool.capacityBytes() / 1e6, pool.type().key(),
+                    fingerprint.shortHex(),
                     fingerprint.cached() ? "cached," : "computed in", fingerprint.computeNanos() / 1e9));
             if (o.warmupMillis() > 0) {
                 warmUp(layers);

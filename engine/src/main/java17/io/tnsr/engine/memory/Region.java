@@ -61,6 +61,10 @@ public final class Region {
         buf.putFloat((int) offset, v);
     }
 
+    public void putShort(long offset, short v) {
+        buf.putShort((int) offset, v);
+    }
+
     public short getShort(long offset) {
         return buf.getShort((int) offset);
     }

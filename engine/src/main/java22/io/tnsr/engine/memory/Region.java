@@ -66,6 +66,10 @@ public final class Region {
         seg.set(FLOAT, offset, v);
     }
 
+    public void putShort(long offset, short v) {
+        seg.set(SHORT, offset, v);
+    }
+
     public short getShort(long offset) {
         return seg.get(SHORT, offset);
     }

@@ -102,6 +102,28 @@ class PipelineGoldenTest {
         }
     }
 
+    /**
+     * A cache of halves: through stages (1, 2 or 3, the stages' processes each keeping their own) the same tokens as one
+     * process with such a cache, sampled in the last stage or by the coordinator.
+     */
+    @ParameterizedTest(name = "{0} stages, sampled in the last stage: {1}")
+    @org.junit.jupiter.params.provider.CsvSource({"1, true", "2, true", "3, false"})
+    void aCacheOfHalvesGivesTheSameTokensThroughStagesAsInOneProcess(int stages, boolean sampleInLastStage) {
+        PipelineHarness h = new PipelineHarness(TestModels.get(ModelSpec.tiny()), stages);
+        h.pipeline = h.pipeline.withKvCacheType(io.tnsr.engine.kvcache.KvCacheType.F16);
+        h.sampleInLastStage = sampleInLastStage;
+        h.microBatches = 2;
+        h.batchSize = 2;
+        List<String> prompts = List.of("the quick fox", "a", "the quick quick quick brown fox jumps", "hello there");
+        SamplingConfig sc = new SamplingConfig(0.9f, 20, 0.9f, 99);
+        List<SequenceState> single = h.runSingle(prompts, 24, sc);
+        List<SequenceState> piped = h.runLocal(prompts, 24, sc);
+        for (int i = 0; i < prompts.size(); i++) {
+            assertNull(piped.get(i).error());
+            assertArrayEquals(single.get(i).generatedTokens(), piped.get(i).generatedTokens(), "sequence " + i);
+        }
+    }
+
     @ParameterizedTest(name = "{0} stages")
     @ValueSource(ints = {1, 3})
     void sequencesFinishingAtDifferentTimesLeaveAndOthersJoin(int stages) {

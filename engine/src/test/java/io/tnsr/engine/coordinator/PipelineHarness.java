@@ -89,7 +89,8 @@ final class PipelineHarness {
         try (GgufFile f = GgufFile.open(model)) {
             Sampler sampler = new Sampler(sc, cfg.vocabSize());
             List<SequenceState> seqs = sequences(prompts, maxTokens, sampler);
-            var pool = new io.tnsr.engine.kvcache.KvCachePool(cfg.layers(), cfg.kvDim(), cfg.contextLength(), 16, 1 << 16);
+            var pool = new io.tnsr.engine.kvcache.KvCachePool(cfg.layers(), cfg.kvDim(), cfg.contextLength(), 16, 1 << 16,
+                    pipeline.kvCacheType()); // the stages' kind of cache
             var range = new io.tnsr.engine.forward.LayerRange(f, cfg, 0, cfg.layers(), pool, 64, 16);
             new Generator(range, (s, t) -> { }).run(seqs);
             return seqs;

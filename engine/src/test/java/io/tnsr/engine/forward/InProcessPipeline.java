@@ -2,6 +2,7 @@ package io.tnsr.engine.forward;
 
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
 import java.util.Arrays;
 
@@ -20,13 +21,18 @@ final class InProcessPipeline implements AutoCloseable {
     }
 
     InProcessPipeline(int threads, GgufFile file, int maxTokens, int maxSeqs, int... bounds) {
+        this(KvCacheType.F32, threads, file, maxTokens, maxSeqs, bounds);
+    }
+
+    /** With KV caches of {@code kv} elements. */
+    InProcessPipeline(KvCacheType kv, int threads, GgufFile file, int maxTokens, int maxSeqs, int... bounds) {
         cfg = LlamaConfig.fromGguf(file);
         ranges = new LayerRange[bounds.length + 1];
         int from = 0;
         for (int i = 0; i <= bounds.length; i++) {
             int to = i < bounds.length ? bounds[i] : cfg.layers();
             ranges[i] = new LayerRange(file, cfg, from, to,
-                    new KvCachePool(to - from, cfg.kvDim(), cfg.contextLength(), 16, 1 << 16), maxTokens, maxSeqs, threads,
+                    new KvCachePool(to - from, cfg.kvDim(), cfg.contextLength(), 16, 1 << 16, kv), maxTokens, maxSeqs, threads,
                     bytes -> { });
             from = to;
         }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.kvcache.SequenceException;
 import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.synth.ModelSpec;
@@ -220,6 +221,55 @@ class LayerRangeTest {
                     assertClose(ref[s][promptLen[s] + step], logits, s * vocab, vocab, label + ": step " + step + " seq " + s);
                 }
             }
+        }
+    }
+
+    /**
+     * A cache of halves: splits, a second thread and batches give the bits of the whole model on one thread, as with
+     * floats (the kernels widen the same halves the same way wherever a sequence runs); and the logits stay close to the
+     * float cache's: each key and value is rounded once, by at most 2^-11 of itself, which moved these models' logits
+     * by 1.5e-4 to 5.7e-4 relative rms (0.2% allowed), the Q4_K_M file's by 1.0e-2 (see below).
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("threadModels")
+    void aCacheOfHalvesKeepsEveryBitIdentityAndStaysCloseToFloats(String label, Path model) {
+        try (GgufFile f = GgufFile.open(model)) {
+            List<float[]> floats;
+            List<float[]> whole;
+            int[] tokens;
+            try (InProcessPipeline p = new InProcessPipeline(f, 32, 4)) {
+                tokens = randomTokens(11, p.cfg.vocabSize(), 5);
+                floats = runSequence(p, tokens);
+            }
+            try (InProcessPipeline p = new InProcessPipeline(KvCacheType.F16, 1, f, 32, 4)) {
+                whole = runSequence(p, tokens);
+            }
+            for (int[] bounds : new int[][] {{1}, {}}) {
+                for (int threads : new int[] {1, 2}) {
+                    try (InProcessPipeline p = new InProcessPipeline(KvCacheType.F16, threads, f, 32, 4, bounds)) {
+                        List<float[]> other = runSequence(p, tokens);
+                        for (int i = 0; i < whole.size(); i++) {
+                            assertArrayEquals(whole.get(i), other.get(i), 0f, label + ": " + threads + " threads, split "
+                                    + java.util.Arrays.toString(bounds) + ", call " + i);
+                        }
+                    }
+                }
+            }
+            double worst = 0;
+            for (int i = 0; i < whole.size(); i++) {
+                double d2 = 0;
+                double r2 = 0;
+                for (int j = 0; j < whole.get(i).length; j++) {
+                    double d = whole.get(i)[j] - floats.get(i)[j];
+                    d2 += d * d;
+                    r2 += (double) floats.get(i)[j] * floats.get(i)[j];
+                }
+                worst = Math.max(worst, Math.sqrt(d2 / r2));
+            }
+            // Where activations are quantized to 8 bits (Q4_K here), a rounded key can move an activation across a
+            // rounding step: the difference is then that of the 8-bit activations, LlamaCppLogitsTest's tolerance.
+            double tolerance = label.contains("Q4_K") ? 0.035 : 2e-3;
+            assertTrue(worst > 0 && worst < tolerance, label + ": relative rms difference to the float cache " + worst);
         }
     }
 

@@ -13,7 +13,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * The page kernels give the bits of one dot product and one axpy per position ({@link #dot}, {@link #axpy}: the
  * attention loop before the page kernels), in position order, for head sizes below, at and past the vector width
  * (with and without a scalar tail), full and partly filled pages, and page sizes the vector path cannot take (the
- * scalar path then runs).
+ * scalar path then runs); pages of floats, and pages of halves ({@link HalfAttentionKernels}), whose results are those
+ * bits for the values the halves hold.
  */
 class AttentionKernelsTest {
     private static final VectorSpecies<Float> F = VectorOps.F;
@@ -54,20 +55,37 @@ class AttentionKernelsTest {
     @CsvSource({"64, 16, 16", "64, 16, 7", "48, 16, 16", "8, 16, 13", "80, 16, 16", "72, 16, 1", "128, 32, 30",
             "64, 5, 5", "64, 5, 3"})
     void scoresAndOutputsAreTheBitsOfOneDotAndOneAxpyPerPosition(int headDim, int pageTokens, int count) {
+        pageOf(headDim, pageTokens, count, false);
+        pageOf(headDim, pageTokens, count, true);
+    }
+
+    private static void pageOf(int headDim, int pageTokens, int count, boolean halves) {
         SplittableRandom rnd = new SplittableRandom(headDim * 131L + pageTokens * 17L + count);
+        int eb = halves ? 2 : Float.BYTES;
         int kvDim = 2 * headDim; // two KV heads; the test reads the second
         int keyBlock = 64;       // bytes before the key block, as for a later layer
-        Region page = Region.allocate(keyBlock + 2 * pageTokens * kvDim * Float.BYTES);
-        float[][] keys = new float[pageTokens][kvDim];
+        Region page = Region.allocate(keyBlock + 2 * pageTokens * kvDim * eb);
+        float[][] keys = new float[pageTokens][kvDim];   // the values the page holds
         float[][] values = new float[pageTokens][kvDim];
-        int valueBlock = keyBlock + pageTokens * kvDim * Float.BYTES;
+        int valueBlock = keyBlock + pageTokens * kvDim * eb;
         for (int i = 0; i < pageTokens; i++) {
             for (int j = 0; j < kvDim; j++) {
-                keys[i][j] = (float) rnd.nextGaussian();
-                values[i][j] = (float) rnd.nextGaussian();
                 int row = j - j % headDim + AttentionKernels.keyRow(j % headDim, headDim); // transposed, read order
-                page.putFloat(keyBlock + (row * pageTokens + i) * Float.BYTES, keys[i][j]);
-                page.putFloat(valueBlock + (i * kvDim + j) * Float.BYTES, values[i][j]);
+                float k = (float) rnd.nextGaussian() * (j == 0 ? 3e-5f : 4f); // a subnormal half or two among them
+                float v = (float) rnd.nextGaussian() * 4f;
+                if (halves) {
+                    short hk = Float16.fromFloat(k);
+                    short hv = Float16.fromFloat(v);
+                    page.putShort(keyBlock + (row * pageTokens + i) * 2, hk);
+                    page.putShort(valueBlock + (i * kvDim + j) * 2, hv);
+                    keys[i][j] = Float16.toFloat(hk);
+                    values[i][j] = Float16.toFloat(hv);
+                } else {
+                    page.putFloat(keyBlock + (row * pageTokens + i) * Float.BYTES, k);
+                    page.putFloat(valueBlock + (i * kvDim + j) * Float.BYTES, v);
+                    keys[i][j] = k;
+                    values[i][j] = v;
+                }
             }
         }
         float[] q = new float[3 + headDim];
@@ -78,15 +96,25 @@ class AttentionKernelsTest {
         int head = 1;
 
         float[] scores = new float[2 + pageTokens];
-        AttentionKernels.scores(q, 3, page, keyBlock + head * headDim * pageTokens * Float.BYTES, pageTokens, count,
-                headDim, scale, scores, 2);
+        if (halves) {
+            HalfAttentionKernels.scores(q, 3, page, keyBlock + head * headDim * pageTokens * eb, pageTokens, count,
+                    headDim, scale, scores, 2);
+        } else {
+            AttentionKernels.scores(q, 3, page, keyBlock + head * headDim * pageTokens * eb, pageTokens, count,
+                    headDim, scale, scores, 2);
+        }
         float[] out = new float[5 + headDim];
         float[] expectedOut = new float[5 + headDim];
         for (int d = 0; d < headDim; d++) {
             out[5 + d] = expectedOut[5 + d] = (float) rnd.nextGaussian(); // accumulate adds to what is there
         }
-        AttentionKernels.accumulate(out, 5, scores, 2, page, valueBlock + head * headDim * Float.BYTES,
-                kvDim * Float.BYTES, count, headDim);
+        if (halves) {
+            HalfAttentionKernels.accumulate(out, 5, scores, 2, page, valueBlock + head * headDim * eb, kvDim * eb, count,
+                    headDim);
+        } else {
+            AttentionKernels.accumulate(out, 5, scores, 2, page, valueBlock + head * headDim * eb, kvDim * eb, count,
+                    headDim);
+        }
 
         Region row = Region.allocate(headDim * Float.BYTES);
         for (int i = 0; i < count; i++) {
@@ -95,7 +123,7 @@ class AttentionKernelsTest {
             }
             float expected = dot(q, 3, row, 0, headDim) * scale;
             assertEquals(Float.floatToIntBits(expected), Float.floatToIntBits(scores[2 + i]),
-                    "score of position " + i + ": " + expected + " vs " + scores[2 + i]);
+                    (halves ? "halves, " : "") + "score of position " + i + ": " + expected + " vs " + scores[2 + i]);
             for (int j = 0; j < headDim; j++) {
                 row.putFloat(j * Float.BYTES, values[i][head * headDim + j]);
             }
@@ -103,7 +131,7 @@ class AttentionKernelsTest {
         }
         for (int d = 0; d < headDim; d++) {
             assertEquals(Float.floatToIntBits(expectedOut[5 + d]), Float.floatToIntBits(out[5 + d]),
-                    "output " + d + ": " + expectedOut[5 + d] + " vs " + out[5 + d]);
+                    (halves ? "halves, " : "") + "output " + d + ": " + expectedOut[5 + d] + " vs " + out[5 + d]);
         }
     }
 }

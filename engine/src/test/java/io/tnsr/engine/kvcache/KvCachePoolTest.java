@@ -24,6 +24,52 @@ class KvCachePoolTest {
     }
 
     @Test
+    void aCacheOfHalvesTakesHalfTheBytesAndStoresEachValueRoundedOnceAndWithinTheHalfRange() {
+        KvCachePool floats = KvCachePool.sized(12, 768, 1024, 0); // stories110M: 2 GiB by default
+        KvCachePool halves = KvCachePool.sized(12, 768, 1024, 0, KvCacheType.F16);
+        assertEquals(KvCacheType.F16, halves.type());
+        assertTrue(halves.halves());
+        assertEquals(2 * floats.capacityTokens(), halves.capacityTokens(), 16, "the default capacity holds twice the positions");
+        assertEquals(floats.capacityBytes(), halves.capacityBytes(), 12 * 2 * 16 * 768 * 4, "in the same bytes");
+        KvCachePool pool = new KvCachePool(2, 8, 100, 16, 64, KvCacheType.F16);
+        assertEquals(4L * 2 * 2 * 16 * 8 * 2, pool.capacityBytes());
+        KvCache c = pool.getOrCreate(7);
+        pool.reserve(c, 20);
+        float[] key = {1f / 3, -2.5f, 1e-6f, 70000f, -1e9f, 65519f, 0f, -0f};
+        float[] value = {0.1f, 65504f, 65520f, -3e-8f, 1e-3f, 2f, -7.75f, 12345.678f};
+        int headDim = 4;
+        pool.write(c, 1, 17, headDim, key, 0, value, 0);
+        var page = c.page(17);
+        for (int j = 0; j < 8; j++) {
+            int head = j / headDim * headDim;
+            int row = head + io.tnsr.engine.kernels.AttentionKernels.keyRow(j % headDim, headDim);
+            short k = page.getShort(pool.keyOffset(1, 0) + (row * 16 + 1) * 2);
+            short v = page.getShort(pool.valueOffset(1, head) + (headDim + j % headDim) * 2);
+            assertEquals(KvCachePool.half(key[j]), k, "key " + j);
+            assertEquals(KvCachePool.half(value[j]), v, "value " + j);
+        }
+        // a whole position of stories110M's width, through the vector rounding where a vector's values are all normal
+        // halves and the scalar one elsewhere: the same bits either way
+        java.util.SplittableRandom r = new java.util.SplittableRandom(3);
+        float[] wide = new float[768 + 5];
+        for (int i = 0; i < wide.length; i++) {
+            double scale = i < 200 ? 8 : Math.pow(2, r.nextInt(-30, 20)); // then zeros, subnormals, overflows among them
+            wide[i] = i % 97 == 0 ? 0f : (float) (r.nextGaussian() * scale);
+        }
+        wide[300] = Float.NaN;
+        short[] got = new short[768];
+        KvCachePool.halves(wide, 5, got, 768);
+        for (int i = 0; i < 768; i++) {
+            assertEquals(KvCachePool.half(wide[5 + i]), got[i], "value " + i + ": " + wide[5 + i]);
+        }
+        assertEquals(0x3555, KvCachePool.half(1f / 3) & 0xFFFF, "rounded to nearest");
+        assertEquals(0x7BFF, KvCachePool.half(70000f) & 0xFFFF, "saturated, not infinite");
+        assertEquals(0xFBFF, KvCachePool.half(-1e9f) & 0xFFFF);
+        assertEquals(0x7BFF, KvCachePool.half(65520f) & 0xFFFF, "what would round to infinity");
+        assertEquals(0x8000, KvCachePool.half(-0f) & 0xFFFF);
+    }
+
+    @Test
     void aPromptLongerThanTheContextIsATypedErrorAndChangesNothing() {
         KvCachePool pool = new KvCachePool(1, 8, 100, 16, 1000);
         KvCache c = pool.getOrCreate(1);

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -97,6 +98,13 @@ class PipelineConfigTest {
         assertEquals(1, PipelineConfig.defaults(5, 1, ok.waitMode()).threadsPerStage(), "one thread unless asked");
         assertEquals(8, ok.ringSize());
         assertEquals(4294967296L, ok.kvCacheTokens());
+        assertEquals(KvCacheType.F32, ok.kvCacheType(), "an exact cache unless asked");
+        assertError("{\"kv_cache_type\": \"q8\"}", "\"kv_cache_type\": unknown KV cache type 'q8': f32 or f16");
+        PipelineConfig halves = PipelineConfig.load(Files.writeString(tmp.resolve("f16.json"), "{\"kv_cache_type\": \"F16\"}"), 5);
+        assertEquals(KvCacheType.F16, halves.kvCacheType());
+        assertEquals(KvCacheType.F16, halves.withStages(halves.stages()).withThreadsPerStage(2).withWaitMode(ok.waitMode())
+                .withWarmupMillis(10).kvCacheType(), "kept through the with- methods");
+        assertEquals(KvCacheType.F32, halves.withKvCacheType(KvCacheType.F32).kvCacheType());
     }
 
     /**

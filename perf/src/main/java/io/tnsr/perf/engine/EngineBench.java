@@ -7,6 +7,7 @@ import io.tnsr.engine.forward.LayerRange;
 import io.tnsr.engine.gguf.GgmlType;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.util.TaskProgress;
@@ -86,6 +87,19 @@ public final class EngineBench implements Callable<Integer> {
                     + " on one. Compare with llama.cpp run with as many threads (-t N -tb N). The %% of ceiling column"
                     + " stays one core's ceiling."})
     int threads;
+
+    @Option(names = "--kv-cache-type", defaultValue = "f32", paramLabel = "TYPE", converter = KvCacheTypeConverter.class,
+            description = {"Elements of the KV cache: f32 (exact) or f16 (halves, as llama.cpp's default cache): half the"
+                    + " bytes attention reads per position (default: ${DEFAULT-VALUE}). The ceiling counts them."})
+    KvCacheType kvCacheType;
+
+    /** Reads {@code --kv-cache-type}: f32 or f16, any case. */
+    static final class KvCacheTypeConverter implements CommandLine.ITypeConverter<KvCacheType> {
+        @Override
+        public KvCacheType convert(String value) {
+            return KvCacheType.parse(value);
+        }
+    }
 
     @Option(names = "--fork", negatable = true, defaultValue = "true", fallbackValue = "true",
             description = {"Measure each weight type in a JVM of its own, as a stage runs one model per process (default)."
@@ -226,11 +240,12 @@ public final class EngineBench implements Callable<Integer> {
         String label = spec.arch() == Architecture.LLAMA ? type.toString() : spec.arch().ggufName() + " " + type;
         try (GgufFile file = GgufFile.open(io.tnsr.engine.synth.ModelCache.get(spec))) {
             LlamaConfig c = LlamaConfig.fromGguf(file);
-            Work work = Work.of(file, c);
+            Work work = Work.of(file, c, kvCacheType);
             int maxSeqs = batches.stream().mapToInt(Integer::intValue).max().orElse(1);
             int maxTokens = Math.max(prefill, maxSeqs * 16);
             LayerRange range = new LayerRange(file, c, 0, c.layers(),
-                    new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, (long) (maxSeqs + 1) * c.contextLength()),
+                    new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), 16, (long) (maxSeqs + 1) * c.contextLength(),
+                            kvCacheType),
                     maxTokens, maxSeqs, threads, bytes -> { });
             Runner r = new Runner(range, maxTokens, maxSeqs);
             r.warmupNanos = (long) (warmupSeconds * 1e9);
@@ -327,6 +342,7 @@ public final class EngineBench implements Callable<Integer> {
                 "--batches", batches.stream().map(String::valueOf).collect(Collectors.joining(",")),
                 "--decode-at", String.valueOf(decodeAt), "--repeats", String.valueOf(repeats),
                 "--warmup", String.valueOf(warmupSeconds), "--threads", String.valueOf(threads),
+                "--kv-cache-type", kvCacheType.key(),
                 "--probed", bw + "," + peak));
         if (llamaCppFiles != null) { // only this type's file: the child reads it again (the parent checked it)
             GgmlType t = ModelSpec.parseType(type);
@@ -378,7 +394,7 @@ public final class EngineBench implements Callable<Integer> {
      */
     record Work(long weightBytes, long kvBytesPerPosition, long layerFlops, long classifierFlops,
                 long attentionFlopsPerPosition) {
-        static Work of(GgufFile file, LlamaConfig c) {
+        static Work of(GgufFile file, LlamaConfig c, KvCacheType kv) {
             long bytes = 0;
             long layer = 0;
             for (var t : file.tensors().values()) {
@@ -394,7 +410,7 @@ public final class EngineBench implements Callable<Integer> {
             if (!file.hasTensor("output.weight")) {
                 bytes += file.tensor("token_embd.weight").byteSize();
             }
-            return new Work(bytes, 2L * c.layers() * c.kvDim() * Float.BYTES, layer, classifier,
+            return new Work(bytes, 2L * c.layers() * c.kvDim() * kv.bytes(), layer, classifier,
                     4L * c.layers() * c.heads() * c.headDim());
         }
 
