@@ -5,6 +5,7 @@ import io.tnsr.engine.coordinator.Coordinator;
 import io.tnsr.engine.coordinator.PipelineRun;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.SpinPolicy;
@@ -84,6 +85,11 @@ public final class PipelineBench implements Callable<Integer> {
         };
     }
 
+    @Option(names = "--kv-cache-type", paramLabel = "TYPE", defaultValue = "f32", description = {"How the stages' KV"
+            + " caches store keys and values: f32 (exact) or f16 (halves, as llama.cpp's default cache)"
+            + " (default: ${DEFAULT-VALUE})."})
+    String kvCacheType;
+
     @Option(names = "--llama-cpp", paramLabel = "FILE", description = {"Compare each row with llama.cpp measured here: FILE "
             + "holds the JSON lines of `llama-batched-bench -m MODEL -t T -tb T -c 4096 -npp 16 -ntg 64 -npl 1,8,16"
             + " --output-format jsonl` run on the same model file (pipeline-bench prints its path), one run per T.",
@@ -155,6 +161,7 @@ public final class PipelineBench implements Callable<Integer> {
             }
         }
         List<Scenario> list = new ArrayList<>(byName.values());
+        KvCacheType kv = KvCacheType.parse(kvCacheType);
         ModelSpec spec = ModelSpec.preset(preset).withType(ModelSpec.parseType(type));
         Path model = ModelCache.get(spec);
         LlamaConfig cfg;
@@ -167,8 +174,8 @@ public final class PipelineBench implements Callable<Integer> {
         }
         if (!json) {
             System.out.printf(Locale.ROOT, "pipeline-bench: %s, %d tokens per sequence (rate after the first %d decode steps of each), "
-                            + "%d repeats (median, min..max), %d CPUs, JDK %s%n",
-                    spec.describe(), tokens, warmupSteps(tokens), repeats, cpus, Runtime.version());
+                            + "%d repeats (median, min..max), %s KV cache, %d CPUs, JDK %s%n",
+                    spec.describe(), tokens, warmupSteps(tokens), repeats, kv.key(), cpus, Runtime.version());
             if (llamaCppFile != null) {
                 System.out.printf(Locale.ROOT, "llama.cpp = llama-batched-bench from %s (model %s), as many sequences on as many"
                         + " threads as the row's pipeline has cores; vs = tokens/s / llama.cpp's (middle of its range)%n", llamaCppFile, model);
@@ -189,7 +196,8 @@ public final class PipelineBench implements Callable<Integer> {
                     PipelineConfig pc = PipelineConfig.defaults(cfg.layers(), sc.stages(), WaitMode.BLOCK)
                             .withStages(PipelineConfig.balancedSplit(cfg.layers(), sc.stages(), classifierLayers))
                             .withThreadsPerStage(sc.threadsPerStage())
-                            .withWarmupMillis(Math.round(warmupSeconds * 1000));
+                            .withWarmupMillis(Math.round(warmupSeconds * 1000))
+                            .withKvCacheType(kv);
                     layout = layoutOf(pc);
                     rates[r] = run(model, cfg, tok, pc, sc);
                     progress.stepBy(1);
