@@ -3,7 +3,6 @@ package io.tnsr.engine.generate;
 import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.forward.LayerRange;
 import io.tnsr.engine.kvcache.SequenceException;
-import io.tnsr.engine.sampling.NonFiniteLogitsException;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -143,14 +142,7 @@ public final class Generator {
                 continue;
             }
             SequenceState s = rowSeq[i];
-            int chosen;
-            try {
-                chosen = chooser.choose(s, logits, row++ * vocab, now);
-            } catch (NonFiniteLogitsException e) { // this sequence fails alone
-                s.fail("sequence " + s.index() + " at position " + s.nextPosition() + ": " + e.getMessage());
-                chosen = TokenChooser.DONE;
-            }
-            if ((chosen & TokenChooser.DONE) != 0) {
+            if ((chooser.choose(s, logits, row++ * vocab, now) & TokenChooser.DONE) != 0) {
                 model.endSequence(s.index());
                 chooser.finished(s);
             }

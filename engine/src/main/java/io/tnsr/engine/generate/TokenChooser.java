@@ -1,5 +1,6 @@
 package io.tnsr.engine.generate;
 
+import io.tnsr.engine.sampling.NonFiniteLogitsException;
 import io.tnsr.engine.sampling.Sampler;
 
 /**
@@ -14,6 +15,8 @@ public final class TokenChooser {
     public static final int FIRST = 2;
     /** {@link #choose} bit: the sequence is finished (stop token, token limit or context full). */
     public static final int DONE = 4;
+    /** {@link #choose} bit, with {@link #DONE}: its logits could not be sampled, and the sequence has failed. */
+    public static final int FAILED = 8;
 
     private final Generator.Listener listener;
 
@@ -26,10 +29,17 @@ public final class TokenChooser {
      * it is kept, tells the listener ({@link Generator.Listener#onToken}). The caller ends a finished sequence (frees
      * its cache, then {@link #finished}).
      *
-     * @return {@link #KEPT}, {@link #FIRST} and {@link #DONE} bits
+     * @return {@link #KEPT}, {@link #FIRST} and {@link #DONE} bits; {@link #DONE} and {@link #FAILED} when the row holds
+     *         no token to choose (NaN or infinite logits: {@link NonFiniteLogitsException}), the sequence then failed
      */
     public int choose(SequenceState s, float[] logits, int offset, long nowNanos) {
-        int token = s.sampler().sample(logits, offset, s.randomState());
+        int token;
+        try {
+            token = s.sampler().sample(logits, offset, s.randomState());
+        } catch (NonFiniteLogitsException e) { // this sequence fails alone
+            s.fail("sequence " + s.index() + " at position " + s.nextPosition() + ": " + e.getMessage());
+            return DONE | FAILED;
+        }
         if (s.logprobs() != null) {
             s.logprobs().compute(logits, offset, s.sampler().vocab(), token);
         }

@@ -4,7 +4,6 @@ import io.tnsr.engine.forward.Batch;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.generate.TokenChooser;
 import io.tnsr.engine.metrics.LatencyMetric;
-import io.tnsr.engine.sampling.NonFiniteLogitsException;
 import io.tnsr.engine.sampling.TokenLogprobs;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -384,14 +383,7 @@ public final class Scheduler {
     public void choose(int seqId, float[] logits, int offset, long nowNanos) {
         SequenceState s = live.get(seqId);
         if (s != null && !s.finished()) {
-            int r;
-            try {
-                r = chooser.choose(s, logits, offset, nowNanos);
-            } catch (NonFiniteLogitsException e) { // this sequence fails alone; its stages free it on END_SEQUENCE
-                fail(seqId, "sequence " + seqId + " at position " + s.nextPosition() + ": " + e.getMessage());
-                return;
-            }
-            chosen(s, r, nowNanos);
+            chosen(s, chooser.choose(s, logits, offset, nowNanos), nowNanos);
         }
     }
 
@@ -436,7 +428,7 @@ public final class Scheduler {
             leave(s);
             chooser.finished(s);
             metrics.request().record(s.elapsedNanos());
-            if (s.generatedCount() > 1) {
+            if (s.generatedCount() > 1 && (r & TokenChooser.FAILED) == 0) { // a failed sequence has no pace, as fail()
                 metrics.tpot().record((s.elapsedNanos() - s.timeToFirstTokenNanos()) / (s.generatedCount() - 1));
             }
         }
