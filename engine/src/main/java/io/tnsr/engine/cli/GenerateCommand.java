@@ -6,6 +6,7 @@ import io.tnsr.engine.generate.Generator;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
+import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.tokenizer.Tokenizer;
@@ -51,7 +52,7 @@ public final class GenerateCommand implements Callable<Integer> {
             List<SequenceState> seqs = gen.sequences(prompts, tok, c.contextLength(), sampler);
             int maxSeqs = Math.min(255, seqs.size());
             KvCachePool pool = new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), KvCachePool.DEFAULT_PAGE_TOKENS,
-                    (long) c.contextLength() * maxSeqs, PipelineOptions.kvCacheType(kvCacheType));
+                    (long) c.contextLength() * maxSeqs, KvCacheType.parse(kvCacheType, "--kv-cache-type"));
             LayerRange range = new LayerRange(file, c, 0, c.layers(), pool, Math.max(maxBatchTokens, maxSeqs), maxSeqs);
             TextOutput text = new TextOutput(out, tok, seqs, gen.json());
             Generator.Stats st = new Generator(range, text).run(seqs);

@@ -152,7 +152,7 @@ final class PipelineOptions {
             }
         }
         if (kvCacheType != null) {
-            pc = pc.withKvCacheType(kvCacheType(kvCacheType));
+            pc = pc.withKvCacheType(KvCacheType.parse(kvCacheType, "--kv-cache-type"));
         }
         return pc;
     }
@@ -184,14 +184,5 @@ final class PipelineOptions {
 
     long connectMillis() {
         return connectTimeout * 1000L;
-    }
-
-    /** {@code --kv-cache-type}'s value: f32 or f16; an error naming the option otherwise. */
-    static KvCacheType kvCacheType(String value) {
-        try {
-            return KvCacheType.parse(value);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("--kv-cache-type: " + e.getMessage(), e);
-        }
     }
 }

@@ -27,13 +27,16 @@ public enum KvCacheType {
         return name().toLowerCase(Locale.ROOT);
     }
 
-    /** The type called {@code name} (f32 or f16, any case); an error naming the value and the choices otherwise. */
-    public static KvCacheType parse(String name) {
+    /**
+     * The type called {@code name} (f32 or f16, any case); otherwise an error naming {@code where} it was given (an
+     * option, a config key), the value and the choices.
+     */
+    public static KvCacheType parse(String name, String where) {
         for (KvCacheType t : values()) {
             if (t.name().equalsIgnoreCase(name.trim())) {
                 return t;
             }
         }
-        throw new IllegalArgumentException("unknown KV cache type '" + name + "': f32 or f16");
+        throw new IllegalArgumentException(where + ": unknown KV cache type '" + name + "': f32 or f16");
     }
 }

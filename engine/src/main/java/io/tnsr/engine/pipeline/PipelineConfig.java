@@ -457,16 +457,8 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 STALL_THRESHOLD_US.read(f.stallThresholdMicros(), DEFAULT_STALL_THRESHOLD_MICROS),
                 THREADS_PER_STAGE.readInt(f.threadsPerStage(), 1),
                 WARMUP_MS.read(f.warmupMillis(), 0),
-                f.kvCacheType() == null ? KvCacheType.F32 : kvCacheType(f.kvCacheType()));
+                f.kvCacheType() == null ? KvCacheType.F32 : KvCacheType.parse(f.kvCacheType(), "\"kv_cache_type\""));
         c.checkCovers(modelLayers);
         return c;
-    }
-
-    private static KvCacheType kvCacheType(String value) {
-        try {
-            return KvCacheType.parse(value);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("\"kv_cache_type\": " + e.getMessage(), e);
-        }
     }
 }

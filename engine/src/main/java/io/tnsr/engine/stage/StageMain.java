@@ -155,7 +155,7 @@ public final class StageMain implements Callable<Integer> {
                 .stage(stageIndex, stageIndex < 0 ? Math.max(1, stageCount) : stageCount).listen(listenHost, listenPort)
                 .ringSize(ringSize).maxFrameBytes(maxFrameBytes)
                 .frameLimits(maxTokensPerFrame, maxSequencesPerFrame).wait(WaitMode.parse(wait), cpu)
-                .kvCacheTokens(kvCacheTokens).kvCacheType(kvCacheType(kvCacheType))
+                .kvCacheTokens(kvCacheTokens).kvCacheType(KvCacheType.parse(kvCacheType, "--kv-cache-type"))
                 .metricsDir(metricsDir).socketBufferBytes(socketBufferBytes)
                 .stallThresholdMicros(stallThresholdMicros).threads(threads)
                 .link(new LinkOptions(key, livenessMillis, handshakeMillis, connectTimeoutMillis, fingerprintCache))
@@ -260,13 +260,5 @@ public final class StageMain implements Callable<Integer> {
             return failed(e.getMessage() != null ? e.getMessage() : e.toString(), e instanceof IllegalArgumentException ? 2 : 3);
         });
         System.exit(cl.execute(args));
-    }
-
-    private static KvCacheType kvCacheType(String value) {
-        try {
-            return KvCacheType.parse(value);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("--kv-cache-type: " + e.getMessage(), e);
-        }
     }
 }

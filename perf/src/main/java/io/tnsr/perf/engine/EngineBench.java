@@ -97,7 +97,7 @@ public final class EngineBench implements Callable<Integer> {
     static final class KvCacheTypeConverter implements CommandLine.ITypeConverter<KvCacheType> {
         @Override
         public KvCacheType convert(String value) {
-            return KvCacheType.parse(value);
+            return KvCacheType.parse(value, "--kv-cache-type");
         }
     }
 

@@ -61,7 +61,7 @@ public class AttentionBenchmark {
     public void setup() {
         int kvDim = HEADS * HEAD_DIM;
         int len = position + 1;
-        pool = new KvCachePool(LAYERS, kvDim, 1024, PAGE, (long) sequences * (len + PAGE), KvCacheType.parse(kv));
+        pool = new KvCachePool(LAYERS, kvDim, 1024, PAGE, (long) sequences * (len + PAGE), KvCacheType.parse(kv, "kv"));
         halves = pool.halves();
         caches = new KvCachePool.KvCache[sequences];
         SplittableRandom r = new SplittableRandom(11);

@@ -161,7 +161,7 @@ public final class PipelineBench implements Callable<Integer> {
             }
         }
         List<Scenario> list = new ArrayList<>(byName.values());
-        KvCacheType kv = KvCacheType.parse(kvCacheType);
+        KvCacheType kv = KvCacheType.parse(kvCacheType, "--kv-cache-type");
         ModelSpec spec = ModelSpec.preset(preset).withType(ModelSpec.parseType(type));
         Path model = ModelCache.get(spec);
         LlamaConfig cfg;
