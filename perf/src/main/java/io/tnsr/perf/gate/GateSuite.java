@@ -5,6 +5,7 @@ import io.tnsr.perf.gate.injected.InjectedAllocatingCodec;
 import io.tnsr.perf.gate.injected.InjectedCopyingHop;
 import io.tnsr.perf.gate.injected.InjectedSlowKernel;
 import io.tnsr.perf.gate.injected.InjectedSlowLayer;
+import io.tnsr.perf.kernels.AttentionBenchmark;
 import io.tnsr.perf.kernels.KernelBenchmark;
 import io.tnsr.perf.sampling.SamplerBenchmark;
 import io.tnsr.perf.stage.HopBenchmark;
@@ -37,6 +38,7 @@ public final class GateSuite {
     static final String RING = RingBenchmark.class.getName() + ".handOff";
     static final String STAGE = StageLoopBenchmark.class.getName() + ".frame";
     static final String SAMPLER = SamplerBenchmark.class.getName() + ".sample";
+    static final String ATTENTION = AttentionBenchmark.class.getName() + ".attend";
 
     /** Kernels, the layer and the codec's header work: a 10% slowdown fails, the noise of the same code does not. */
     static final double KERNEL_TOLERANCE = 0.05;
@@ -121,6 +123,18 @@ public final class GateSuite {
         m.add(kernel("Q6_K", "768x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         // Q2_K's one-token kernel, which Q3_K shares: nibbles and scale bytes unpacked in registers, compute-bound
         m.add(kernel("Q2_K", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        // One decode token's attention over all 12 layers of stories110M, one sequence at position 512, and what it
+        // allocates (a boxed kernel did: 154 KB per frame, once in a test JVM). The KV cache of floats streams 37.8 MB
+        // a call, moved by each JVM's placement as the streaming kernels are; the cache of halves reads half of it and
+        // widens it in registers, steady to 1% from JVM to JVM.
+        for (String kv : new String[] {"f32", "f16"}) {
+            boolean streams = kv.equals("f32");
+            m.add(Metric.time("time.attention." + kv + ".1x512", attention(kv, false),
+                    streams ? STREAMING_TOLERANCE : KERNEL_TOLERANCE,
+                    "AttentionBenchmark " + kv + " cache, 1 sequence at position 512: median per token"));
+            m.add(Metric.alloc("alloc.attention." + kv + ".1x512", attention(kv, true), 1,
+                    "AttentionBenchmark " + kv + " cache, 1 sequence at position 512: bytes per token"));
+        }
         // A last stage's sampling of one row at the default settings of run-pipeline (a trained model's logits):
         // vector passes over 128 KB, which L2 holds; a pass gone scalar is 3-5x
         Probe.Jmh sample = Probe.Jmh.sample(SAMPLER, "vocab", "32000", "settings", "t0.8-p0.95", "logits", "peaked");
@@ -164,6 +178,12 @@ public final class GateSuite {
         return Metric.time("time.kernel." + type.toLowerCase(Locale.ROOT) + "." + shape + ".n" + tokens,
                 Probe.Jmh.sample(KERNEL, "type", type, "shape", shape, "tokens", tokens).forks(forks), tolerance,
                 "KernelBenchmark " + type + " " + shape + " x " + tokens + " token(s), median");
+    }
+
+    private static Probe.Jmh attention(String kv, boolean average) {
+        String[] params = {"kv", kv, "position", "512", "sequences", "1"};
+        return average ? Probe.Jmh.avgt(ATTENTION, params)
+                : Probe.Jmh.sample(ATTENTION, params).forks(kv.equals("f32") ? NOISY_FORKS : Probe.Jmh.FORKS);
     }
 
     /** The distinct probes of {@code metrics}, in order. */

@@ -6,6 +6,7 @@ import io.tnsr.engine.kernels.VectorOps;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.memory.Region;
+import io.tnsr.perf.JitWarmup;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -24,7 +25,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * One decode token's attention over a KV cache, at stories110M's shape (12 layers, 12 heads of 64, pages of 16
  * positions), for {@code sequences} sequences at position {@code position}: per sequence and layer, every head's
  * scores page by page, its softmax, and its outputs page by page, as {@code LayerRange} runs them. {@code kv}: a cache
- * of floats or of halves; the halves read half the bytes and widen each value in registers.
+ * of floats or of halves; the halves read half the bytes and widen each value in registers. Setup calls it until C2
+ * runs it ({@link JitWarmup}), so that the measured code is the steady state's.
  * <pre>
  *   tools/jmh -f 1 -wi 3 -i 5 -p position=512 AttentionBenchmark
  * </pre>
@@ -87,6 +89,7 @@ public class AttentionBenchmark {
         }
         scores = new float[HEADS * (1024 + PAGE)];
         out = new float[HEADS * HEAD_DIM];
+        JitWarmup.untilAllocationFree(kv + " cache, " + sequences + " x " + position, this::attend);
     }
 
     @Benchmark

@@ -22,7 +22,7 @@ class GateSuiteTest {
     }
 
     @Test
-    void coversEveryKernelTypeTheLayerTheHopAndThePipeline() {
+    void coversEveryKernelTypeTheLayerAttentionTheHopAndThePipeline() {
         Set<String> names = new HashSet<>();
         metrics.forEach(m -> names.add(m.name()));
         for (String type : List.of("f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q2_k")) {
@@ -31,7 +31,8 @@ class GateSuiteTest {
         for (String n : List.of("time.layer.decode", "time.layer.prefill", "alloc.layer.decode", "alloc.layer.prefill",
                 "time.hop.stage", "p99.hop.stage", "alloc.hop.stage", "alloc.ring.block", "alloc.stage.loop",
                 "time.codec.decode16k", "alloc.codec.decode16k", "time.pipeline.2x2x8", "time.sample.32000",
-                "alloc.sample.32000")) {
+                "alloc.sample.32000", "time.attention.f32.1x512", "time.attention.f16.1x512", "alloc.attention.f32.1x512",
+                "alloc.attention.f16.1x512")) {
             assertTrue(names.contains(n), n);
         }
     }
@@ -40,7 +41,8 @@ class GateSuiteTest {
     void everyWeightTypeTheLayerAndTheCodecHaveAFigureThatFailsATenPercentSlowdown() {
         // F32's batched kernel is the layer prefill's work (128 tokens).
         for (String prefix : List.of("time.layer.prefill", "time.kernel.f16.", "time.kernel.q8_0.", "time.kernel.q4_0.",
-                "time.kernel.q4_k.", "time.kernel.q6_k.", "time.kernel.q2_k.", "time.layer.decode", "time.codec.decodeHeader")) {
+                "time.kernel.q4_k.", "time.kernel.q6_k.", "time.kernel.q2_k.", "time.layer.decode", "time.codec.decodeHeader",
+                "time.attention.f16.")) {
             assertTrue(metrics.stream().anyMatch(m -> m.name().startsWith(prefix) && 1.10 > (1 + m.tolerance()) * 1.03),
                     prefix + ": no figure with a tolerance that leaves a margin below 10%");
         }
