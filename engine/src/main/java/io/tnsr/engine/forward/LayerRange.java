@@ -2,13 +2,10 @@ package io.tnsr.engine.forward;
 
 import io.tnsr.engine.gguf.GgufException;
 import io.tnsr.engine.gguf.GgufFile;
-import io.tnsr.engine.kernels.AttentionKernels;
-import io.tnsr.engine.kernels.HalfAttentionKernels;
 import io.tnsr.engine.kernels.VectorOps;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.kvcache.KvCachePool.KvCache;
 import io.tnsr.engine.kvcache.SequenceException;
-import io.tnsr.engine.memory.Region;
 import io.tnsr.engine.model.Architecture;
 import io.tnsr.engine.model.LayerWeights;
 import io.tnsr.engine.model.LlamaConfig;
@@ -52,7 +49,6 @@ public final class LayerRange implements AutoCloseable {
     private final KvCachePool cache;
     private final float[] invFreq;           // [ropeDim / 2] RoPE inverse frequencies (factors applied)
     private final boolean neox;              // RoPE rotates (x[j], x[j + ropeDim/2]), not (x[2j], x[2j+1])
-    private final float attnScale;           // 1 / sqrt(headDim)
     private final int qDim;                  // heads x headDim: may differ from dim (qwen3)
 
     private final int maxTokens;
@@ -61,8 +57,8 @@ public final class LayerRange implements AutoCloseable {
     private final float[] k;     // [maxTokens][kvDim]   new keys
     private final float[] v;     // [maxTokens][kvDim]   new values
     private final float[] att;   // [maxTokens][qDim]    attention output, before wo
-    private final float[][] scores; // [threads][heads][scoreStride] each thread's attention weights of a token (whole pages)
-    private final int scoreStride; // contextLength + pageTokens
+    private final CachedAttention cachedAttention; // a token's attention over its cache, scores a context apart
+    private final float[][] scores; // [threads][cachedAttention.scoresLength()] each thread's attention weights of a token
     private final float[] hb;    // [maxTokens][ffn]     gate, then silu(gate) * up
     private final float[] hb2;   // [maxTokens][ffn]     up
     private final float[] cos;   // [maxTokens][ropeDim / 2]
@@ -154,7 +150,6 @@ public final class LayerRange implements AutoCloseable {
         this.invFreq = ropeInverseFrequencies(file, config);
         this.neox = config.arch().ropeMode() == Architecture.RopeMode.NEOX;
         this.qDim = config.qDim();
-        this.attnScale = (float) (1.0 / Math.sqrt(c.headDim()));
 
         this.maxTokens = maxTokens;
         int dim = c.dim();
@@ -164,8 +159,9 @@ public final class LayerRange implements AutoCloseable {
         v = new float[maxTokens * c.kvDim()];
         att = new float[maxTokens * qDim];
         // whole pages: AttentionKernels.scores stores a vector of positions at a time
-        scoreStride = Math.addExact(c.contextLength(), cache.pageTokens());
-        scores = new float[threads][Math.multiplyExact(c.heads(), scoreStride)];
+        cachedAttention = new CachedAttention(cache, c.heads(), c.kvHeads(), c.headDim(),
+                Math.addExact(c.contextLength(), cache.pageTokens()));
+        scores = new float[threads][cachedAttention.scoresLength()];
         hb = new float[maxTokens * c.ffnDim()];
         hb2 = new float[maxTokens * c.ffnDim()];
         cos = new float[maxTokens * c.ropeDim() / 2];
@@ -485,59 +481,17 @@ public final class LayerRange implements AutoCloseable {
      * (a batch of sequences, a prompt), every parts-th row from row {@code part}, all its heads, so that each
      * sequence's cache pages stream to one thread (split by heads, both threads read every page: a batch of 16 at 900
      * positions decoded at 0.86-0.91x the speed of attention on one thread); with fewer rows (one sequence's decode), every
-     * parts-th head of each row. Each (row, head) is computed whole by one thread, as one thread computes it, so
-     * results keep their bits at any thread count. Page by page, each head of the page in turn (a page's keys, then
-     * its values, for all heads are one contiguous run): a head's scores for a whole page at a time (positions as
-     * lanes, from the transposed keys) and its output in registers across a page's values: the same sums as one dot
-     * product and one axpy per position, without a division, a fresh buffer's checks and a lane reduction per
-     * position (AttentionKernels).
+     * parts-th head of each row. Each (row, head) is computed whole by one thread ({@link CachedAttention#row}), as one
+     * thread computes it, so results keep their bits at any thread count.
      */
     private void attend(int part, int parts) {
         int local = attendLocal;
-        int hd = c.headDim();
-        int pageTokens = cache.pageTokens();
-        int stride = hd * cache.type().bytes(); // bytes from one position's values to the next (one head's) in a page
-        boolean halves = cache.halves();
-        int heads = c.heads();
         float[] sc = scores[part];
         boolean byRow = attendRows >= parts; // whole rows (each sequence's pages read by one thread), else heads
-        int hStep = byRow ? 1 : parts;
         for (int t = byRow ? part : 0; t < attendRows; t += byRow ? parts : 1) {
-            int h0 = byRow ? 0 : part; // this part's first head of row t
-            KvCache kv = rowCache[t];
-            int len = rowPos[t] + 1; // causal: a token sees its own position and the ones before
-            for (int p0 = 0; p0 < len; p0 += pageTokens) {
-                Region page = kv.page(p0);
-                int count = Math.min(pageTokens, len - p0);
-                for (int h = h0; h < heads; h += hStep) {
-                    int keys = cache.keyOffset(local, h / c.groupSize() * hd);
-                    if (halves) {
-                        HalfAttentionKernels.scores(q, t * qDim + h * hd, page, keys, pageTokens, count, hd, attnScale, sc,
-                                h * scoreStride + p0);
-                    } else {
-                        AttentionKernels.scores(q, t * qDim + h * hd, page, keys, pageTokens, count, hd, attnScale, sc,
-                                h * scoreStride + p0);
-                    }
-                }
-            }
-            for (int h = h0; h < heads; h += hStep) {
-                VectorOps.softmax(sc, h * scoreStride, len);
-                java.util.Arrays.fill(att, t * qDim + h * hd, t * qDim + h * hd + hd, 0f);
-            }
-            for (int p0 = 0; p0 < len; p0 += pageTokens) {
-                Region page = kv.page(p0);
-                int count = Math.min(pageTokens, len - p0);
-                for (int h = h0; h < heads; h += hStep) {
-                    int values = cache.valueOffset(local, h / c.groupSize() * hd);
-                    if (halves) {
-                        HalfAttentionKernels.accumulate(att, t * qDim + h * hd, sc, h * scoreStride + p0, page, values,
-                                stride, count, hd);
-                    } else {
-                        AttentionKernels.accumulate(att, t * qDim + h * hd, sc, h * scoreStride + p0, page, values,
-                                stride, count, hd);
-                    }
-                }
-            }
+            // causal: a token sees its own position and the ones before
+            cachedAttention.row(rowCache[t], local, rowPos[t] + 1, q, t * qDim, byRow ? 0 : part, byRow ? 1 : parts, sc, att,
+                    t * qDim);
         }
     }
 

@@ -1,11 +1,8 @@
 package io.tnsr.perf.kernels;
 
-import io.tnsr.engine.kernels.AttentionKernels;
-import io.tnsr.engine.kernels.HalfAttentionKernels;
-import io.tnsr.engine.kernels.VectorOps;
+import io.tnsr.engine.forward.CachedAttention;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.kvcache.KvCacheType;
-import io.tnsr.engine.memory.Region;
 import io.tnsr.perf.JitWarmup;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -23,8 +20,8 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * One decode token's attention over a KV cache, at stories110M's shape (12 layers, 12 heads of 64, pages of 16
- * positions), for {@code sequences} sequences at position {@code position}: per sequence and layer, every head's
- * scores page by page, its softmax, and its outputs page by page, as {@code LayerRange} runs them. {@code kv}: a cache
+ * positions), for {@code sequences} sequences at position {@code position}: per sequence and layer, the engine's
+ * {@link CachedAttention#row} over all heads, as {@code LayerRange} runs it on one thread. {@code kv}: a cache
  * of floats or of halves; the halves read half the bytes and widen each value in registers. Setup calls it until C2
  * runs it ({@link JitWarmup}), so that the measured code is the steady state's.
  * <pre>
@@ -54,7 +51,7 @@ public class AttentionBenchmark {
 
     private KvCachePool pool;
     private KvCachePool.KvCache[] caches;
-    private boolean halves;
+    private CachedAttention attention;
     private float[] q;
     private float[] scores;
     private float[] out;
@@ -64,7 +61,6 @@ public class AttentionBenchmark {
         int kvDim = HEADS * HEAD_DIM;
         int len = position + 1;
         pool = new KvCachePool(LAYERS, kvDim, 1024, PAGE, (long) sequences * (len + PAGE), KvCacheType.parse(kv, "kv"));
-        halves = pool.halves();
         caches = new KvCachePool.KvCache[sequences];
         SplittableRandom r = new SplittableRandom(11);
         float[] key = new float[kvDim];
@@ -87,7 +83,8 @@ public class AttentionBenchmark {
         for (int j = 0; j < q.length; j++) {
             q[j] = (float) r.nextGaussian() * 0.1f;
         }
-        scores = new float[HEADS * (1024 + PAGE)];
+        attention = new CachedAttention(pool, HEADS, HEADS, HEAD_DIM, 1024 + PAGE);
+        scores = new float[attention.scoresLength()];
         out = new float[HEADS * HEAD_DIM];
         JitWarmup.untilAllocationFree(kv + " cache, " + sequences + " x " + position, this::attend);
     }
@@ -95,43 +92,9 @@ public class AttentionBenchmark {
     @Benchmark
     public float attend() {
         int len = position + 1;
-        int stride = HEAD_DIM * pool.type().bytes();
-        int scoreStride = 1024 + PAGE;
-        float scale = 0.125f;
         for (KvCachePool.KvCache kvc : caches) {
             for (int layer = 0; layer < LAYERS; layer++) {
-                for (int p0 = 0; p0 < len; p0 += PAGE) {
-                    Region page = kvc.page(p0);
-                    int count = Math.min(PAGE, len - p0);
-                    for (int h = 0; h < HEADS; h++) {
-                        int keys = pool.keyOffset(layer, h * HEAD_DIM);
-                        if (halves) {
-                            HalfAttentionKernels.scores(q, h * HEAD_DIM, page, keys, PAGE, count, HEAD_DIM, scale, scores,
-                                    h * scoreStride + p0);
-                        } else {
-                            AttentionKernels.scores(q, h * HEAD_DIM, page, keys, PAGE, count, HEAD_DIM, scale, scores,
-                                    h * scoreStride + p0);
-                        }
-                    }
-                }
-                for (int h = 0; h < HEADS; h++) {
-                    VectorOps.softmax(scores, h * scoreStride, len);
-                    java.util.Arrays.fill(out, h * HEAD_DIM, h * HEAD_DIM + HEAD_DIM, 0f);
-                }
-                for (int p0 = 0; p0 < len; p0 += PAGE) {
-                    Region page = kvc.page(p0);
-                    int count = Math.min(PAGE, len - p0);
-                    for (int h = 0; h < HEADS; h++) {
-                        int values = pool.valueOffset(layer, h * HEAD_DIM);
-                        if (halves) {
-                            HalfAttentionKernels.accumulate(out, h * HEAD_DIM, scores, h * scoreStride + p0, page, values,
-                                    stride, count, HEAD_DIM);
-                        } else {
-                            AttentionKernels.accumulate(out, h * HEAD_DIM, scores, h * scoreStride + p0, page, values,
-                                    stride, count, HEAD_DIM);
-                        }
-                    }
-                }
+                attention.row(kvc, layer, len, q, 0, 0, 1, scores, out, 0);
             }
         }
         return out[0];
