@@ -123,6 +123,11 @@ final class BF16Matrix extends FloatPanelMatrix {
     }
 
     @Override
+    protected int touch(int p) {
+        return PanelTouch.lines(w, p * pairs * P, pairs * P);
+    }
+
+    @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
         m1(w, p * pairs * P, pairs, cols, x, xo, out, oo);
     }

@@ -112,6 +112,11 @@ final class F32Matrix extends FloatPanelMatrix {
     }
 
     @Override
+    protected int touch(int p) {
+        return PanelTouch.lines(w, p * cols * P, cols * P);
+    }
+
+    @Override
     protected void decodeRow(int row, float[] dst, int off) {
         for (int c = 0, i = (row / P) * cols * P + row % P; c < cols; c++, i += P) {
             dst[off + c] = w[i];

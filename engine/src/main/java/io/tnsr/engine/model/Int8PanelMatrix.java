@@ -154,6 +154,11 @@ final class Int8PanelMatrix extends PanelMatrix {
     }
 
     @Override
+    protected int touch(int p) {
+        return PanelTouch.lines(q, p * blocks * unitBytes, blocks * unitBytes);
+    }
+
+    @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
         m1(q, p * blocks * unitBytes, blocks, unit, x, xo, out, oo);
     }

@@ -9,8 +9,8 @@ import static io.tnsr.engine.model.PanelKernels.P;
  *
  * <pre>{@code
  * matvec:        prepare(x, 1); wholePanels(x, out); panel(last partial one) into the spill
- * matmulTokens:  prepare(x, n); for each panel p (read from memory once): for each group of tokens (from L2):
- *                    group(p, tokens t0 .. t0 + valid)
+ * matmulTokens:  prepare(x, n); for each panel p (read from memory once; first by a touch pass where that measured
+ *                faster, PanelTouch): for each group of tokens (from L2): group(p, tokens t0 .. t0 + valid)
  * matmulPanels:  either of the two over panels [from, to) only: one thread's share of a row split (RowParts)
  * panelsPrepared: the same after prepare, for one of several ranges a thread claims in turn (RowParts' chunks)
  * }</pre>
@@ -33,6 +33,10 @@ abstract class PanelMatrix extends WeightMatrix {
     private final int tokens;
     /** [tokens][panelRows] outputs of the last partial panel before its valid rows are copied out. */
     private final float[] spill;
+    /** Whether {@link #groups} touches each panel first: this object's own choice (a view makes its own). */
+    private final PanelTouch touchChoice = new PanelTouch();
+    /** What the touch passes read, kept so that they are not optimized away. */
+    private int touchSink;
 
     PanelMatrix(String name, int rows, int cols, int tokens) {
         this(name, rows, cols, tokens, P);
@@ -120,10 +124,18 @@ abstract class PanelMatrix extends WeightMatrix {
         groups(x, xo, n, out, oo, from, to);
     }
 
-    /** Panels [from, to) . tokens [0, n) through {@link #group}, x already prepared. */
+    /**
+     * Panels [from, to) . tokens [0, n) through {@link #group}, x already prepared; each whole panel read once first
+     * ({@link #touch}) when this matrix's calls have shown that to be faster ({@link PanelTouch}).
+     */
     protected final void groups(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
+        boolean touch = touchChoice.touchNext();
+        long start = System.nanoTime();
         for (int p = from; p < to; p++) {
             int r0 = p * panelRows;
+            if (touch && p < fullPanels) {
+                touchSink ^= touch(p);
+            }
             for (int t0 = 0, width; t0 < n; t0 += width) {
                 width = groupWidth(n, t0);
                 int valid = Math.min(width, n - t0);
@@ -137,6 +149,18 @@ abstract class PanelMatrix extends WeightMatrix {
                 }
             }
         }
+        touchChoice.took((long) n << 32 | (to - from), System.nanoTime() - start);
+    }
+
+    /**
+     * Reads one value per cache line of whole panel p's weights (their bulk; a few scales may stay unread), so that
+     * its token groups find it in cache; returns the values combined, which the caller keeps so that the reads stay.
+     */
+    protected abstract int touch(int p);
+
+    /** This matrix's choice of touch passes (tests fix it). */
+    final PanelTouch touchChoice() {
+        return touchChoice;
     }
 
     /** Tokens in the group from token t0 of an n-token call: the same for every group unless a type varies them. */

@@ -247,6 +247,11 @@ final class Q2KMatrix extends PanelMatrix {
     }
 
     @Override
+    protected int touch(int p) {
+        return PanelTouch.lines(q, p * cols * L, cols * L);
+    }
+
+    @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
         m1(q, sm, dd, p * cols * L, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, acts.pairs(), acts.scales(),
                 sx, out, oo);

@@ -204,6 +204,11 @@ final class Q4KMatrix extends PanelMatrix {
     }
 
     @Override
+    protected int touch(int p) {
+        return PanelTouch.lines(q, p * cols * L, cols * L);
+    }
+
+    @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
         m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), acts.scales(), acts.offsets(), sx, out, oo);
     }

@@ -304,6 +304,11 @@ final class Q4_0Matrix extends PanelMatrix {
     }
 
     @Override
+    protected int touch(int p) {
+        return PanelTouch.lines(q, p * cols * L, cols * L);
+    }
+
+    @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
         m1(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), acts.offsets(), out, oo);
     }

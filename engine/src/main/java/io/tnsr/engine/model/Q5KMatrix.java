@@ -171,6 +171,11 @@ final class Q5KMatrix extends PanelMatrix {
     }
 
     @Override
+    protected int touch(int p) {
+        return PanelTouch.lines(q, p * cols * P, cols * P);
+    }
+
+    @Override
     protected void panel(int p, float[] x, int xo, float[] out, int oo) {
         m1(q, s, mneg, p * cols * P, p * units * P, units, acts.pairs(), acts.scales(), sx, out, oo);
     }

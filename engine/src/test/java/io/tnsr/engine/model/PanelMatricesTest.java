@@ -298,18 +298,21 @@ class PanelMatricesTest {
             }
             assertArrayEquals(want, row, 0f, type + " row " + i + " reads back");
         }
-        for (int n : new int[] {1, 2, 3, 4, 5, 7, 8, 9, 16, 19, 33, 37}) {
+        for (int call = 0; call < 24; call++) { // each panel read first or not, as a matrix chooses per call
+            int n = new int[] {1, 2, 3, 4, 5, 7, 8, 9, 16, 19, 33, 37}[call % 12];
+            ((PanelMatrix) m).touchChoice().fix(call >= 12);
             int xOff = 3; // offsets on both sides
             int outOff = 5;
             float[] out = new float[outOff + n * rows + 4];
             Arrays.fill(out, Float.NaN);
             m.matmul(x, xOff, n, out, outOff);
+            String how = call >= 12 ? " (panels read first)" : "";
             for (int t = 0; t < n; t++) {
                 for (int i = 0; i < rows; i++) {
                     float ref = k.dot(i, x, xOff + t * cols);
                     float got = out[outOff + t * rows + i];
                     assertEquals(Float.floatToIntBits(ref), Float.floatToIntBits(got),
-                            type + ", " + n + " tokens: token " + t + " row " + i + ": " + got + " vs " + ref);
+                            type + ", " + n + " tokens" + how + ": token " + t + " row " + i + ": " + got + " vs " + ref);
                 }
             }
             for (int i = 0; i < outOff; i++) {
