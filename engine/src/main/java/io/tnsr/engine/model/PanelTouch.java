@@ -28,7 +28,7 @@ package io.tnsr.engine.model;
  */
 final class PanelTouch {
     /** Calls between probes at first and after a switch. */
-    static final int MIN_INTERVAL = 8;
+    static final int MIN_INTERVAL = 4;
     /** Calls between probes once the votes keep confirming the mode in use. */
     static final int MAX_INTERVAL = 256;
     /** Votes whose median decides (three: {@link #median} takes the middle one). */
