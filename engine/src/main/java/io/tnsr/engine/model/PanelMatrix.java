@@ -33,8 +33,12 @@ abstract class PanelMatrix extends WeightMatrix {
     private final int tokens;
     /** [tokens][panelRows] outputs of the last partial panel before its valid rows are copied out. */
     private final float[] spill;
-    /** Whether {@link #groups} touches each panel first: this object's own choice (a view makes its own). */
-    private final PanelTouch touchChoice = new PanelTouch();
+    /**
+     * Whether {@link #groups} touches each panel first, for calls of up to {@link #FEW_TOKENS} tokens (batched decode)
+     * and for more (prefill), chosen apart since what it saves differs: this object's own choices (a view makes its own).
+     */
+    private final PanelTouch fewTouch = new PanelTouch();
+    private final PanelTouch manyTouch = new PanelTouch();
     /** What the touch passes read, kept so that they are not optimized away. */
     private int touchSink;
 
@@ -129,7 +133,8 @@ abstract class PanelMatrix extends WeightMatrix {
      * ({@link #touch}) when this matrix's calls have shown that to be faster ({@link PanelTouch}).
      */
     protected final void groups(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
-        boolean touch = touchChoice.touchNext();
+        PanelTouch choice = n <= FEW_TOKENS ? fewTouch : manyTouch;
+        boolean touch = choice.touchNext();
         long start = System.nanoTime();
         for (int p = from; p < to; p++) {
             int r0 = p * panelRows;
@@ -149,7 +154,7 @@ abstract class PanelMatrix extends WeightMatrix {
                 }
             }
         }
-        touchChoice.took((long) n << 32 | (to - from), System.nanoTime() - start);
+        choice.took((long) n << 32 | (to - from), System.nanoTime() - start);
     }
 
     /**
@@ -158,10 +163,14 @@ abstract class PanelMatrix extends WeightMatrix {
      */
     protected abstract int touch(int p);
 
-    /** This matrix's choice of touch passes (tests fix it). */
-    final PanelTouch touchChoice() {
-        return touchChoice;
+    /** Every call from now on touches its panels first, or none does (tests compare the two). */
+    final void fixTouch(boolean touch) {
+        fewTouch.fix(touch);
+        manyTouch.fix(touch);
     }
+
+    /** The most tokens of a call whose touch passes {@link #fewTouch} chooses: a batched decode's. */
+    static final int FEW_TOKENS = 32;
 
     /** Tokens in the group from token t0 of an n-token call: the same for every group unless a type varies them. */
     protected int groupWidth(int n, int t0) {

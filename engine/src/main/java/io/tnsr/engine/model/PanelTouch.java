@@ -31,8 +31,8 @@ final class PanelTouch {
     static final int MIN_INTERVAL = 4;
     /** Calls between probes once the votes keep confirming the mode in use. */
     static final int MAX_INTERVAL = 256;
-    /** Votes whose median decides (three: {@link #median} takes the middle one). */
-    static final int VOTES = 3;
+    /** Votes whose median decides. */
+    static final int VOTES = 5;
     /** The other mode's time over the mode in use below which the matrix switches. */
     static final double SWITCH_BELOW = 0.92;
     /** Above this the other mode is clearly slower: probe less often. */
@@ -48,6 +48,7 @@ final class PanelTouch {
     private long beforeShape = -1, probeShape = -1;
     private long beforeNanos, probeNanos;
     private final double[] votes = new double[VOTES];
+    private final double[] sorted = new double[VOTES];
     private int voteCount;
     private int nextVote;
 
@@ -119,8 +120,16 @@ final class PanelTouch {
     }
 
     private double median() {
-        double a = votes[0], b = votes[1], c = votes[2];
-        return Math.max(Math.min(a, b), Math.min(Math.max(a, b), c));
+        System.arraycopy(votes, 0, sorted, 0, VOTES);
+        for (int i = 1; i < VOTES; i++) { // insertion sort of five
+            double v = sorted[i];
+            int j = i - 1;
+            for (; j >= 0 && sorted[j] > v; j--) {
+                sorted[j + 1] = sorted[j];
+            }
+            sorted[j + 1] = v;
+        }
+        return sorted[VOTES / 2];
     }
 
     /** Reads a[from..from+len) one value per 64-byte line; returns them xor'ed, for the caller to keep. */

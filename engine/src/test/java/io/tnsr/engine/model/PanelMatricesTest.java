@@ -300,7 +300,7 @@ class PanelMatricesTest {
         }
         for (int call = 0; call < 24; call++) { // each panel read first or not, as a matrix chooses per call
             int n = new int[] {1, 2, 3, 4, 5, 7, 8, 9, 16, 19, 33, 37}[call % 12];
-            ((PanelMatrix) m).touchChoice().fix(call >= 12);
+            ((PanelMatrix) m).fixTouch(call >= 12);
             int xOff = 3; // offsets on both sides
             int outOff = 5;
             float[] out = new float[outOff + n * rows + 4];

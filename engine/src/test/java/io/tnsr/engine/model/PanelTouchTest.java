@@ -30,8 +30,10 @@ class PanelTouchTest {
         PanelTouch c = new PanelTouch();
         assertFalse(c.touching());
         assertFalse(c.touchNext(), "the first call runs as the mode in use");
-        run(c, 3 * (PanelTouch.MIN_INTERVAL + 2), 1000, 800, SHAPE); // three probes, three votes of 0.8
-        assertTrue(c.touching(), "three votes of 0.8 switch");
+        run(c, PanelTouch.VOTES * (PanelTouch.MIN_INTERVAL + 2) - 1, 1000, 800, SHAPE);
+        assertFalse(c.touching(), "one vote short");
+        run(c, 1, 1000, 800, SHAPE);
+        assertTrue(c.touching(), "a full set of votes of 0.8 switches");
         int plainCalls = 200 - run(c, 200, 1000, 800, SHAPE);
         assertTrue(plainCalls > 0 && plainCalls < 200 / PanelTouch.MIN_INTERVAL,
                 "the probes now run without the pass, rarely: " + plainCalls);
@@ -59,8 +61,21 @@ class PanelTouchTest {
         PanelTouch c = new PanelTouch();
         run(c, 200, 1000, 800, SHAPE);
         assertTrue(c.touching());
-        run(c, 600, 700, 1000, SHAPE); // now the pass costs more than it saves: two votes of probes up to 130 calls apart
+        run(c, 1000, 700, 1000, SHAPE); // now the pass costs more than it saves: a majority of votes, up to 258 calls apart
         assertFalse(c.touching());
+    }
+
+    @Test
+    void oneLuckyProbeIsOutvoted() {
+        PanelTouch c = new PanelTouch();
+        int probes = 0;
+        for (int i = 0; i < 200; i++) {
+            boolean touch = c.touchNext();
+            probes += touch ? 1 : 0;
+            c.took(SHAPE, touch && probes % PanelTouch.VOTES == 2 ? 500 : 1000); // every fifth probe ran alone
+        }
+        assertTrue(probes >= PanelTouch.VOTES);
+        assertFalse(c.touching(), "the median of the votes, not the best one, decides");
     }
 
     @Test

@@ -277,7 +277,7 @@ class ScaleMinTypesTest {
         float[] single = new float[rows];
         for (int call = 0; call < 12; call++) { // 37: a prefill's path; each panel read first or not (the second six)
             int n = new int[] {1, 2, 3, 5, 7, 37}[call % 6];
-            ((PanelMatrix) w).touchChoice().fix(call >= 6);
+            ((PanelMatrix) w).fixTouch(call >= 6);
             float[] out = new float[n * rows + 2];
             Arrays.fill(out, Float.NaN);
             w.matmul(x, 3, n, out, 1);
