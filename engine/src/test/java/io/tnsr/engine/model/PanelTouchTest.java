@@ -91,6 +91,7 @@ class PanelTouchTest {
     @Test
     void aFixedChoiceNeverProbes() {
         PanelTouch c = new PanelTouch();
+        run(c, PanelTouch.MIN_INTERVAL, 1000, 1000, SHAPE); // the next call would be a probe
         c.fix(true);
         assertEquals(500, run(c, 500, 100, 1000, SHAPE), "every call touches, however slow");
         c.fix(false);
