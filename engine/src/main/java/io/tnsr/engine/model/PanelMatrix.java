@@ -133,6 +133,9 @@ abstract class PanelMatrix extends WeightMatrix {
      * ({@link #touch}) when this matrix's calls have shown that to be faster ({@link PanelTouch}).
      */
     protected final void groups(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
+        if (from >= to) { // no panel (the callers pass what their own paths left): nothing to run, nothing to time
+            return;
+        }
         PanelTouch choice = n <= FEW_TOKENS ? fewTouch : manyTouch;
         boolean touch = choice.touchNext();
         long start = System.nanoTime();
