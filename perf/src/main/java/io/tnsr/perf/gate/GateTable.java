@@ -14,7 +14,7 @@ public final class GateTable {
     private static final String FMT = "%-30s %12s %12s %8s %6s %14s %10s  %-10s %s%n";
 
     public static void print(GateCheck.Report report, PrintStream out) {
-        out.printf(Locale.ROOT, FMT, "metric", "reference", "tree", "change", "forks", "+-2 SE", "limit", "verdict", "");
+        out.printf(Locale.ROOT, FMT, "metric", "reference", "tree", "change", "forks", "band", "limit", "verdict", "");
         for (GateCheck.Row r : report.rows()) {
             boolean alloc = r.kind() == Metric.Kind.ALLOC;
             out.printf(Locale.ROOT, FMT, r.metric(), alloc ? "" : time(r.reference()), alloc ? bytes(r.now()) : time(r.now()),

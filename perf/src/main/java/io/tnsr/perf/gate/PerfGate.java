@@ -263,7 +263,7 @@ public final class PerfGate implements Callable<Integer> {
         if (r.kind() == Metric.Kind.ALLOC) {
             return String.format(Locale.ROOT, "%s, %.2f B/op, allowed %.2f", r.verdict(), r.now(), r.limit());
         }
-        return String.format(Locale.ROOT, "%s, x%.3f the reference (+-2 SE %.3f..%.3f, %d forks each), limit x%.2f", r.verdict(), r.change(),
+        return String.format(Locale.ROOT, "%s, x%.3f the reference (band %.3f..%.3f, %d forks each), limit x%.2f", r.verdict(), r.change(),
                 r.low(), r.high(), r.pairs(), r.limit());
     }
 
@@ -348,8 +348,8 @@ public final class PerfGate implements Callable<Integer> {
 
     /** Per metric, over the calibration runs: the change (or B/op), its range, and how close it came to the limit. */
     private void printSpread(List<Metric> metrics, List<GateCheck.Report> reports) {
-        out.printf(Locale.ROOT, "%nover %d runs (change of each run, tree / reference; band = the widest +-2 standard errors "
-                + "seen around a run's change)%n", reports.size());
+        out.printf(Locale.ROOT, "%nover %d runs (change of each run, tree / reference; band = the lowest and highest "
+                + "ends of a run's band)%n", reports.size());
         String fmt = "%-30s %10s %10s %10s %8s %16s %10s %8s%n";
         out.printf(Locale.ROOT, fmt, "metric", "min", "median", "max", "spread", "band", "limit", "passed");
         for (Metric m : metrics) {
