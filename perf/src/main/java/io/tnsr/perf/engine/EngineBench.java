@@ -162,8 +162,8 @@ public final class EngineBench implements Callable<Integer> {
             return 0;
         }
         boolean forkEach = fork && specs.size() > 1;
-        System.out.printf(Locale.ROOT, "engine-bench: %s, 1 compute thread, %d repeats (median, min..max), %s, JDK %s, %d CPUs, %s, %d-bit vectors%n",
-                preset, repeats, forkEach ? "each type in a JVM of its own" : "in one JVM", Runtime.version(),
+        System.out.printf(Locale.ROOT, "engine-bench: %s, %d compute thread%s, %d repeats (median, min..max), %s, JDK %s, %d CPUs, %s, %d-bit vectors%n",
+                preset, threads, threads == 1 ? "" : "s", repeats, forkEach ? "each type in a JVM of its own" : "in one JVM", Runtime.version(),
                 Runtime.getRuntime().availableProcessors(), cpuName(),
                 jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize());
         double offHeap = Probes.bufferBandwidth(probeRuns);
