@@ -25,11 +25,12 @@ import java.util.Locale;
  * median lands in either mode, and the spread about it, measured within that mode, looks small; a median of the
  * tree in the slow mode against a reference's in the fast one once read x1.162 +- 0.09 on unchanged code. A change
  * beyond the limit whose band still holds 1 passes with a note: on a host where JVMs of the same code differ by a
- * fifth, such a figure cannot tell a 5% slowdown from none, nor, in two modes, a slowdown smaller than their gap; IMPROVED (passes) when {@code change < 1 / (1 +
- * tolerance)}; else PASS. NEW (passes) when the reference build could not measure it (a benchmark it does not have
- * yet).</li>
- * <li>Another round is measured, up to {@link #MAX_ROUNDS}, while the change's band reaches above the limit: one round passes a steady figure, a noisy one gets more JVMs before
- * it is judged, and a regression is only declared on all of them.</li>
+ * fifth, such a figure cannot tell a 5% slowdown from none, nor, in two modes, a slowdown smaller than their gap.
+ * IMPROVED (passes) when {@code change < 1 / (1 + tolerance)}; else PASS. NEW (passes) when the reference build
+ * could not measure it (a benchmark it does not have yet).</li>
+ * <li>Another round is measured, up to {@link #MAX_ROUNDS}, while the change's band reaches above the limit: one
+ * round passes a steady figure, a noisy one gets more JVMs before it is judged, and a regression is only declared
+ * on all of them.</li>
  * <li>{@link Metric.Kind#ALLOC}: the tree under test's bytes per operation against the allowance plus JMH's
  * background spread over the iteration's operations; ALLOCATES when most of its forks, and at least three, exceed
  * it (a fork that exceeds brings more forks). Absolute, never compared.</li>
@@ -199,8 +200,8 @@ public final class GateCheck {
 
     /**
      * Whether another round is needed: fewer than the probe's minimum, or fewer than {@link #MAX_ROUNDS} while the
-     * change's band reaches above the limit. A metric passes as soon as it clearly does; it
-     * fails only on all the rounds, since a few JVMs can all be unlucky.
+     * change's band reaches above the limit. A metric passes as soon as it clearly does; it fails only on all the
+     * rounds, since a few JVMs can all be unlucky.
      */
     public static boolean undecided(Metric m, List<Round> rounds) {
         if (!m.kind().compared() || rounds.size() >= MAX_ROUNDS
