@@ -1,5 +1,7 @@
 package io.tnsr.engine.model;
 
+import java.util.Arrays;
+
 /**
  * Whether a matrix's token groups ({@link PanelMatrix#groups}) first read each panel once, one value per cache line
  * (a touch pass), chosen per matrix by timing its own calls, and kept under review.
@@ -121,14 +123,7 @@ final class PanelTouch {
 
     private double median() {
         System.arraycopy(votes, 0, sorted, 0, VOTES);
-        for (int i = 1; i < VOTES; i++) { // insertion sort of five
-            double v = sorted[i];
-            int j = i - 1;
-            for (; j >= 0 && sorted[j] > v; j--) {
-                sorted[j + 1] = sorted[j];
-            }
-            sorted[j + 1] = v;
-        }
+        Arrays.sort(sorted); // five values: sorted in place, nothing allocated
         return sorted[VOTES / 2];
     }
 
