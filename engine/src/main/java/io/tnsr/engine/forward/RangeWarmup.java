@@ -2,6 +2,7 @@ package io.tnsr.engine.forward;
 
 import io.tnsr.engine.kvcache.SequenceException;
 import java.lang.management.ManagementFactory;
+import java.util.Arrays;
 
 /**
  * Runs a layer range over scratch sequences until the JIT has compiled its kernels, so that the first requests a
@@ -11,9 +12,9 @@ import java.lang.management.ManagementFactory;
  *
  * <p>One round, each part only as far as the range's frame limits allow:
  * <pre>{@code
- * prompt:   one sequence, up to 40 tokens at positions 0..          (matrix-matrix kernels, attention over a block)
+ * prompt:   one sequence, up to 37 tokens at positions 0..          (matrix-matrix kernels, attention over a block)
  * decode:   4 one-token steps of that sequence                      (matrix-vector kernels)
- * batched:  up to 8 sequences, one token each                       (batched decode)
+ * batched:  2, 7, 9, then 21 sequences, one token each              (batched decode)
  * logits:   after each part, where the range ends the model         (final norm and classifier)
  * end:      every scratch sequence's KV cache freed
  * }</pre>
@@ -21,17 +22,27 @@ import java.lang.management.ManagementFactory;
  * take groups of twelve tokens above 16, the int8 panels (Q8_0, Q6_K, ...) their widened path above 32. A kernel the
  * warm-up never ran is still JIT-cold at the first prompt that needs it: with a 16-token warm-up prompt, the first
  * frame of sixteen prompts through a stories110M-shape F32 stage took 0.53-0.55 s, with this one 0.26-0.33 s.
+ * The token counts also give every kernel's last token group each tail it branches on: 37 is three twelves and one
+ * (the widened paths' groups of twelve, the int8 panels' groups of four); 21 is twelve and nine (F32's twelve-token
+ * groups, whose tails are 9 to 12); 2 and 7 are pairs and a single (F32 up to eight tokens), and four and three or a
+ * pair alone (the nibble and int8 types' groups of four); 9 is eight and one, or four, four and one. A group kernel
+ * stores each token's sums behind an {@code if (valid > k)}, and C2 compiles a branch the warm-up never took as a
+ * trap: after a warm-up of a 40-token prompt and a batch of 8 (tails of 4 and 8 only), a stage serving 16 sequences
+ * trapped in F32's eight-token kernel at its first tail of two, ran it boxed while C2 compiled it again, and lost
+ * about a second ({@code RangeWarmupTest} checks sizes in between in a fresh JVM).
  * Vector API code allocates until C2 has compiled it with its helpers inlined, and the steady state allocates
  * nothing; so the warm-up ends after {@link #QUIET_ROUNDS} rounds in a row that allocated nothing on this thread,
- * or at its time bound. It runs before the stage serves anything; its scratch sequences (ids 0 to 7) leave no KV
+ * or at its time bound. It runs before the stage serves anything; its scratch sequences (ids 0 to 20) leave no KV
  * cache behind, and the range's results for real sequences do not depend on what ran before them.
  */
 public final class RangeWarmup {
     /** Rounds in a row without allocation that end the warm-up. */
     static final int QUIET_ROUNDS = 2;
-    private static final int PROMPT = 40;
+    private static final int PROMPT = 37;
     private static final int DECODE_STEPS = 4;
-    private static final int BATCH = 8;
+    /** Sequences of the batched steps, in turn; the last is also the number of scratch sequences. */
+    static final int[] BATCHES = {2, 7, 9, 21};
+    private static final int SCRATCH = BATCHES[BATCHES.length - 1];
 
     /**
      * How a warm-up went.
@@ -49,6 +60,8 @@ public final class RangeWarmup {
     private final int[] tokens;
     private final float[] x;
     private final float[] logits;
+    /** The next position of each scratch sequence in the batched steps. */
+    private final int[] next = new int[SCRATCH];
 
     public RangeWarmup(LayerRange range) {
         this.range = range;
@@ -83,24 +96,36 @@ public final class RangeWarmup {
         }
     }
 
-    /** One round: prompt, decode steps, a batched step, then the scratch sequences' KV cache freed. */
+    /** One round: prompt, decode steps, the batched steps, then the scratch sequences' KV cache freed. */
     private void round() {
         int context = range.config().contextLength();
-        int pos = Math.max(1, Math.min(PROMPT, Math.min(range.maxTokens(), context - DECODE_STEPS - 1)));
+        int pos = Math.max(1, Math.min(PROMPT, Math.min(range.maxTokens(), context - DECODE_STEPS - BATCHES.length - 1)));
         step(batch.clear().add(0, 0, pos, true));
-        for (int i = 0; i < DECODE_STEPS && pos < context - 1; i++, pos++) {
+        for (int i = 0; i < DECODE_STEPS && pos < context - BATCHES.length - 1; i++, pos++) {
             step(batch.clear().add(0, pos, 1, true));
         }
-        batch.clear().add(0, pos, 1, true);
-        for (int s = 1; s < Math.min(BATCH, Math.min(range.maxSequences(), range.maxTokens())); s++) {
-            batch.add(s, 0, 1, true);
+        int widest = Math.min(range.maxSequences(), range.maxTokens());
+        Arrays.fill(next, 0);
+        next[0] = pos;
+        for (int size : BATCHES) {
+            int n = Math.min(size, widest);
+            if (n < 2) {
+                break;
+            }
+            batch.clear();
+            for (int s = 0; s < n; s++) {
+                batch.add(s, next[s]++, 1, true);
+            }
+            step(batch);
+            if (n == widest) {
+                break;   // capped: a narrower range runs its widest batch once
+            }
         }
-        step(batch);
         endScratch();
     }
 
     private void endScratch() {
-        for (int s = 0; s < BATCH; s++) {
+        for (int s = 0; s < SCRATCH; s++) {
             range.endSequence(s);
         }
     }

@@ -12,10 +12,15 @@ import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.testing.TestModels;
+import io.tnsr.engine.process.ChildJvm;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** A stage's warm-up runs its layers and leaves nothing behind that a real sequence could see. */
 class RangeWarmupTest {
@@ -49,6 +54,31 @@ class RangeWarmupTest {
             for (int i = 0; i < expected.size(); i++) {
                 assertArrayEquals(expected.get(i), actual.get(i), "call " + i + ": the warm-up changed a result");
             }
+        }
+    }
+
+    /**
+     * Once the warm-up has settled, a stage's first real calls run compiled code: batches and prompts of sizes the
+     * warm-up did not run, whose last token groups are short or full, run no kernel boxed (a kernel that C2 compiled
+     * without one of those tails would trap back to the interpreter, where every vector is an object). Each type in a
+     * fresh JVM, as a stage runs: in this one, every other test's types and shapes have already shaped the profiles.
+     */
+    @ParameterizedTest
+    @EnumSource(value = GgmlType.class, names = {"F32", "Q8_0", "Q4_0"})
+    void afterASettledWarmUpOtherBatchAndPromptSizesRunCompiled(GgmlType type) throws Exception {
+        Path model = TestModels.get(ModelSpec.tiny().withType(type));
+        List<String> cmd = new ArrayList<>(ChildJvm.options(a -> a.startsWith("-Xmx")));
+        cmd.add("-Xmx512m");
+        cmd.addAll(ChildJvm.classPath());
+        cmd.addAll(List.of(WarmupAllocationProbe.class.getName(), model.toString()));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        try {
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();   // ends with the JVM
+            assertTrue(p.waitFor(120, TimeUnit.SECONDS), type + ": the probe JVM did not exit");
+            assertEquals(0, p.exitValue(), type + ": " + out);
+            assertTrue(out.endsWith("none boxed"), type + ": " + out);
+        } finally {
+            p.destroyForcibly();
         }
     }
 
