@@ -58,6 +58,11 @@ public final class KvCachePool {
     private final Int2ObjectHashMap<KvCache> live = new Int2ObjectHashMap<>();
     private final ArrayDeque<KvCache> spareCaches = new ArrayDeque<>();
 
+    /** Pages allocated together when the pool grows ({@link #grow}). */
+    static final int SLAB_PAGES = 16;
+    /** Most bytes allocated together when the pool grows. */
+    private static final long SLAB_BYTES_MAX = 1L << 30;
+
     /** Bytes the default capacity aims for when the caller names none: 2 GiB of keys and values. */
     public static final long DEFAULT_CAPACITY_BYTES = 2L << 30;
 
@@ -112,6 +117,11 @@ public final class KvCachePool {
         return pageTokens;
     }
 
+    /** Bytes of one page: every layer's keys and values for {@link #pageTokens} positions. */
+    public int pageBytes() {
+        return pageBytes;
+    }
+
     public KvCacheType type() {
         return type;
     }
@@ -142,6 +152,37 @@ public final class KvCachePool {
     /** Pages allocated so far (in use or free); never more than the capacity. */
     public int allocatedPages() {
         return allocatedPages;
+    }
+
+    /**
+     * Allocates free pages until {@code bytes} of pages (rounded up to whole pages, at most the capacity) are
+     * allocated, so that sequences up to that size take no memory from the system while they run; returns the pages
+     * allocated now. A stage does this before it serves: the first touch of new memory is what a page costs (on a
+     * 2-vCPU KVM guest, 2.9 ms per 1.2 MB page in 4 KB pages, 1.1 ms in huge pages), and without a reserve the
+     * steps in which 16 sequences cross a page boundary together took 18-31 ms longer.
+     */
+    public int preallocate(long bytes) {
+        long b = Math.max(0, bytes);
+        long want = Math.min(capacityPages, b / pageBytes + (b % pageBytes == 0 ? 0 : 1));
+        int before = allocatedPages;
+        while (allocatedPages < want) {
+            grow((int) (want - allocatedPages));
+        }
+        return allocatedPages - before;
+    }
+
+    /**
+     * Adds up to {@code most} (at least 1) free pages, allocated together: at most {@link #SLAB_PAGES} pages and 1 GiB
+     * in one region, so that the memory comes in runs long enough for huge pages where the C library gives them
+     * ({@code GLIBC_TUNABLES=glibc.malloc.hugetlb=1}, which the launchers set), rather than one allocation per page.
+     */
+    private void grow(int most) {
+        int pages = Math.max(1, Math.min(most, Math.min(SLAB_PAGES, (int) Math.max(1, SLAB_BYTES_MAX / pageBytes))));
+        Region slab = Region.allocate((long) pages * pageBytes);
+        for (int i = 0; i < pages; i++) {
+            freePages.addLast(slab.slice((long) i * pageBytes, pageBytes));
+        }
+        allocatedPages += pages;
     }
 
     public int liveSequences() {
@@ -210,12 +251,10 @@ public final class KvCachePool {
                             + " pages are in use by " + live.size() + " sequences");
         }
         for (int i = 0; i < more; i++) {
-            Region p = freePages.pollFirst();
-            if (p == null) {
-                p = Region.allocate(pageBytes);
-                allocatedPages++;
+            if (freePages.isEmpty()) {
+                grow(capacityPages - allocatedPages);   // at least one: usedPages() + more is within the capacity
             }
-            cache.pages[cache.pageCount++] = p;
+            cache.pages[cache.pageCount++] = freePages.pollFirst();
         }
     }
 

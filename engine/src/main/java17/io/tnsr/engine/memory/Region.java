@@ -48,6 +48,15 @@ public final class Region {
         return buf.capacity();
     }
 
+    /** The {@code bytes} bytes from {@code offset} as a region of their own, sharing this one's memory. */
+    public Region slice(long offset, long bytes) {
+        if (offset < 0 || bytes < 0 || offset + bytes > buf.capacity()) {
+            throw new IndexOutOfBoundsException("slice of " + bytes + " bytes at " + offset + " of a " + buf.capacity()
+                    + "-byte region");
+        }
+        return new Region(buf.slice((int) offset, (int) bytes));
+    }
+
     /** A little-endian view of the whole region, for reading it once at load (repacking); at most 2 GiB. */
     public ByteBuffer asByteBuffer() {
         return buf.duplicate().order(LE);

@@ -50,6 +50,11 @@ public final class Region {
         return seg.byteSize();
     }
 
+    /** The {@code bytes} bytes from {@code offset} as a region of their own, sharing this one's memory. */
+    public Region slice(long offset, long bytes) {
+        return new Region(seg.asSlice(offset, bytes));
+    }
+
     /** A little-endian view of the whole region, for reading it once at load (repacking); at most 2 GiB. */
     public ByteBuffer asByteBuffer() {
         if (seg.byteSize() > Integer.MAX_VALUE) {

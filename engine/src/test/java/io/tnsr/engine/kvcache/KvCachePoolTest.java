@@ -101,6 +101,47 @@ class KvCachePoolTest {
     }
 
     @Test
+    void theSystemIsAskedForPagesSixteenAtATimeWithinTheCapacity() {
+        KvCachePool pool = new KvCachePool(1, 8, 10_000, 16, 16 * 40); // 40 pages in all
+        KvCache a = pool.getOrCreate(1);
+        pool.reserve(a, 1);
+        assertEquals(1, pool.usedPages());
+        assertEquals(KvCachePool.SLAB_PAGES, pool.allocatedPages(), "one allocation of a slab, not one page");
+        pool.reserve(a, 16 * 17);   // the 17th page takes a second slab
+        assertEquals(17, pool.usedPages());
+        assertEquals(2 * KvCachePool.SLAB_PAGES, pool.allocatedPages());
+        pool.reserve(a, 16 * 40);   // the last slab holds only what the capacity has left
+        assertEquals(40, pool.allocatedPages());
+        // every page its own bytes: write each page's number through every float of it, then read them all back
+        int pageFloats = 16 * 8 * 2;
+        for (int p = 0; p < 40; p++) {
+            for (int f = 0; f < pageFloats; f++) {
+                a.page(16 * p).putFloat(4L * f, p);
+            }
+        }
+        for (int p = 0; p < 40; p++) {
+            assertEquals(4L * pageFloats, a.page(16 * p).byteSize());
+            for (int f = 0; f < pageFloats; f++) {
+                assertEquals(p, a.page(16 * p).getFloat(4L * f), "page " + p + ", float " + f);
+            }
+        }
+    }
+
+    @Test
+    void preallocatedPagesServeTheFirstSequencesAndStopAtTheCapacity() {
+        KvCachePool pool = new KvCachePool(2, 8, 10_000, 16, 16 * 100); // pages of 2 x 2 x 16 x 8 x 4 = 2048 bytes
+        assertEquals(20, pool.preallocate(20 * 2048 - 100), "whole pages, rounded up");
+        assertEquals(20, pool.allocatedPages());
+        assertEquals(0, pool.usedPages());
+        assertEquals(0, pool.preallocate(10 * 2048), "already there");
+        KvCache a = pool.getOrCreate(1);
+        pool.reserve(a, 16 * 20);
+        assertEquals(20, pool.allocatedPages(), "the sequence took preallocated pages, no new ones");
+        assertEquals(80, pool.preallocate(Long.MAX_VALUE), "up to the capacity, no further");
+        assertEquals(100, pool.allocatedPages());
+    }
+
+    @Test
     void releasingAnUnknownSequenceIsHarmless() {
         KvCachePool pool = new KvCachePool(1, 8, 100, 16, 100);
         pool.release(42);
