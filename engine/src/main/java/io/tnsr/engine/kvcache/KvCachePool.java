@@ -158,7 +158,7 @@ public final class KvCachePool {
      * Allocates free pages until {@code bytes} of pages (rounded up to whole pages, at most the capacity) are
      * allocated, so that sequences up to that size take no memory from the system while they run; returns the pages
      * allocated now. A stage does this before it serves: the first touch of new memory is what a page costs (on a
-     * 2-vCPU KVM guest, 2.9 ms per 1.2 MB page in 4 KB pages, 1.1 ms in huge pages), and without a reserve the
+     * 2-vCPU KVM guest, 2.9 ms per 1.2 MB page in 4 KB pages, about 1 ms in huge pages), and without a reserve the
      * steps in which 16 sequences cross a page boundary together took 18-31 ms longer.
      */
     public int preallocate(long bytes) {

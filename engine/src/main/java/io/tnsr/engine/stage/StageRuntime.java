@@ -109,7 +109,7 @@ public final class StageRuntime implements AutoCloseable {
     private static final long SHUTDOWN_FORWARD_NANOS = TimeUnit.SECONDS.toNanos(30);
     /**
      * KV cache a warmed-up stage allocates before it serves: 256 MiB (or its whole capacity, if smaller). On a
-     * stories110M-shape F32 model that is 16 sequences of 220 positions across all 12 layers.
+     * stories110M-shape F32 model that is 16 sequences of 227 positions across all 12 layers.
      */
     static final long WARM_KV_BYTES = 256L << 20;
     /**
