@@ -50,6 +50,8 @@ public final class KvCachePool {
     /** [kvDim] one position's keys or values as halves, on their way into a page (F16). */
     private final short[] halfScratch;
     private final int capacityPages;
+    /** Pages per allocation when the pool grows: {@link #SLAB_PAGES}, fewer where that would pass 1 GiB. */
+    private final int slabPages;
     private int allocatedPages;
     private final ArrayDeque<Region> freePages = new ArrayDeque<>();
     /** {@link #keyRows} for {@link #keyRowsHeadDim} (one model, one head size: built on the first write). */
@@ -111,6 +113,7 @@ public final class KvCachePool {
         this.halfScratch = type == KvCacheType.F16 ? new short[kvDim] : new short[0];
         this.pageBytes = (int) bytes;
         this.capacityPages = (int) Math.min(Integer.MAX_VALUE, (capacityTokens + pageTokens - 1) / pageTokens);
+        this.slabPages = (int) Math.max(1, Math.min(SLAB_PAGES, SLAB_BYTES_MAX / bytes));
     }
 
     public int pageTokens() {
@@ -172,12 +175,12 @@ public final class KvCachePool {
     }
 
     /**
-     * Adds up to {@code most} (at least 1) free pages, allocated together: at most {@link #SLAB_PAGES} pages and 1 GiB
-     * in one region, so that the memory comes in runs long enough for huge pages where the C library gives them
-     * ({@code GLIBC_TUNABLES=glibc.malloc.hugetlb=1}, which the launchers set), rather than one allocation per page.
+     * Adds up to {@code most} (at least 1) free pages, allocated together, {@link #slabPages} at most: memory in runs
+     * long enough for huge pages where the C library gives them ({@code GLIBC_TUNABLES=glibc.malloc.hugetlb=1}, which
+     * the launchers set), rather than one allocation per page.
      */
     private void grow(int most) {
-        int pages = Math.max(1, Math.min(most, Math.min(SLAB_PAGES, (int) Math.max(1, SLAB_BYTES_MAX / pageBytes))));
+        int pages = Math.min(most, slabPages);
         Region slab = Region.allocate((long) pages * pageBytes);
         for (int i = 0; i < pages; i++) {
             freePages.addLast(slab.slice((long) i * pageBytes, pageBytes));
