@@ -8,7 +8,8 @@ import static io.tnsr.engine.model.PanelKernels.P;
  * ({@link #panel}) and for one panel and a group of tokens ({@link #group}).
  *
  * <pre>{@code
- * matvec:        prepare(x, 1); wholePanels(x, out); panel(last partial one) into the spill
+ * matvec:        prepare(x, 1); wholePanels(x, out), or wholePanelsReadingAhead where that measured faster
+ *                (PanelTouch); panel(last partial one) into the spill
  * matmulTokens:  prepare(x, n); for each panel p (read from memory once; first by a touch pass where that measured
  *                faster, PanelTouch): for each group of tokens (from L2): group(p, tokens t0 .. t0 + valid)
  * matmulPanels:  either of the two over panels [from, to) only: one thread's share of a row split (RowParts)
@@ -39,6 +40,11 @@ abstract class PanelMatrix extends WeightMatrix {
      */
     private final PanelTouch fewTouch = new PanelTouch();
     private final PanelTouch manyTouch = new PanelTouch();
+    /**
+     * Whether one-token calls read ahead ({@link #wholePanelsReadingAhead}), for the types that can
+     * ({@link #readsAhead}): at first they do, since a model too large for the cache is what they are for.
+     */
+    private final PanelTouch oneTouch = new PanelTouch(true);
     /** What the touch passes read, kept so that they are not optimized away. */
     private int touchSink;
 
@@ -114,7 +120,16 @@ abstract class PanelMatrix extends WeightMatrix {
     /** Panels [from, to) . one token, x already prepared: the whole ones, then a last partial one through the spill. */
     private void panelsOne(float[] x, int xo, float[] out, int oo, int from, int to) {
         int whole = Math.min(to, fullPanels);
-        if (from < whole) {
+        if (from < whole && readsAhead()) {
+            boolean ahead = oneTouch.touchNext();
+            long start = System.nanoTime();
+            if (ahead) {
+                touchSink ^= wholePanelsReadingAhead(x, xo, out, oo, from, whole);
+            } else {
+                wholePanels(x, xo, out, oo, from, whole);
+            }
+            oneTouch.took(whole - from, System.nanoTime() - start);
+        } else if (from < whole) {
             wholePanels(x, xo, out, oo, from, whole);
         }
         if (to > fullPanels) { // the last, partial panel is in the range (from <= fullPanels always)
@@ -166,10 +181,14 @@ abstract class PanelMatrix extends WeightMatrix {
      */
     protected abstract int touch(int p);
 
-    /** Every call from now on touches its panels first, or none does (tests compare the two). */
+    /**
+     * Every call from now on touches its panels first (one token: reads ahead, where the type can), or none does
+     * (tests compare the two).
+     */
     final void fixTouch(boolean touch) {
         fewTouch.fix(touch);
         manyTouch.fix(touch);
+        oneTouch.fix(touch);
     }
 
     /** The most tokens of a call whose touch passes {@link #fewTouch} chooses: a batched decode's. */
@@ -189,6 +208,23 @@ abstract class PanelMatrix extends WeightMatrix {
         for (int p = from; p < to; p++) {
             panel(p, x, xo, out, oo + p * panelRows);
         }
+    }
+
+    /**
+     * Whether this type's one-token kernel has a variant that reads its weights ahead of their use
+     * ({@link #wholePanelsReadingAhead}); where it does, each matrix times its one-token calls both ways and keeps the
+     * faster ({@link PanelTouch}).
+     */
+    protected boolean readsAhead() {
+        return false;
+    }
+
+    /**
+     * {@link #wholePanels} with the weights read ahead of their use, the same bits; returns what the extra reads
+     * read, combined, for the caller to keep. Called only where {@link #readsAhead}.
+     */
+    protected int wholePanelsReadingAhead(float[] x, int xo, float[] out, int oo, int from, int to) {
+        throw new UnsupportedOperationException(name + ": " + type() + " does not read ahead");
     }
 
     /** Panel p . one token (x from {@code xo}): out[oo..oo+panelRows). */

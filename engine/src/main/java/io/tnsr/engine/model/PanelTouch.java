@@ -4,7 +4,10 @@ import java.util.Arrays;
 
 /**
  * Whether a matrix's token groups ({@link PanelMatrix#groups}) first read each panel once, one value per cache line
- * (a touch pass), chosen per matrix by timing its own calls, and kept under review.
+ * (a touch pass), chosen per matrix by timing its own calls, and kept under review. The same choice, started the
+ * other way, decides whether a one-token call reads its weights ahead of their use where the type can
+ * ({@link PanelMatrix#readsAhead}: the int8 panels, whose one-token kernel otherwise reads memory at half its rate on
+ * some hosts).
  *
  * <p>Why: a panel's first token group streams it at the pace of one sequential read, and from memory that pace is
  * poor: on a 2-vCPU Intel Xeon guest an F32 8192 x 4096 matrix times 9 to 24 tokens took 24-26 ms a call whatever
@@ -53,6 +56,16 @@ final class PanelTouch {
     private final double[] sorted = new double[VOTES];
     private int voteCount;
     private int nextVote;
+
+    /** A choice that starts without the pass. */
+    PanelTouch() {
+        this(false);
+    }
+
+    /** A choice that starts with the pass or without it, until its votes say otherwise. */
+    PanelTouch(boolean touching) {
+        this.touching = touching;
+    }
 
     /** Every call from now on touches its panels or none does (tests compare the two). */
     void fix(boolean touch) {

@@ -49,6 +49,19 @@ class PanelTouchTest {
     }
 
     @Test
+    void aChoiceThatStartsWithThePassDropsItWhereItCosts() {
+        PanelTouch c = new PanelTouch(true); // one-token calls: read ahead until shown slower
+        assertTrue(c.touching());
+        assertTrue(c.touchNext(), "the first call reads ahead");
+        run(c, 1000, 1000, 1300, SHAPE); // a matrix the cache holds: reading ahead costs 30%
+        assertFalse(c.touching());
+        PanelTouch kept = new PanelTouch(true);
+        run(kept, 1000, 2000, 1000, SHAPE); // from memory: half the time
+        assertTrue(kept.touching());
+        assertEquals(PanelTouch.MAX_INTERVAL, kept.interval());
+    }
+
+    @Test
     void aCloseCallChangesNothing() {
         PanelTouch c = new PanelTouch();
         run(c, 1000, 1000, 970, SHAPE); // 3% faster: within what a host's noise moves
