@@ -229,7 +229,9 @@ final class Int8PanelMatrix extends PanelMatrix {
      * (Zen 5) guest a 16384 x 4096 Q8_0 matrix took 5.8-6.4 ms a call (12 GB/s) without these reads and 2.5-4.3 ms
      * with them, where in cache they cost about 30% (768 x 768: 14.5 against 11.3 us). Every line must be read: one
      * in two gained nothing. {@link PanelMatrix} times both ways per matrix and keeps the faster. A method of its
-     * own, not a flag of m1: C2 compiled the one method with a flag to 14-22 us a call (768 x 768) in different JVMs.
+     * own, not a flag of m1, so that m1's compiled code and profile, which calls from the cache run, stay as they were
+     * (with a flag, two whole-model runs with the reads forced read 112 and 123 tokens/s, against 173 and 182 for this
+     * method; a small sample beside this host's spread from JVM to JVM).
      */
     private static int m1Ahead(byte[] q, int qo, int blocks, int unit, float[] x, int xo, float[] out, int oo,
                                int ahead) {
