@@ -11,6 +11,7 @@ import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.util.TaskProgress;
+import io.tnsr.perf.CpuPin;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -88,6 +89,13 @@ public final class EngineBench implements Callable<Integer> {
                     + " stays one core's ceiling."})
     int threads;
 
+    @Option(names = "--cpu", defaultValue = "last", paramLabel = "LIST|last|none",
+            description = {"Pin the probes and every workload, all their threads and every JVM forked for them, to these"
+                    + " CPUs: last (default: the last N CPUs this process may use, N = --threads), a list as taskset takes it"
+                    + " (1, 0,1, 0-3), or none. The vCPUs of a VM can differ in speed by a third for minutes at a time:"
+                    + " run llama.cpp on the same CPUs (taskset -c LIST llama-bench ...) when comparing."})
+    String cpu;
+
     @Option(names = "--kv-cache-type", defaultValue = "f32", paramLabel = "TYPE", converter = KvCacheTypeConverter.class,
             description = {"Elements of the KV cache: f32 (exact) or f16 (halves, as llama.cpp's default cache): half the"
                     + " bytes attention reads per position (default: ${DEFAULT-VALUE}). The ceiling counts them."})
@@ -162,10 +170,11 @@ public final class EngineBench implements Callable<Integer> {
             return 0;
         }
         boolean forkEach = fork && specs.size() > 1;
-        System.out.printf(Locale.ROOT, "engine-bench: %s, %d compute thread%s, %d repeats (median, min..max), %s, JDK %s, %d CPUs, %s, %d-bit vectors%n",
+        String pinned = pin();
+        System.out.printf(Locale.ROOT, "engine-bench: %s, %d compute thread%s, %d repeats (median, min..max), %s, JDK %s, %d CPUs, %s, %d-bit vectors, %s%n",
                 preset, threads, threads == 1 ? "" : "s", repeats, forkEach ? "each type in a JVM of its own" : "in one JVM", Runtime.version(),
                 Runtime.getRuntime().availableProcessors(), cpuName(),
-                jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize());
+                jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize(), pinned);
         double offHeap = Probes.bufferBandwidth(probeRuns);
         double heap = Probes.heapBandwidth(probeRuns);
         double bw = Math.max(offHeap, heap);
@@ -275,6 +284,34 @@ public final class EngineBench implements Callable<Integer> {
                 range.close();
             }
         }
+    }
+
+    /**
+     * Pins this JVM (every thread; the JVMs it forks inherit the mask) to the CPUs {@code --cpu} names, before the
+     * probes run; says where for the header. Where pinning is not possible (no taskset), runs unpinned and says so.
+     */
+    private String pin() throws IOException {
+        String cpus;
+        try {
+            cpus = CpuPin.resolve(cpu, threads);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--cpu: " + e.getMessage());
+        }
+        if (cpus == null) {
+            return "not pinned";
+        }
+        int named = CpuPin.parseList(cpus).size();
+        if (named < threads) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--cpu " + cpu + " names " + named + " CPU"
+                    + (named == 1 ? "" : "s") + " (" + cpus + ") for " + threads + " threads (--threads): name at least as many,"
+                    + " or none");
+        }
+        if (!CpuPin.available()) {
+            System.err.println("engine-bench: no /usr/bin/taskset here: running unpinned (expect more spread)");
+            return "not pinned (no taskset)";
+        }
+        CpuPin.pin(ProcessHandle.current().pid(), cpus);
+        return (cpus.contains(",") ? "pinned to CPUs " : "pinned to CPU ") + cpus;
     }
 
     /**

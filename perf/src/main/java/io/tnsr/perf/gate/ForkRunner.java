@@ -2,6 +2,7 @@ package io.tnsr.perf.gate;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tnsr.perf.CpuPin;
 import io.tnsr.perf.JmhUnits;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -79,7 +80,7 @@ public final class ForkRunner {
                 Files.delete(f);
             }
         }
-        if (cpu >= 0 && !Files.isExecutable(Path.of("/usr/bin/taskset"))) {
+        if (cpu >= 0 && !CpuPin.available()) {
             io.tnsr.engine.util.ConsoleLog.show("perf-gate: no /usr/bin/taskset: benchmark JVMs are not pinned (expect more spread)");
             cpu = -1;
         }
@@ -264,17 +265,15 @@ public final class ForkRunner {
         }
     }
 
-    /** Pins every thread of the process to {@link #cpu} ({@code taskset -a -p}): JIT and GC threads too. */
-    private void pin(String pid) throws IOException {
+    /**
+     * Pins every thread of the process to {@link #cpu} ({@link CpuPin}): JIT and GC threads too. A fork that cannot be
+     * pinned runs unpinned, and says so.
+     */
+    private void pin(String pid) {
         try {
-            Process p = new ProcessBuilder("/usr/bin/taskset", "-a", "-p", "-c", Integer.toString(cpu), pid)
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            if (!p.waitFor(10, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while pinning " + pid);
+            CpuPin.pin(Long.parseLong(pid), Integer.toString(cpu));
+        } catch (IOException | NumberFormatException e) {
+            io.tnsr.engine.util.ConsoleLog.show("perf-gate: a benchmark JVM runs unpinned: " + e.getMessage());
         }
     }
 

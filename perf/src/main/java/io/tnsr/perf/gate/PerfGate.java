@@ -2,6 +2,7 @@ package io.tnsr.perf.gate;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import io.tnsr.perf.CpuPin;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -330,7 +331,7 @@ public final class PerfGate implements Callable<Integer> {
     private int cpuNumber() {
         return switch (cpu) {
             case "none" -> -1;
-            case "last" -> Runtime.getRuntime().availableProcessors() - 1;
+            case "last" -> Integer.parseInt(CpuPin.resolve("last", 1));
             default -> {
                 try {
                     int n = Integer.parseInt(cpu);
