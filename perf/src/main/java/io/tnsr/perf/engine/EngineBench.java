@@ -170,11 +170,11 @@ public final class EngineBench implements Callable<Integer> {
             return 0;
         }
         boolean forkEach = fork && specs.size() > 1;
+        int cpus = Runtime.getRuntime().availableProcessors(); // before pinning narrows it
         String pinned = pin();
         System.out.printf(Locale.ROOT, "engine-bench: %s, %d compute thread%s, %d repeats (median, min..max), %s, JDK %s, %d CPUs, %s, %d-bit vectors, %s%n",
                 preset, threads, threads == 1 ? "" : "s", repeats, forkEach ? "each type in a JVM of its own" : "in one JVM", Runtime.version(),
-                Runtime.getRuntime().availableProcessors(), cpuName(),
-                jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize(), pinned);
+                cpus, cpuName(), jdk.incubator.vector.FloatVector.SPECIES_PREFERRED.vectorBitSize(), pinned);
         double offHeap = Probes.bufferBandwidth(probeRuns);
         double heap = Probes.heapBandwidth(probeRuns);
         double bw = Math.max(offHeap, heap);

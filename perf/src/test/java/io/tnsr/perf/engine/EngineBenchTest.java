@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tnsr.perf.CpuPin;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -106,8 +107,12 @@ class EngineBenchTest {
         }
     }
 
-    /** Runs engine-bench with {@code home} as tnsr.home (the tiny models go there), returns its standard output. */
+    /**
+     * Runs engine-bench with {@code home} as tnsr.home (the tiny models go there), returns its standard output. It pins
+     * this JVM (--cpu last by default): the CPUs it had are given back afterwards.
+     */
     private static String runBench(Path home, int expectedStatus, String... args) {
+        String cpus = CpuPin.join(CpuPin.allowed());
         String before = System.getProperty("tnsr.home");
         PrintStream out = System.out;
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
@@ -118,6 +123,13 @@ class EngineBenchTest {
             status = new CommandLine(new EngineBench()).execute(args);
         } finally {
             System.setOut(out);
+            if (CpuPin.available()) {
+                try {
+                    CpuPin.pin(ProcessHandle.current().pid(), cpus);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
             if (before == null) {
                 System.clearProperty("tnsr.home");
             } else {
@@ -135,6 +147,9 @@ class EngineBenchTest {
                 "--decode-tokens", "2", "--prefill", "4", "--batches", "2", "--repeats", "1", "--warmup", "0",
                 "--probe-runs", "1");
         assertTrue(text.contains("each type in a JVM of its own"), text);
+        List<Integer> allowed = CpuPin.allowed();
+        assertTrue(text.contains(CpuPin.available() ? "vectors, pinned to CPU " + allowed.get(allowed.size() - 1) + "\n"
+                : "not pinned"), "by default on the last CPU:\n" + text);
         for (String row : List.of("decode, 1 sequence, F32", "prefill 4 tokens, F32", "decode, 2 sequences batched, F32",
                 "decode, 1 sequence, Q8_0", "prefill 4 tokens, Q8_0", "decode, 2 sequences batched, Q8_0")) {
             assertTrue(text.contains(row), row + " missing from:\n" + text);
