@@ -16,8 +16,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Why: the two vCPUs of the VMs we measure on are not equal, and which one is slower changes every few minutes.
  * On a 2-vCPU AMD EPYC (Zen 5) guest, Q4_0 decode read 358-394 tokens/s on one vCPU and 214-276 on the other in
- * the same minutes, and the other way round a quarter of an hour later; llama.cpp's {@code llama-bench} moved
- * 15-20% the same way (docs/benchmarks.md). A benchmark left to the scheduler lands on either, which reads as
+ * the same minutes, and the other way round ten minutes later; llama.cpp's {@code llama-bench} moved 15-23% the
+ * same way (docs/benchmarks.md). A benchmark left to the scheduler lands on either, which reads as
  * a spread from process to process; two tools compared side by side must run on the same CPUs.
  */
 public final class CpuPin {
