@@ -92,7 +92,7 @@ public final class EngineBench implements Callable<Integer> {
     @Option(names = "--cpu", defaultValue = "last", paramLabel = "LIST|last|none",
             description = {"Pin the probes and every workload, all their threads and every JVM forked for them, to these"
                     + " CPUs: last (default: the last N CPUs this process may use, N = --threads), a list as taskset takes it"
-                    + " (1, 0,1, 0-3), or none. The vCPUs of a VM can differ in speed by a third for minutes at a time:"
+                    + " (1, 0,1, 0-3), or none. The vCPUs of a VM can differ in speed by up to 1.5x for minutes at a time:"
                     + " run llama.cpp on the same CPUs (taskset -c LIST llama-bench ...) when comparing."})
     String cpu;
 
