@@ -328,23 +328,22 @@ public final class PerfGate implements Callable<Integer> {
         return Paths.get(System.getProperty("tnsr.home", ".")).toAbsolutePath().normalize();
     }
 
+    /** The CPU {@code --cpu} names, checked against the CPUs this process may use ({@link CpuPin}), or -1 for none. */
     private int cpuNumber() {
-        return switch (cpu) {
-            case "none" -> -1;
-            case "last" -> Integer.parseInt(CpuPin.resolve("last", 1));
-            default -> {
-                try {
-                    int n = Integer.parseInt(cpu);
-                    if (n < 0 || n >= Runtime.getRuntime().availableProcessors()) {
-                        throw new NumberFormatException();
-                    }
-                    yield n;
-                } catch (NumberFormatException e) {
-                    throw new CommandLine.ParameterException(spec.commandLine(), "--cpu must be none, last or a CPU number below "
-                            + Runtime.getRuntime().availableProcessors() + ", got '" + cpu + "'");
-                }
-            }
-        };
+        String cpus;
+        try {
+            cpus = CpuPin.resolve(cpu, 1);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--cpu: " + e.getMessage());
+        }
+        if (cpus == null) {
+            return -1;
+        }
+        List<Integer> one = CpuPin.parseList(cpus);
+        if (one.size() != 1) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--cpu takes one CPU, last or none, got '" + cpu + "'");
+        }
+        return one.get(0);
     }
 
     /** Per metric, over the calibration runs: the change (or B/op), its range, and how close it came to the limit. */
