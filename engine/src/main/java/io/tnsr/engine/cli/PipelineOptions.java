@@ -31,10 +31,11 @@ final class PipelineOptions {
     @Option(names = "--model", paramLabel = "FILE.gguf", description = "The model (default: a synthetic stories15M-shape model, generated once).")
     Path model;
 
-    @Option(names = "--threads-per-stage", paramLabel = "N", description = {"Threads sharing the rows of each stage's"
-            + " matmuls (default: 1, or the --config file's threads_per_stage).",
-            "Stages x N should not exceed the cores: e.g. 16 sequences on 2 cores run best as --stages 1 --threads-per-stage 2."})
-    Integer threadsPerStage;
+    @Option(names = "--threads-per-stage", paramLabel = "N|auto", description = {"Threads sharing the rows of each stage's"
+            + " matmuls, 1 to 256, or auto: this machine's CPUs shared among the stages it starts, at least one each"
+            + " (default: auto, or the --config file's threads_per_stage).",
+            "Stages x N should not exceed the cores: e.g. 16 sequences on 2 cores run best as --stages 1 (2 threads, auto)."})
+    String threadsPerStage;
 
     @Option(names = "--kv-cache-type", paramLabel = "TYPE", description = {"How each stage's KV cache stores keys and"
             + " values: f32 (exact; default, or the --config file's kv_cache_type) or f16 (half the memory per position,"
@@ -145,16 +146,30 @@ final class PipelineOptions {
     PipelineConfig pipeline(LlamaConfig model) throws IOException {
         PipelineConfig pc = PipelineConfig.resolve(config, stages, model.layers());
         if (threadsPerStage != null) {
-            try {
-                pc = pc.withThreadsPerStage(threadsPerStage);
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("--threads-per-stage: " + e.getMessage(), e);
-            }
+            pc = pc.withThreadsPerStage(threadsPerStage(threadsPerStage));
         }
         if (kvCacheType != null) {
             pc = pc.withKvCacheType(KvCacheType.parse(kvCacheType, "--kv-cache-type"));
         }
         return pc;
+    }
+
+    /** --threads-per-stage's value: 1 to 256, or auto (0, as the config key's 0). */
+    static int threadsPerStage(String value) {
+        String v = value.strip();
+        if (v.equalsIgnoreCase("auto")) {
+            return 0;
+        }
+        try {
+            int n = Integer.parseInt(v);
+            if (n >= 0 && n <= 256) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // the message below
+        }
+        throw new IllegalArgumentException("--threads-per-stage: must be auto or a number of threads from 1 to 256, got '"
+                + value + "'");
     }
 
     /**

@@ -210,8 +210,10 @@ public final class RunPipelineCommand implements Callable<Integer> {
         out = err;
         out.println("== run-pipeline summary ==");
         out.printf(Locale.ROOT, "model     %s (%s)%n", modelPath.getFileName(), mc.describe());
-        out.printf(Locale.ROOT, "pipeline  %d stages:%s, %d micro-batches in flight, compute threads %s%n",
-                pc.stages().size(), layout, m, waits.get(0).name().toLowerCase(Locale.ROOT));
+        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors());
+        out.printf(Locale.ROOT, "pipeline  %d stages:%s, %d micro-batches in flight, %d thread%s per stage%s, compute threads %s%n",
+                pc.stages().size(), layout, m, threads, threads == 1 ? "" : "s", pc.threadsPerStage() == 0 ? " (auto)" : "",
+                waits.get(0).name().toLowerCase(Locale.ROOT));
         out.printf(Locale.ROOT, "generated %d tokens for %d sequences%s in %.2f s: %.1f tokens/s (decode %.1f tokens/s); time to first token p50 %.1f ms%n",
                 o.result().generatedTokens(), seqs.size(), failed > 0 ? " (" + failed + " failed)" : "",
                 o.result().wallNanos() / 1e9, tps, o.result().decodeTokensPerSecond(), ttftP50);

@@ -25,7 +25,7 @@ public final class ThreadBudget {
                 local++;
             }
         }
-        int threads = pc.threadsPerStage();
+        int threads = pc.threadsPerStage(cores);
         if (threads < 2 || local * threads <= cores) {
             return null;
         }

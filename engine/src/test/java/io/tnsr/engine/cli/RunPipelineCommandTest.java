@@ -63,7 +63,10 @@ class RunPipelineCommandTest {
         assertEquals(2, ((List<?>) json.get("stage_compute_share")).size());
     }
 
-    /** A stage process whose matmuls two threads share gives the golden tokens, as one thread does. */
+    /**
+     * A stage process whose matmuls two threads share gives the golden tokens, as one thread does; without
+     * --threads-per-stage a lone stage takes every CPU; a bad value is refused by name.
+     */
     @Test
     void aStageOfTwoThreadsTellsTheGoldenStory() throws Exception {
         Golden.Case c = Golden.greedyCases().get(1);
@@ -72,10 +75,19 @@ class RunPipelineCommandTest {
         assertEquals(0, r[0], (String) r[2]);
         Map<?, ?> seq = (Map<?, ?>) ((List<?>) ((Map<?, ?>) TestJson.parse(((String) r[1]).strip())).get("sequences")).get(0);
         assertArrayEquals(c.generatedTokens(), TestJson.ints(seq.get("generated_tokens")));
-        Object[] bad = runCli("--stages", "1", "--threads-per-stage", "0", "--model", SharedData.path("models/stories260K.gguf").toString(),
-                "--prompt", c.prompt());
-        assertEquals(2, bad[0], "a usage error");
-        assertTrue(((String) bad[2]).contains("--threads-per-stage: threads_per_stage must be from 1 to 256, got 0"), (String) bad[2]);
+        Object[] auto = runCli("--stages", "1", "--model", SharedData.path("models/stories260K.gguf").toString(),
+                "--prompt", c.prompt(), "--temperature", "0", "--max-tokens", String.valueOf(c.maxNewTokens()), "-v");
+        assertEquals(0, auto[0], (String) auto[2]);
+        int cpus = Runtime.getRuntime().availableProcessors();
+        assertTrue(((String) auto[2]).contains(", " + cpus + (cpus == 1 ? " thread" : " threads") + " per stage (auto),"),
+                "by default one stage takes every CPU: " + auto[2]);
+        for (String value : new String[] {"257", "-1", "two"}) {
+            Object[] bad = runCli("--stages", "1", "--threads-per-stage", value, "--model",
+                    SharedData.path("models/stories260K.gguf").toString(), "--prompt", c.prompt());
+            assertEquals(2, bad[0], "a usage error");
+            assertTrue(((String) bad[2]).contains("--threads-per-stage: must be auto or a number of threads from 1 to 256, got '"
+                    + value + "'"), (String) bad[2]);
+        }
     }
 
     /**

@@ -83,8 +83,8 @@ class PipelineConfigTest {
                 "stage 0: port must be from 0 (any free port) to 65535, got -1");
         assertError("{\"stages\": [{\"layers\": [0, 5], \"cpus\": [4294967297]}]}",
                 "stage 0: cpus must be from 0 to 65535, got 4294967297");
-        assertError("{\"threads_per_stage\": 0}", "threads_per_stage must be from 1 to 256, got 0");
-        assertError("{\"threads_per_stage\": 4294967298}", "threads_per_stage must be from 1 to 256, got 4294967298");
+        assertError("{\"threads_per_stage\": -1}", "threads_per_stage must be from 0 (auto) to 256, got -1");
+        assertError("{\"threads_per_stage\": 4294967298}", "threads_per_stage must be from 0 (auto) to 256, got 4294967298");
         assertError("{\"ring_size\": true}", "ring_size: ");
         assertError("{\"warmup_ms\": -1}", "warmup_ms must be from 0 (no warm-up) to 600000, got -1");
         Path f = Files.writeString(tmp.resolve("ok.json"),
@@ -96,6 +96,9 @@ class PipelineConfigTest {
         assertEquals(5000, ok.withStages(ok.stages()).withThreadsPerStage(1).withWaitMode(ok.waitMode()).warmupMillis(),
                 "kept through the with- methods");
         assertEquals(1, PipelineConfig.defaults(5, 1, ok.waitMode()).threadsPerStage(), "one thread unless asked");
+        assertEquals(0, PipelineConfig.load(Files.writeString(tmp.resolve("auto.json"), "{}"), 5).threadsPerStage(),
+                "a file without the key: auto");
+        assertEquals(0, PipelineConfig.resolve(null, 1, 5).threadsPerStage(), "no file: auto");
         assertEquals(8, ok.ringSize());
         assertEquals(4294967296L, ok.kvCacheTokens());
         assertEquals(KvCacheType.F32, ok.kvCacheType(), "an exact cache unless asked");

@@ -34,6 +34,25 @@ class ThreadBudgetTest {
     }
 
     @Test
+    void autoSharesTheCpusAmongTheStagesStartedHereAndIsNeverAdvisedAgainst() {
+        PipelineConfig one = PipelineConfig.defaults(12, 1, WaitMode.BLOCK).withThreadsPerStage(0);
+        PipelineConfig three = PipelineConfig.defaults(12, 3, WaitMode.BLOCK).withThreadsPerStage(0);
+        assertEquals(2, one.threadsPerStage(2), "16 sequences on 2 cores: one stage of two threads");
+        assertEquals(1, one.threadsPerStage(1));
+        assertEquals(256, one.threadsPerStage(1000), "at most threads_per_stage's bound");
+        assertEquals(1, three.threadsPerStage(2), "more stages than CPUs: one thread each, pipelining");
+        assertEquals(2, three.threadsPerStage(8), "8 CPUs over 3 stages: 2 each, within the cores");
+        PipelineConfig halfHere = one.withStages(List.of(new StageSpec(0, 6, 0, List.of(), null),
+                new StageSpec(6, 12, 0, List.of(), "10.0.0.2:7001")));
+        assertEquals(4, halfHere.threadsPerStage(4), "the external stage runs on its own machine's CPUs");
+        assertEquals(3, three.withThreadsPerStage(3).threadsPerStage(2), "a number given is kept");
+        for (int cpus = 1; cpus <= 9; cpus++) {
+            assertNull(ThreadBudget.advice(one, cpus));
+            assertNull(ThreadBudget.advice(three, cpus));
+        }
+    }
+
+    @Test
     void externalStagesRunOnOtherMachinesAndDoNotCount() {
         PipelineConfig pc = PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(2)
                 .withStages(List.of(new StageSpec(0, 6, 0, List.of(), null), new StageSpec(6, 12, 0, List.of(), "10.0.0.2:7001")));
