@@ -93,7 +93,10 @@ class ServeCommandTest {
             List<String> seen = started.lines();
             // The console at start: where it listens and that it is ready, no stage's start-up lines (--verbose has them).
             assertEquals(2, seen.size(), () -> "stderr at start: " + seen);
-            assertTrue(seen.get(0).startsWith("serve: listening on http://127.0.0.1:" + port + " (starting 2 stages"), seen.get(0));
+            int threads = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+            assertTrue(seen.get(0).startsWith("serve: listening on http://127.0.0.1:" + port + " (starting 2 stages of "), seen.get(0));
+            assertTrue(seen.get(0).endsWith(", " + threads + (threads == 1 ? " thread" : " threads") + " each (auto);"
+                    + " /health says when ready)"), "the threads auto gave each stage: " + seen.get(0));
             assertTrue(seen.get(1).matches("serve: 2 stages ready in [0-9.]+ s; up to 4 requests at once, 2 waiting"), seen.get(1));
             HttpClient http = HttpClient.newHttpClient();
             URI base = URI.create("http://127.0.0.1:" + port);
