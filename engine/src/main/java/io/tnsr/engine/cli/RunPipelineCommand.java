@@ -210,7 +210,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
         out = err;
         out.println("== run-pipeline summary ==");
         out.printf(Locale.ROOT, "model     %s (%s)%n", modelPath.getFileName(), mc.describe());
-        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors());
+        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), waits);
         out.printf(Locale.ROOT, "pipeline  %d stages:%s, %d micro-batches in flight, %d thread%s per stage%s, compute threads %s%n",
                 pc.stages().size(), layout, m, threads, threads == 1 ? "" : "s", pc.threadsPerStage() == 0 ? " (auto)" : "",
                 waits.get(0).name().toLowerCase(Locale.ROOT));

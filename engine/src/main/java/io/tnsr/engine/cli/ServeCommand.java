@@ -144,7 +144,7 @@ public final class ServeCommand implements Callable<Integer> {
             };
             sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.run());
             sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.run());
-            int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors());
+            int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), policy.waits());
             System.err.println("serve: listening on http://" + host + ":" + bound + " (starting " + n + " stage"
                     + (n == 1 ? "" : "s") + " of " + name + ", " + threads + " thread" + (threads == 1 ? "" : "s")
                     + (n == 1 ? "" : " each") + (pc.threadsPerStage() == 0 ? " (auto)" : "") + "; /health says when ready)");

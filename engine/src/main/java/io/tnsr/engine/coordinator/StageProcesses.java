@@ -227,7 +227,7 @@ public final class StageProcesses implements Stages {
                 "--max-sequences-per-frame", String.valueOf(config.maxSequencesPerFrame()),
                 "--wait", waits.get(i).name().toLowerCase(Locale.ROOT),
                 "--cpu", String.valueOf(cpus.get(i)),
-                "--threads", String.valueOf(config.threadsPerStage(Runtime.getRuntime().availableProcessors())),
+                "--threads", String.valueOf(config.threadsPerStage(Runtime.getRuntime().availableProcessors(), waits)),
                 "--kv-cache-tokens", String.valueOf(config.kvCacheTokens()),
                 "--kv-cache-type", config.kvCacheType().key(),
                 "--metrics-dir", metricsDir.toString(),

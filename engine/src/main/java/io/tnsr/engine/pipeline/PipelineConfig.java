@@ -297,6 +297,14 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         return (int) Math.min(THREADS_PER_STAGE.max(), Math.max(1, cpus / Math.max(1, local)));
     }
 
+    /**
+     * {@link #threadsPerStage(int)} for stages that wait as {@code waits} says: stages that spin ({@link SpinPolicy})
+     * each hold a core and leave one to the network threads and the coordinator, so auto shares one CPU fewer.
+     */
+    public int threadsPerStage(int cpus, List<WaitMode> waits) {
+        return threadsPerStage(waits.contains(WaitMode.SPIN) ? Math.max(1, cpus - 1) : cpus);
+    }
+
     /** The same pipeline with {@code threads} threads sharing each stage's matmuls (0: auto, {@link #threadsPerStage(int)}). */
     public PipelineConfig withThreadsPerStage(int threads) {
         return new PipelineConfig(host, stages, ringSize, maxFrameBytes, maxTokensPerFrame, maxSequencesPerFrame, waitMode,

@@ -46,6 +46,11 @@ class ThreadBudgetTest {
                 new StageSpec(6, 12, 0, List.of(), "10.0.0.2:7001")));
         assertEquals(4, halfHere.threadsPerStage(4), "the external stage runs on its own machine's CPUs");
         assertEquals(3, three.withThreadsPerStage(3).threadsPerStage(2), "a number given is kept");
+        List<WaitMode> spinning = SpinPolicy.decide(three, true, 8).waits();
+        assertEquals(List.of(WaitMode.SPIN, WaitMode.SPIN, WaitMode.SPIN), spinning);
+        assertEquals(2, three.threadsPerStage(7, spinning), "spinning stages leave a CPU to the rest: 6 of 7 over 3");
+        assertEquals(1, three.threadsPerStage(6, spinning));
+        assertEquals(2, three.threadsPerStage(6, SpinPolicy.decide(three, false, 6).waits()));
         for (int cpus = 1; cpus <= 9; cpus++) {
             assertNull(ThreadBudget.advice(one, cpus));
             assertNull(ThreadBudget.advice(three, cpus));
