@@ -41,9 +41,16 @@ public final class GenerateCommand implements Callable<Integer> {
             + " (default: ${DEFAULT-VALUE})."})
     String kvCacheType;
 
+    @Option(names = "--threads", defaultValue = "auto", paramLabel = "N|auto", description = {"Threads sharing the rows of"
+            + " every matmul, 1 to 256, or auto: the CPUs this process may use (default: ${DEFAULT-VALUE}). The same"
+            + " tokens, bit for bit, with any number."})
+    String threads;
+
     @Override
     public Integer call() throws Exception {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        int parsed = ThreadCount.parse("--threads", threads);
+        int threadCount = parsed == 0 ? ThreadCount.cpus() : parsed;
         try (GgufFile file = GgufFile.open(model)) {
             LlamaConfig c = LlamaConfig.fromGguf(file);
             Tokenizer tok = Tokenizers.fromGguf(file);
@@ -53,12 +60,15 @@ public final class GenerateCommand implements Callable<Integer> {
             int maxSeqs = Math.min(255, seqs.size());
             KvCachePool pool = new KvCachePool(c.layers(), c.kvDim(), c.contextLength(), KvCachePool.DEFAULT_PAGE_TOKENS,
                     (long) c.contextLength() * maxSeqs, KvCacheType.parse(kvCacheType, "--kv-cache-type"));
-            LayerRange range = new LayerRange(file, c, 0, c.layers(), pool, Math.max(maxBatchTokens, maxSeqs), maxSeqs);
             TextOutput text = new TextOutput(out, tok, seqs, gen.json());
-            Generator.Stats st = new Generator(range, text).run(seqs);
+            Generator.Stats st;
+            try (LayerRange range = new LayerRange(file, c, 0, c.layers(), pool, Math.max(maxBatchTokens, maxSeqs), maxSeqs,
+                    threadCount, bytes -> { })) {
+                st = new Generator(range, text).run(seqs);
+            }
             long generated = seqs.stream().mapToLong(SequenceState::generatedCount).sum();
             double tps = st.wallNanos() == 0 ? 0 : generated * 1e9 / st.wallNanos();
-            System.err.println(summary(seqs, generated, st, tps));
+            System.err.println(summary(seqs, generated, st, tps, threadCount));
             if (gen.json()) {
                 out.println(new GenerationReport(model.toString(), 1, seqs, text::text, tps)
                         .put("seed", gen.seed())
@@ -67,6 +77,7 @@ public final class GenerateCommand implements Callable<Integer> {
                         .put("prefill_tokens_per_second", st.prefillTokensPerSecond())
                         .put("decode_tokens_per_second", st.decodeTokensPerSecond())
                         .put("wall_seconds", st.wallNanos() / 1e9)
+                        .put("threads", threadCount)
                         .toJson());
             }
             boolean anyFailed = seqs.stream().anyMatch(s -> s.error() != null);
@@ -75,20 +86,21 @@ public final class GenerateCommand implements Callable<Integer> {
     }
 
     /**
-     * The line on stderr at the end, in run-pipeline's style: "generate: 64 tokens for 1 sequence in 0.52 s: 123.1
-     * tokens/s (prefill 410.0 tokens/s, decode 131.2 tokens/s), time to first token 41 ms" (the median over several
-     * sequences, "(p50)").
+     * The line on stderr at the end, in run-pipeline's style: "generate: 64 tokens for 1 sequence on 2 threads in 0.52
+     * s: 123.1 tokens/s (prefill 410.0 tokens/s, decode 131.2 tokens/s), time to first token 41 ms" (the median over
+     * several sequences, "(p50)").
      */
-    static String summary(List<SequenceState> seqs, long generated, Generator.Stats st, double tps) {
+    static String summary(List<SequenceState> seqs, long generated, Generator.Stats st, double tps, int threads) {
         double[] ttft = seqs.stream().filter(s -> s.timeToFirstTokenNanos() > 0)
                 .mapToDouble(s -> s.timeToFirstTokenNanos() / 1e6).sorted().toArray();
         double ttftP50 = ttft.length == 0 ? 0 : ttft[ttft.length / 2];
         long failed = seqs.stream().filter(s -> s.error() != null).count();
         int n = seqs.size();
         return String.format(Locale.ROOT,
-                "generate: %d tokens for %d sequence%s%s in %.2f s: %.1f tokens/s (prefill %.1f tokens/s, decode %.1f tokens/s),"
-                        + " time to first token %.0f ms%s",
-                generated, n, n == 1 ? "" : "s", failed > 0 ? " (" + failed + " failed)" : "", st.wallNanos() / 1e9, tps,
+                "generate: %d tokens for %d sequence%s%s on %d thread%s in %.2f s: %.1f tokens/s (prefill %.1f tokens/s,"
+                        + " decode %.1f tokens/s), time to first token %.0f ms%s",
+                generated, n, n == 1 ? "" : "s", failed > 0 ? " (" + failed + " failed)" : "", threads, threads == 1 ? "" : "s",
+                st.wallNanos() / 1e9, tps,
                 st.prefillTokensPerSecond(), st.decodeTokensPerSecond(), ttftP50, n == 1 ? "" : " (p50)");
     }
 

@@ -146,30 +146,12 @@ final class PipelineOptions {
     PipelineConfig pipeline(LlamaConfig model) throws IOException {
         PipelineConfig pc = PipelineConfig.resolve(config, stages, model.layers());
         if (threadsPerStage != null) {
-            pc = pc.withThreadsPerStage(threadsPerStage(threadsPerStage));
+            pc = pc.withThreadsPerStage(ThreadCount.parse("--threads-per-stage", threadsPerStage));
         }
         if (kvCacheType != null) {
             pc = pc.withKvCacheType(KvCacheType.parse(kvCacheType, "--kv-cache-type"));
         }
         return pc;
-    }
-
-    /** --threads-per-stage's value: 1 to 256, or auto (0, as the config key's 0). */
-    static int threadsPerStage(String value) {
-        String v = value.strip();
-        if (v.equalsIgnoreCase("auto")) {
-            return 0;
-        }
-        try {
-            int n = Integer.parseInt(v);
-            if (n >= 0 && n <= 256) {
-                return n;
-            }
-        } catch (NumberFormatException e) {
-            // the message below
-        }
-        throw new IllegalArgumentException("--threads-per-stage: must be auto or a number of threads from 1 to 256, got '"
-                + value + "'");
     }
 
     /**

@@ -55,8 +55,35 @@ class GenerateCommandTest {
         assertEquals(c.text() + "\n", r[1], "stdout: the generated text alone");
         List<String> lines = err.lines().toList();
         assertEquals(1, lines.size(), "stderr: the summary alone:\n" + err);
-        assertTrue(lines.get(0).matches("generate: " + c.generatedTokens().length + " tokens for 1 sequence in [0-9.]+ s: [0-9.]+ tokens/s"
+        int cpus = Math.min(256, Runtime.getRuntime().availableProcessors());
+        assertTrue(lines.get(0).matches("generate: " + c.generatedTokens().length + " tokens for 1 sequence on " + cpus
+                + (cpus == 1 ? " thread" : " threads") + " in [0-9.]+ s: [0-9.]+ tokens/s"
                 + " \\(prefill [0-9.]+ tokens/s, decode [0-9.]+ tokens/s\\), time to first token [0-9]+ ms"), lines.get(0));
+    }
+
+    /** By default every CPU shares the matmuls; one thread or three give the same tokens. */
+    @Test
+    void anyNumberOfThreadsTellsTheGoldenStory() {
+        String model = SharedData.path("models/stories260K.gguf").toString();
+        Golden.Case c = Golden.greedyCases().get(1);
+        for (String threads : new String[] {null, "1", "3"}) {
+            List<String> args = new java.util.ArrayList<>(List.of("--model", model, "--prompt", c.prompt(), "--temperature", "0",
+                    "--json", "--max-tokens", String.valueOf(c.maxNewTokens())));
+            if (threads != null) {
+                args.addAll(List.of("--threads", threads));
+            }
+            Object[] r = run(args.toArray(String[]::new));
+            assertEquals(0, r[0], (String) r[2]);
+            Map<?, ?> json = (Map<?, ?>) TestJson.parse(((String) r[1]).strip());
+            long expected = threads == null ? Math.min(256, Runtime.getRuntime().availableProcessors()) : Long.parseLong(threads);
+            assertEquals(expected, json.get("threads"), "threads: " + threads);
+            Map<?, ?> seq = (Map<?, ?>) ((List<?>) json.get("sequences")).get(0);
+            assertArrayEquals(c.generatedTokens(), TestJson.ints(seq.get("generated_tokens")), "threads: " + threads);
+        }
+        Object[] bad = run("--model", model, "--prompt", "x", "--threads", "many");
+        assertEquals(2, bad[0]);
+        assertTrue(((String) bad[2]).contains("--threads: must be auto or a number of threads from 1 to 256, got 'many'"),
+                (String) bad[2]);
     }
 
     @Test
