@@ -161,6 +161,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
         double[] ttft = seqs.stream().filter(s -> s.timeToFirstTokenNanos() > 0)
                 .mapToDouble(s -> s.timeToFirstTokenNanos() / 1e6).sorted().toArray();
         double ttftP50 = ttft.length == 0 ? 0 : ttft[ttft.length / 2];
+        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), waits);
         if (gen.json()) {
             List<Object> split = new ArrayList<>();
             for (StageSpec s : pc.stages()) {
@@ -186,6 +187,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
                     .put("micro_batches", m)
                     .put("layers", split)
                     .put("wait", waits.get(0).name().toLowerCase(Locale.ROOT))
+                    .put("threads_per_stage", threads)
                     .put("seed", gen.seed())
                     .put("generated_tokens_total", o.result().generatedTokens())
                     .put("wall_seconds", o.result().wallNanos() / 1e9)
@@ -210,7 +212,6 @@ public final class RunPipelineCommand implements Callable<Integer> {
         out = err;
         out.println("== run-pipeline summary ==");
         out.printf(Locale.ROOT, "model     %s (%s)%n", modelPath.getFileName(), mc.describe());
-        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), waits);
         out.printf(Locale.ROOT, "pipeline  %d stages:%s, %d micro-batches in flight, %d thread%s per stage%s, compute threads %s%n",
                 pc.stages().size(), layout, m, threads, threads == 1 ? "" : "s", pc.threadsPerStage() == 0 ? " (auto)" : "",
                 waits.get(0).name().toLowerCase(Locale.ROOT));

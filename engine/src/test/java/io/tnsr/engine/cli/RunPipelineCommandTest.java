@@ -73,7 +73,9 @@ class RunPipelineCommandTest {
         Object[] r = runCli("--stages", "1", "--threads-per-stage", "2", "--model", SharedData.path("models/stories260K.gguf").toString(),
                 "--prompt", c.prompt(), "--temperature", "0", "--max-tokens", String.valueOf(c.maxNewTokens()), "--json");
         assertEquals(0, r[0], (String) r[2]);
-        Map<?, ?> seq = (Map<?, ?>) ((List<?>) ((Map<?, ?>) TestJson.parse(((String) r[1]).strip())).get("sequences")).get(0);
+        Map<?, ?> json = (Map<?, ?>) TestJson.parse(((String) r[1]).strip());
+        assertEquals(2L, json.get("threads_per_stage"));
+        Map<?, ?> seq = (Map<?, ?>) ((List<?>) json.get("sequences")).get(0);
         assertArrayEquals(c.generatedTokens(), TestJson.ints(seq.get("generated_tokens")));
         Object[] auto = runCli("--stages", "1", "--model", SharedData.path("models/stories260K.gguf").toString(),
                 "--prompt", c.prompt(), "--temperature", "0", "--max-tokens", String.valueOf(c.maxNewTokens()), "-v");
