@@ -293,8 +293,12 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         if (threadsPerStage > 0) {
             return threadsPerStage;
         }
-        long local = stages.stream().filter(s -> s.external() == null).count();
-        return (int) Math.min(THREADS_PER_STAGE.max(), Math.max(1, cpus / Math.max(1, local)));
+        return (int) Math.min(THREADS_PER_STAGE.max(), Math.max(1, cpus / Math.max(1, localStages())));
+    }
+
+    /** The stages this machine starts: all but the external ones. */
+    public int localStages() {
+        return (int) stages.stream().filter(s -> s.external() == null).count();
     }
 
     /**

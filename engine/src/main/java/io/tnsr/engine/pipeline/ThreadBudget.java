@@ -19,12 +19,7 @@ public final class ThreadBudget {
      * {@code cores} and some stage has more than one, else null.
      */
     public static String advice(PipelineConfig pc, int cores) {
-        int local = 0;
-        for (StageSpec s : pc.stages()) {
-            if (s.external() == null) {
-                local++;
-            }
-        }
+        int local = pc.localStages();
         int threads = pc.threadsPerStage(cores);
         if (threads < 2 || local * threads <= cores) {
             return null;
