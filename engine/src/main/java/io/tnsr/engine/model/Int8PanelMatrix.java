@@ -176,6 +176,13 @@ final class Int8PanelMatrix extends PanelMatrix {
     }
 
     @Override
+    protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
+        for (int p = from; p < to; p++) {
+            m1(q, p * blocks * unitBytes, blocks, unit, x, xo, out, oo + p * panelRows);
+        }
+    }
+
+    @Override
     protected boolean readsAhead() {
         return true;
     }

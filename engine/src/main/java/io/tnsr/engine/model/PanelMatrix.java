@@ -203,7 +203,13 @@ abstract class PanelMatrix extends WeightMatrix {
     protected void prepare(float[] x, int xo, int n) {
     }
 
-    /** One token: out[oo + p * panelRows ..] for the whole panels p in [from, to). One at a time unless a type knows better. */
+    /**
+     * One token: out[oo + p * panelRows ..] for the whole panels p in [from, to). One at a time unless a type knows
+     * better. Most types loop in their own class, calling their static kernel, which the launchers' compile commands
+     * inline there ({@code tools/lib/vector-helpers.compile}): through the virtual {@link #panel}, whether C2 inlined
+     * the kernel was a race, and a kernel compiled on its own first was then called once per panel, some 20% slower
+     * (Q4_0 768 x 768, one token), in about half the JVMs.
+     */
     protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
         for (int p = from; p < to; p++) {
             panel(p, x, xo, out, oo + p * panelRows);

@@ -213,6 +213,16 @@ final class Q4KMatrix extends PanelMatrix {
         m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), acts.scales(), acts.offsets(), sx, out, oo);
     }
 
+    @Override
+    protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
+        int[] xq = acts.pairs();
+        float[] xs = acts.scales();
+        int[] xoff = acts.offsets();
+        for (int p = from; p < to; p++) {
+            m1(q, s, mneg, p * cols * L, p * units * P, units, xq, xs, xoff, sx, out, oo + p * P);
+        }
+    }
+
     /**
      * One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). The
      * integer sums as {@link Q4_0Matrix}'s one-token kernel forms them: whole bytes, high nibbles, and the low rows'

@@ -313,6 +313,16 @@ final class Q4_0Matrix extends PanelMatrix {
         m1(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), acts.offsets(), out, oo);
     }
 
+    @Override
+    protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
+        int[] xq = acts.pairs();
+        float[] xs = acts.scales();
+        int[] xoff = acts.offsets();
+        for (int p = from; p < to; p++) {
+            m1(q, d, p * cols * L, p * blocks * P, blocks, xq, xs, xoff, out, oo + p * P);
+        }
+    }
+
     /**
      * One panel (quants from {@code qo}, scales from {@code so}) . the prepared token: out[oo..oo+P). Per pair, the
      * whole sign-extended byte {@code v = n + 16 h} times xq into one sum and its high nibble h into another; per

@@ -180,6 +180,15 @@ final class Q5KMatrix extends PanelMatrix {
         m1(q, s, mneg, p * cols * P, p * units * P, units, acts.pairs(), acts.scales(), sx, out, oo);
     }
 
+    @Override
+    protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
+        int[] xq = acts.pairs();
+        float[] xs = acts.scales();
+        for (int p = from; p < to; p++) {
+            m1(q, s, mneg, p * cols * P, p * units * P, units, xq, xs, sx, out, oo + p * P);
+        }
+    }
+
     /** One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). */
     private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
                            float[] sx, float[] out, int oo) {
