@@ -204,17 +204,15 @@ abstract class PanelMatrix extends WeightMatrix {
     }
 
     /**
-     * One token: out[oo + p * panelRows ..] for the whole panels p in [from, to). One at a time unless a type knows
-     * better. Most types loop in their own class, calling their static kernel, which the launchers' compile commands
-     * inline there ({@code tools/lib/vector-helpers.compile}): through the virtual {@link #panel}, whether C2 inlined
-     * the kernel was a race, and a kernel compiled on its own first was then called once per panel, some 20% slower
-     * (Q4_0 768 x 768, one token), in about half the JVMs.
+     * One token: out[oo + p * panelRows ..] for the whole panels p in [from, to). Each type loops over its panels in its
+     * own class, calling its static kernel: a loop shared by every type, calling the virtual {@link #panel}, left it to
+     * a race between compiler threads whether C2 inlined the kernel there (Q4_0's, at 298 bytecodes, may be inlined;
+     * a kernel compiled on its own first is too big to be), and a model of several types would make the call
+     * polymorphic. A kernel called once per panel from code that is not its own loop read some 20% slower (Q4_0
+     * 768 x 768, one token) in about half the JVMs. The launchers' compile commands inline Q4_0's, Q4_K's and Q5_K's
+     * kernels into their loops ({@code tools/lib/vector-helpers.compile}); the int8 panels' and Q2_K's stay calls.
      */
-    protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
-        for (int p = from; p < to; p++) {
-            panel(p, x, xo, out, oo + p * panelRows);
-        }
-    }
+    protected abstract void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to);
 
     /**
      * Whether this type's one-token kernel has a variant that reads its weights ahead of their use

@@ -258,6 +258,19 @@ final class Q2KMatrix extends PanelMatrix {
     }
 
     /**
+     * A call per panel: {@link #m1} is not inlined here (445 bytecodes, past C2's default limit, and forced inline it
+     * passes C2's node budget in this loop and boxes: 30-34 us a call for 768 x 768 against 15-17).
+     */
+    @Override
+    protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
+        int[] xq = acts.pairs();
+        float[] xs = acts.scales();
+        for (int p = from; p < to; p++) {
+            m1(q, sm, dd, p * cols * L, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, xq, xs, sx, out, oo + p * P);
+        }
+    }
+
+    /**
      * One panel (quants from {@code qo}, integer scales and mins from {@code mo}, d and -dmin from {@code dn}) . the
      * prepared token: out[oo..oo+P). Q4_0's trick of never extracting the low nibbles ({@link Q4_0Matrix}) did not
      * pay here: its corrections took C2 (JDK 17) past its node budget in this method, and the scales then had to come
