@@ -4,8 +4,9 @@ import static io.tnsr.engine.model.PanelKernels.P;
 
 /**
  * A matrix stored in row panels ({@link PanelKernels}): the loops over panels and token groups, the same for every
- * panel type (F32, BF16, the int8 types of {@link Int8PanelMatrix}, Q4_0, Q4_1, Q4_K, Q5_K, Q2_K); each type supplies its kernels for one panel and one token
- * ({@link #panel}) and for one panel and a group of tokens ({@link #group}).
+ * panel type (F32, BF16, the int8 types of {@link Int8PanelMatrix}, Q4_0, Q4_1, Q4_K, Q5_K, Q2_K); each type supplies its loop over whole panels for one token
+ * ({@link #wholePanels}), its kernel for one panel and one token ({@link #panel}: a last partial one) and for one panel
+ * and a group of tokens ({@link #group}).
  *
  * <pre>{@code
  * matvec:        prepare(x, 1); wholePanels(x, out), or wholePanelsReadingAhead where that measured faster
