@@ -127,11 +127,6 @@ final class BF16Matrix extends FloatPanelMatrix {
         return PanelTouch.lines(w, p * pairs * P, pairs * P);
     }
 
-    @Override
-    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(w, p * pairs * P, pairs, cols, x, xo, out, oo);
-    }
-
     /**
      * One token over {@code panels} whole panels: two at a time (four FMA chains, two streams), then one. Not four at a
      * time as F32 does: with twice the vector operations per column (a load gives two columns, each widened by one

@@ -102,11 +102,6 @@ final class F32Matrix extends FloatPanelMatrix {
     }
 
     @Override
-    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        PanelKernels.m1(w, p * cols * P, cols, x, xo, out, oo);
-    }
-
-    @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
         floatGroup(w, p * cols * P, t0, valid, out, oo, os);
     }

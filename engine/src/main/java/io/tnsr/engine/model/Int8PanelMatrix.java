@@ -171,11 +171,6 @@ final class Int8PanelMatrix extends PanelMatrix {
     }
 
     @Override
-    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, p * blocks * unitBytes, blocks, unit, x, xo, out, oo);
-    }
-
-    @Override
     protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
         for (int p = from; p < to; p++) {
             m1(q, p * blocks * unitBytes, blocks, unit, x, xo, out, oo + p * panelRows);

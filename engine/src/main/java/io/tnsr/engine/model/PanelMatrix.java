@@ -4,13 +4,13 @@ import static io.tnsr.engine.model.PanelKernels.P;
 
 /**
  * A matrix stored in row panels ({@link PanelKernels}): the loops over panels and token groups, the same for every
- * panel type (F32, BF16, the int8 types of {@link Int8PanelMatrix}, Q4_0, Q4_1, Q4_K, Q5_K, Q2_K); each type supplies its loop over whole panels for one token
- * ({@link #wholePanels}), its kernel for one panel and one token ({@link #panel}: a last partial one) and for one panel
- * and a group of tokens ({@link #group}).
+ * panel type (F32, BF16, the int8 types of {@link Int8PanelMatrix}, Q4_0, Q4_1, Q4_K, Q5_K, Q2_K); each type supplies its loop over panels for one token
+ * ({@link #wholePanels}, also the last partial panel's, into a scratch) and its kernel for one panel and a group of
+ * tokens ({@link #group}).
  *
  * <pre>{@code
  * matvec:        prepare(x, 1); wholePanels(x, out), or wholePanelsReadingAhead where that measured faster
- *                (PanelTouch); panel(last partial one) into the spill
+ *                (PanelTouch); wholePanels(last partial one) into the spill
  * matmulTokens:  prepare(x, n); for each panel p (read from memory once; first by a touch pass where that measured
  *                faster, PanelTouch): for each group of tokens (from L2): group(p, tokens t0 .. t0 + valid)
  * matmulPanels:  either of the two over panels [from, to) only: one thread's share of a row split (RowParts)
@@ -134,7 +134,7 @@ abstract class PanelMatrix extends WeightMatrix {
             wholePanels(x, xo, out, oo, from, whole);
         }
         if (to > fullPanels) { // the last, partial panel is in the range (from <= fullPanels always)
-            panel(fullPanels, x, xo, spill, 0);
+            wholePanels(x, xo, spill, -fullPanels * panelRows, fullPanels, fullPanels + 1); // its rows at spill[0..)
             System.arraycopy(spill, 0, out, oo + fullPanels * panelRows, rows - fullPanels * panelRows);
         }
     }
@@ -206,7 +206,7 @@ abstract class PanelMatrix extends WeightMatrix {
 
     /**
      * One token: out[oo + p * panelRows ..] for the whole panels p in [from, to). Each type loops over its panels in its
-     * own class, calling its static kernel: a loop shared by every type, calling the virtual {@link #panel}, left it to
+     * own class, calling its static kernel: a loop shared by every type, calling a virtual one-panel method, left it to
      * a race between compiler threads whether C2 inlined the kernel there (Q4_0's, at 298 bytecodes, may be inlined;
      * a kernel compiled on its own first is too big to be), and a model of several types would make the call
      * polymorphic. A kernel called once per panel from code that is not its own loop read some 20% slower (Q4_0
@@ -231,9 +231,6 @@ abstract class PanelMatrix extends WeightMatrix {
     protected int wholePanelsReadingAhead(float[] x, int xo, float[] out, int oo, int from, int to) {
         throw new UnsupportedOperationException(name + ": " + type() + " does not read ahead");
     }
-
-    /** Panel p . one token (x from {@code xo}): out[oo..oo+panelRows). */
-    protected abstract void panel(int p, float[] x, int xo, float[] out, int oo);
 
     /**
      * Panel p . tokens j in [0, valid) (token j's x at {@code xo + j * cols}; the first is token t0 of the call):

@@ -251,12 +251,6 @@ final class Q2KMatrix extends PanelMatrix {
         return PanelTouch.lines(q, p * cols * L, cols * L);
     }
 
-    @Override
-    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, sm, dd, p * cols * L, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, acts.pairs(), acts.scales(),
-                sx, out, oo);
-    }
-
     /**
      * A call per panel: {@link #m1} is not inlined here (445 bytecodes, past C2's default limit, and forced inline it
      * passes C2's node budget in this loop and boxes: 30-34 us a call for 768 x 768 against 15-17).

@@ -209,11 +209,6 @@ final class Q4KMatrix extends PanelMatrix {
     }
 
     @Override
-    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, s, mneg, p * cols * L, p * units * P, units, acts.pairs(), acts.scales(), acts.offsets(), sx, out, oo);
-    }
-
-    @Override
     protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
         int[] xq = acts.pairs();
         float[] xs = acts.scales();

@@ -309,11 +309,6 @@ final class Q4_0Matrix extends PanelMatrix {
     }
 
     @Override
-    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, d, p * cols * L, p * blocks * P, blocks, acts.pairs(), acts.scales(), acts.offsets(), out, oo);
-    }
-
-    @Override
     protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
         int[] xq = acts.pairs();
         float[] xs = acts.scales();

@@ -176,11 +176,6 @@ final class Q5KMatrix extends PanelMatrix {
     }
 
     @Override
-    protected void panel(int p, float[] x, int xo, float[] out, int oo) {
-        m1(q, s, mneg, p * cols * P, p * units * P, units, acts.pairs(), acts.scales(), sx, out, oo);
-    }
-
-    @Override
     protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
         int[] xq = acts.pairs();
         float[] xs = acts.scales();

@@ -77,7 +77,7 @@ class LauncherFlagsTest {
             assertEquals("inline", parts[0], line);
             String[] target = parts[1].split("::");
             Class<?> owner = Class.forName(target[0], false, getClass().getClassLoader());
-            // A helper that returns a vector, or a one-token kernel (m1, m1Ahead) inlined into its class's panel loop.
+            // A helper that returns a vector, or a one-token kernel (m1) inlined into its class's panel loop.
             boolean kernel = target[1].startsWith("m1") && Arrays.stream(owner.getDeclaredMethods())
                     .anyMatch(m -> m.getName().equals("wholePanels"));
             boolean found = Arrays.stream(owner.getDeclaredMethods()).anyMatch(m -> m.getName().equals(target[1])
