@@ -17,7 +17,10 @@ import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 
-/** Synthetic GGUF models for tests, generated once per spec into target/test-models and reused. */
+/**
+ * Synthetic GGUF models for tests, generated once per spec into target/test-models and reused, by every test JVM of
+ * the build.
+ */
 public final class TestModels {
     private TestModels() {
     }
@@ -31,9 +34,13 @@ public final class TestModels {
         Path dir = Paths.get("target", "test-models").toAbsolutePath();
         Path p = dir.resolve(file);
         if (!Files.exists(p)) {
+            // written aside, then moved into place: test JVMs running side by side may ask for the same model at once,
+            // and none must read another's file half written
             try {
                 Files.createDirectories(dir);
-                SyntheticModel.write(spec, p);
+                Path tmp = Files.createTempFile(dir, "writing", ".gguf");
+                SyntheticModel.write(spec, tmp);
+                Files.move(tmp, p, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
