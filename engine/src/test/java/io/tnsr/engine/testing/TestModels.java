@@ -39,8 +39,12 @@ public final class TestModels {
             try {
                 Files.createDirectories(dir);
                 Path tmp = Files.createTempFile(dir, "writing", ".gguf");
-                SyntheticModel.write(spec, tmp);
-                Files.move(tmp, p, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                try {
+                    SyntheticModel.write(spec, tmp);
+                    Files.move(tmp, p, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                } finally {
+                    Files.deleteIfExists(tmp); // gone after the move; a failed write leaves nothing behind
+                }
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
