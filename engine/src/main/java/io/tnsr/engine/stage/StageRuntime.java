@@ -889,6 +889,9 @@ public final class StageRuntime implements AutoCloseable {
             if (sessionThread != null) {
                 sessionThread.join(5000);
             }
+            if (liveness != null) { // a tick in progress reads the counters, whose file is unmapped below
+                liveness.awaitTermination(5, TimeUnit.SECONDS);
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
