@@ -7,6 +7,7 @@ import io.tnsr.engine.coordinator.PipelineRun;
 import io.tnsr.engine.generate.GenerationReport;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.metrics.RunDirectory;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.SpinPolicy;
@@ -15,19 +16,15 @@ import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.Tokenizers;
-import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -102,14 +99,15 @@ public final class RunPipelineCommand implements Callable<Integer> {
         Sampler sampler = new Sampler(gen.sampling(), mc.vocabSize());
         List<SequenceState> seqs = gen.sequences(cycle(gen.prompts("Once upon a time"), requests), tok, mc.contextLength(), sampler);
         int m = microBatches != null ? microBatches : Math.max(1, Math.min(n, seqs.size()));
-        Path runDir = histograms != null ? Files.createDirectories(histograms) : Files.createTempDirectory("tnsr-run");
         TextOutput text = new TextOutput(out, tok, seqs, gen.json());
-        PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, waits, cpus,
-                new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes(),
-                        rate == null ? 0 : rate).withSampleInLastStage(pipeline.sampleInLastStage()),
-                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "run-pipeline"), pipeline.recovery());
         PipelineRun.Outcome outcome;
-        try {
+        // The run's metrics: kept in --histograms DIR, else in a temporary directory deleted when the run ends.
+        try (RunDirectory dir = RunDirectory.namedOrTemporary(histograms, "tnsr-run")) {
+            PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, waits, cpus,
+                    new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes(),
+                            rate == null ? 0 : rate).withSampleInLastStage(pipeline.sampleInLastStage()),
+                    dir.path(), pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0,
+                    pipeline.link(pc, "run-pipeline"), pipeline.recovery());
             outcome = PipelineRun.run(settings, mc, seqs, text);
         } catch (PipelineException e) {
             System.err.println("run-pipeline: " + e.getMessage());
@@ -126,10 +124,6 @@ public final class RunPipelineCommand implements Callable<Integer> {
                         .toJson());
             }
             return 3;
-        } finally {
-            if (histograms == null) {
-                deleteTree(runDir);
-            }
         }
         report(out, System.err, modelPath, mc, pc, waits, m, seqs, text, outcome);
         return seqs.stream().anyMatch(s -> s.error() != null) ? 1 : 0;
@@ -290,14 +284,6 @@ public final class RunPipelineCommand implements Callable<Integer> {
         String hi = String.format(Locale.ROOT, f, hiMicros * scale);
         String lo = String.format(Locale.ROOT, f, loMicros * scale);
         return (lo.equals(hi) ? hi : lo + ".." + hi) + (ms ? " ms" : " us");
-    }
-
-    private static void deleteTree(Path dir) {
-        try (Stream<Path> s = Files.walk(dir)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException ignored) {
-            // a temporary directory; the OS cleans up eventually
-        }
     }
 
     public static void main(String[] args) {

@@ -7,6 +7,7 @@ import io.tnsr.engine.coordinator.PipelineException;
 import io.tnsr.engine.coordinator.PipelineRun;
 import io.tnsr.engine.coordinator.StageProcesses;
 import io.tnsr.engine.gguf.GgufFile;
+import io.tnsr.engine.metrics.RunDirectory;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.SpinPolicy;
@@ -111,7 +112,8 @@ public final class ServeCommand implements Callable<Integer> {
         Scheduler.Limits limits = new Scheduler.Limits(n, perBatch, stepTokens, perStep);
         int running = Math.min(maxSequences, n * perBatch);
         String name = modelPath.getFileName().toString().replaceFirst("\\.gguf$", "");
-        Path runDir = Files.createTempDirectory("tnsr-serve");
+        RunDirectory dir = RunDirectory.temporary("tnsr-serve"); // the stages' and this process's metrics, while serving
+        Path runDir = dir.path();
         CompletionService service = new CompletionService(tok, mc.contextLength(), mc.vocabSize(),
                 new CompletionService.Limits(running, maxQueued, Math.round(maxWait * 1000)), runDir, n);
         PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
@@ -122,7 +124,7 @@ public final class ServeCommand implements Callable<Integer> {
         AtomicBoolean stopRequested = new AtomicBoolean();
         AtomicBoolean pipelineStop = new AtomicBoolean();
         long t0 = System.nanoTime();
-        try (OpenAiHttpServer http = new OpenAiHttpServer(service, name, host, port, apiKey, chat)) {
+        try (dir; OpenAiHttpServer http = new OpenAiHttpServer(service, name, host, port, apiKey, chat)) {
             int bound = http.start();
             // SIGINT and SIGTERM end the serving loop below, so that the stages are stopped and the exit status is 0
             // (a shutdown hook would run while the JVM is already exiting, with the signal's status).

@@ -10,6 +10,7 @@ import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.metrics.CounterFile;
+import io.tnsr.engine.metrics.RunDirectory;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.SpinPolicy;
@@ -161,162 +162,165 @@ public final class SoakCommand implements Callable<Integer> {
         int perStep = Math.min(pc.maxSequencesPerFrame(), FrameHeader.MAX_SEQUENCE_COUNT);
         int perBatch = Math.min(perStep, (concurrency + n - 1) / n);
         Scheduler.Limits limits = new Scheduler.Limits(n, perBatch, Math.min(pc.maxTokensPerFrame(), perBatch + 128), perStep);
-        Path runDir = Files.createTempDirectory("tnsr-soak");
-        PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
-                new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes())
-                        .withSampleInLastStage(pipeline.sampleInLastStage()),
-                runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "soak"),
-                pipeline.recovery());
-        StageProcesses stages = new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), settings.link());
+        RunDirectory dir = RunDirectory.temporary("tnsr-soak"); // the stages' metrics, read for the samples
+        try (dir) {
+            Path runDir = dir.path();
+            PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
+                    new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes())
+                            .withSampleInLastStage(pipeline.sampleInLastStage()),
+                    runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "soak"),
+                    pipeline.recovery());
+            StageProcesses stages = new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), settings.link());
 
-        Map<Integer, SequenceState> running = new ConcurrentHashMap<>();
-        AtomicLong resumeFromNanos = new AtomicLong();   // the loss whose first token after recovery is awaited
-        AtomicBoolean recovered = new AtomicBoolean();
-        List<Double> resumeSeconds = Collections.synchronizedList(new ArrayList<>());
-        Semaphore slots = new Semaphore(concurrency);
-        AtomicLong tokens = new AtomicLong();
-        AtomicInteger finishedOk = new AtomicInteger();
-        List<String> mismatches = Collections.synchronizedList(new ArrayList<>());
-        List<String> failures = Collections.synchronizedList(new ArrayList<>());
-        Generator.Listener listener = new Generator.Listener() {
-            @Override
-            public void onToken(SequenceState seq, int token) {
-                tokens.incrementAndGet();
-                long k = resumeFromNanos.get();
-                if (k != 0 && recovered.get() && resumeFromNanos.compareAndSet(k, 0)) {
-                    resumeSeconds.add((System.nanoTime() - k) / 1e9);   // the replay done: tokens flow again
-                }
-            }
-
-            @Override
-            public void onFinished(SequenceState seq) {
-                running.remove(seq.index());
-                int k = seq.index() % prompts;
-                if (seq.error() != null) {
-                    failures.add("sequence " + seq.index() + ": " + seq.error());
-                } else if (!Arrays.equals(seq.generatedTokens(), reference[k])) {
-                    mismatches.add("sequence " + seq.index() + " (prompt " + k + ") differs from the reference at token "
-                            + firstDifference(seq.generatedTokens(), reference[k]));
-                } else {
-                    finishedOk.incrementAndGet();
-                }
-                slots.release();
-            }
-        };
-        List<Kill> kills = Collections.synchronizedList(new ArrayList<>());
-        List<Double> recoverSeconds = Collections.synchronizedList(new ArrayList<>());
-        AtomicLong lastKillNanos = new AtomicLong();
-        Runnable onRecovered = () -> {
-            long k = lastKillNanos.getAndSet(0);
-            if (k != 0) {
-                recoverSeconds.add((System.nanoTime() - k) / 1e9);
-                recovered.set(true);
-            }
-        };
-        AtomicReference<Scheduler> scheduler = new AtomicReference<>();
-        AtomicBoolean stop = new AtomicBoolean();
-        AtomicReference<Throwable> failed = new AtomicReference<>();
-        CountDownLatch ready = new CountDownLatch(1);
-        Thread driver = new Thread(() -> {
-            try {
-                PipelineRun.serve(stages, settings, mc, limits, listener, s -> {
-                    scheduler.set(s);
-                    ready.countDown();
-                }, stop::get, status -> {
-                    System.err.println(status == null ? "soak: recovered" : "soak: " + status);
-                    if (status == null) {
-                        onRecovered.run();
+            Map<Integer, SequenceState> running = new ConcurrentHashMap<>();
+            AtomicLong resumeFromNanos = new AtomicLong();   // the loss whose first token after recovery is awaited
+            AtomicBoolean recovered = new AtomicBoolean();
+            List<Double> resumeSeconds = Collections.synchronizedList(new ArrayList<>());
+            Semaphore slots = new Semaphore(concurrency);
+            AtomicLong tokens = new AtomicLong();
+            AtomicInteger finishedOk = new AtomicInteger();
+            List<String> mismatches = Collections.synchronizedList(new ArrayList<>());
+            List<String> failures = Collections.synchronizedList(new ArrayList<>());
+            Generator.Listener listener = new Generator.Listener() {
+                @Override
+                public void onToken(SequenceState seq, int token) {
+                    tokens.incrementAndGet();
+                    long k = resumeFromNanos.get();
+                    if (k != 0 && recovered.get() && resumeFromNanos.compareAndSet(k, 0)) {
+                        resumeSeconds.add((System.nanoTime() - k) / 1e9);   // the replay done: tokens flow again
                     }
-                });
-            } catch (Throwable e) {
-                failed.set(e);
-                ready.countDown();
-            }
-        }, "soak-pipeline");
-        driver.start();
-        if (!ready.await(pipeline.startupMillis() + 60_000, TimeUnit.MILLISECONDS) || failed.get() != null) {
-            System.err.println("soak: the pipeline did not start: " + (failed.get() == null ? "timed out" : failed.get().getMessage()));
-            stop.set(true);
-            return 3;
-        }
-        long start = System.nanoTime();
-        long end = durationSeconds == null ? Long.MAX_VALUE : start + (long) (durationSeconds * 1e9);
-        long tokensToServe = tokenLimit == null ? Long.MAX_VALUE : tokenLimit;
-        Random random = new Random(seed);
-        List<Sample> samples = new ArrayList<>();
-        long nextSample = start;
-        long nextKill = start + (long) ((kill[0] + random.nextDouble() * (kill[1] - kill[0])) * 1e9);
-        int id = 0;
-        Sampler sampler = new Sampler(SamplingConfig.GREEDY, mc.vocabSize());
-        System.err.printf(Locale.ROOT, "soak: serving %d sequences at a time %s, a stage lost every %s s%n", concurrency,
-                until(), killEvery);
-        while (System.nanoTime() < end && tokens.get() < tokensToServe && failed.get() == null) {
-            long now = System.nanoTime();
-            if (now >= nextSample) {
-                samples.add(sample((now - start) / 1e9, tokens.get(), stages, runDir, n));
-                nextSample = now + (long) (sampleSeconds * 1e9);
-            }
-            if (now >= nextKill && lastKillNanos.get() != 0) {
-                nextKill = now + 1_000_000_000L;   // the last loss is still being recovered: one at a time
-            } else if (now >= nextKill) {
-                int i = random.nextInt(n);
-                String sig = signal.equals("both") ? (random.nextBoolean() ? "KILL" : "STOP") : signal.toUpperCase(Locale.ROOT);
-                Process p = stages.process(i);
-                List<Integer> positions = running.values().stream().map(SequenceState::nextPosition).sorted().toList();
-                if (p != null && p.isAlive()) {
-                    long killNanos = System.nanoTime();
-                    lastKillNanos.compareAndSet(0, killNanos);
-                    recovered.set(false);
-                    resumeFromNanos.set(killNanos);
-                    new ProcessBuilder("kill", "-" + sig, String.valueOf(p.pid())).start().waitFor(5, TimeUnit.SECONDS);
-                    kills.add(new Kill((now - start) / 1e9, i, p.pid(), sig, positions));
-                    System.err.printf(Locale.ROOT, "soak: %.0f s: SIG%s to stage%d (pid %d); running sequences at positions %s%n",
-                            (now - start) / 1e9, sig, i, p.pid(), positions);
                 }
-                nextKill = now + (long) ((kill[0] + random.nextDouble() * (kill[1] - kill[0])) * 1e9);
-            }
-            if (slots.tryAcquire(100, TimeUnit.MILLISECONDS)) {
-                int k = id % prompts;
-                SequenceState s = new SequenceState(id, 0, texts.get(k), tok.encode(texts.get(k), true), maxTokens, mc.contextLength(),
-                        -1, t -> false, sampler);
-                running.put(id, s);
-                s.started(System.nanoTime());
-                scheduler.get().submit(s);
-                id++;
-            }
-        }
-        String stoppedBy = failed.get() != null ? "failure" : tokens.get() >= tokensToServe ? "tokens" : "duration";
-        // Drain: no new sequences; the running ones finish; then the KV pools must be empty.
-        long drainDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.max(120, (long) pipeline.recovery().timeoutMillis() / 1000 * 2));
-        while (!running.isEmpty() && failed.get() == null && System.nanoTime() < drainDeadline) {
-            Thread.sleep(100);
-        }
-        long kvDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        Sample last = sample((System.nanoTime() - start) / 1e9, tokens.get(), stages, runDir, n);
-        while (kvInUse(last) > 0 && System.nanoTime() < kvDeadline) {
-            Thread.sleep(200);
-            last = sample((System.nanoTime() - start) / 1e9, tokens.get(), stages, runDir, n);
-        }
-        samples.add(last);
-        stop.set(true);
-        driver.join(60_000);
-        double wall = (System.nanoTime() - start) / 1e9;
 
-        Map<String, Object> report = report(wall, id, tokens.get(), finishedOk.get(), mismatches, failures, kills, recoverSeconds,
-                resumeSeconds, samples, running.size(), failed.get(), n, stoppedBy);
-        PrintStream out = System.out;
-        if (reportFile != null) {
-            Files.writeString(reportFile, Jackson.write(report) + "\n");
+                @Override
+                public void onFinished(SequenceState seq) {
+                    running.remove(seq.index());
+                    int k = seq.index() % prompts;
+                    if (seq.error() != null) {
+                        failures.add("sequence " + seq.index() + ": " + seq.error());
+                    } else if (!Arrays.equals(seq.generatedTokens(), reference[k])) {
+                        mismatches.add("sequence " + seq.index() + " (prompt " + k + ") differs from the reference at token "
+                                + firstDifference(seq.generatedTokens(), reference[k]));
+                    } else {
+                        finishedOk.incrementAndGet();
+                    }
+                    slots.release();
+                }
+            };
+            List<Kill> kills = Collections.synchronizedList(new ArrayList<>());
+            List<Double> recoverSeconds = Collections.synchronizedList(new ArrayList<>());
+            AtomicLong lastKillNanos = new AtomicLong();
+            Runnable onRecovered = () -> {
+                long k = lastKillNanos.getAndSet(0);
+                if (k != 0) {
+                    recoverSeconds.add((System.nanoTime() - k) / 1e9);
+                    recovered.set(true);
+                }
+            };
+            AtomicReference<Scheduler> scheduler = new AtomicReference<>();
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            CountDownLatch ready = new CountDownLatch(1);
+            Thread driver = new Thread(() -> {
+                try {
+                    PipelineRun.serve(stages, settings, mc, limits, listener, s -> {
+                        scheduler.set(s);
+                        ready.countDown();
+                    }, stop::get, status -> {
+                        System.err.println(status == null ? "soak: recovered" : "soak: " + status);
+                        if (status == null) {
+                            onRecovered.run();
+                        }
+                    });
+                } catch (Throwable e) {
+                    failed.set(e);
+                    ready.countDown();
+                }
+            }, "soak-pipeline");
+            driver.start();
+            if (!ready.await(pipeline.startupMillis() + 60_000, TimeUnit.MILLISECONDS) || failed.get() != null) {
+                System.err.println("soak: the pipeline did not start: " + (failed.get() == null ? "timed out" : failed.get().getMessage()));
+                stop.set(true);
+                return 3;
+            }
+            long start = System.nanoTime();
+            long end = durationSeconds == null ? Long.MAX_VALUE : start + (long) (durationSeconds * 1e9);
+            long tokensToServe = tokenLimit == null ? Long.MAX_VALUE : tokenLimit;
+            Random random = new Random(seed);
+            List<Sample> samples = new ArrayList<>();
+            long nextSample = start;
+            long nextKill = start + (long) ((kill[0] + random.nextDouble() * (kill[1] - kill[0])) * 1e9);
+            int id = 0;
+            Sampler sampler = new Sampler(SamplingConfig.GREEDY, mc.vocabSize());
+            System.err.printf(Locale.ROOT, "soak: serving %d sequences at a time %s, a stage lost every %s s%n", concurrency,
+                    until(), killEvery);
+            while (System.nanoTime() < end && tokens.get() < tokensToServe && failed.get() == null) {
+                long now = System.nanoTime();
+                if (now >= nextSample) {
+                    samples.add(sample((now - start) / 1e9, tokens.get(), stages, runDir, n));
+                    nextSample = now + (long) (sampleSeconds * 1e9);
+                }
+                if (now >= nextKill && lastKillNanos.get() != 0) {
+                    nextKill = now + 1_000_000_000L;   // the last loss is still being recovered: one at a time
+                } else if (now >= nextKill) {
+                    int i = random.nextInt(n);
+                    String sig = signal.equals("both") ? (random.nextBoolean() ? "KILL" : "STOP") : signal.toUpperCase(Locale.ROOT);
+                    Process p = stages.process(i);
+                    List<Integer> positions = running.values().stream().map(SequenceState::nextPosition).sorted().toList();
+                    if (p != null && p.isAlive()) {
+                        long killNanos = System.nanoTime();
+                        lastKillNanos.compareAndSet(0, killNanos);
+                        recovered.set(false);
+                        resumeFromNanos.set(killNanos);
+                        new ProcessBuilder("kill", "-" + sig, String.valueOf(p.pid())).start().waitFor(5, TimeUnit.SECONDS);
+                        kills.add(new Kill((now - start) / 1e9, i, p.pid(), sig, positions));
+                        System.err.printf(Locale.ROOT, "soak: %.0f s: SIG%s to stage%d (pid %d); running sequences at positions %s%n",
+                                (now - start) / 1e9, sig, i, p.pid(), positions);
+                    }
+                    nextKill = now + (long) ((kill[0] + random.nextDouble() * (kill[1] - kill[0])) * 1e9);
+                }
+                if (slots.tryAcquire(100, TimeUnit.MILLISECONDS)) {
+                    int k = id % prompts;
+                    SequenceState s = new SequenceState(id, 0, texts.get(k), tok.encode(texts.get(k), true), maxTokens, mc.contextLength(),
+                            -1, t -> false, sampler);
+                    running.put(id, s);
+                    s.started(System.nanoTime());
+                    scheduler.get().submit(s);
+                    id++;
+                }
+            }
+            String stoppedBy = failed.get() != null ? "failure" : tokens.get() >= tokensToServe ? "tokens" : "duration";
+            // Drain: no new sequences; the running ones finish; then the KV pools must be empty.
+            long drainDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.max(120, (long) pipeline.recovery().timeoutMillis() / 1000 * 2));
+            while (!running.isEmpty() && failed.get() == null && System.nanoTime() < drainDeadline) {
+                Thread.sleep(100);
+            }
+            long kvDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            Sample last = sample((System.nanoTime() - start) / 1e9, tokens.get(), stages, runDir, n);
+            while (kvInUse(last) > 0 && System.nanoTime() < kvDeadline) {
+                Thread.sleep(200);
+                last = sample((System.nanoTime() - start) / 1e9, tokens.get(), stages, runDir, n);
+            }
+            samples.add(last);
+            stop.set(true);
+            driver.join(60_000);
+            double wall = (System.nanoTime() - start) / 1e9;
+
+            Map<String, Object> report = report(wall, id, tokens.get(), finishedOk.get(), mismatches, failures, kills, recoverSeconds,
+                    resumeSeconds, samples, running.size(), failed.get(), n, stoppedBy);
+            PrintStream out = System.out;
+            if (reportFile != null) {
+                Files.writeString(reportFile, Jackson.write(report) + "\n");
+            }
+            if (json) {
+                out.println(Jackson.write(report));
+            } else {
+                printText(out, report, samples);
+            }
+            if (failed.get() instanceof PipelineException) {
+                return 3;
+            }
+            return "pass".equals(report.get("verdict")) ? 0 : 1;
         }
-        if (json) {
-            out.println(Jackson.write(report));
-        } else {
-            printText(out, report, samples);
-        }
-        if (failed.get() instanceof PipelineException) {
-            return 3;
-        }
-        return "pass".equals(report.get("verdict")) ? 0 : 1;
     }
 
     /** When the serving stops, as the start line says it: "for 60 s", "until 5000 tokens", or both. */

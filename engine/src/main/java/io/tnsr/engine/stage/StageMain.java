@@ -94,7 +94,8 @@ public final class StageMain implements Callable<Integer> {
             + " (default: ${DEFAULT-VALUE})."})
     String kvCacheType;
 
-    @Option(names = "--metrics-dir", description = "Directory for latency histogram logs (default: a temporary directory).")
+    @Option(names = "--metrics-dir", description = "Directory for the stage's latency histogram logs and counters, kept"
+            + " after it stops (default: a temporary directory, deleted when the stage stops).")
     Path metricsDir;
 
     @Option(names = "--socket-buffer-bytes", defaultValue = "0", description = "SO_RCVBUF/SO_SNDBUF of the stage's sockets (0 = OS default).")

@@ -14,6 +14,7 @@ import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.metrics.LatencyMetric;
 import io.tnsr.engine.metrics.MetricsLog;
+import io.tnsr.engine.metrics.RunDirectory;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.FrameSizes;
 import io.tnsr.engine.pipeline.WaitMode;
@@ -27,11 +28,11 @@ import io.tnsr.wire.Hello;
 import io.tnsr.wire.HelloPayload;
 import io.tnsr.wire.MessageType;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.file.Files;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -156,6 +157,8 @@ public final class StageRuntime implements AutoCloseable {
     private ExecutorService handshakes;
     private ScheduledExecutorService liveness;
     private final MetricsLog metricsLog;
+    /** Where metricsLog writes: the --metrics-dir, or a temporary directory deleted on close. */
+    private final RunDirectory metricsDir;
     private volatile ComputeHandler.Counters counters;
     private long closedComputeNanos;
     private long startNanos;
@@ -168,6 +171,7 @@ public final class StageRuntime implements AutoCloseable {
         this.name = options.name();
         this.file = GgufFile.open(options.model());
         MetricsLog log = null;
+        RunDirectory dir = null;
         LayerRange layers = null;
         try {
             LlamaConfig c = LlamaConfig.fromGguf(file);
@@ -178,7 +182,8 @@ public final class StageRuntime implements AutoCloseable {
             KvCachePool pool = KvCachePool.sized(o.layerTo() - o.layerFrom(), c.kvDim(), c.contextLength(), o.kvCacheTokens(),
                     o.kvCacheType());
             // Created before the weights load, so that the loading counters are there for the coordinator to read.
-            log = new MetricsLog(o.metricsDir() != null ? o.metricsDir() : tempDir(), 1000, name + "-metrics");
+            dir = RunDirectory.namedOrTemporary(o.metricsDir(), "tnsr-stage-metrics");
+            log = new MetricsLog(dir.path(), 1000, name + "-metrics");
             log.counter(name + LOAD_BYTES_TOTAL, "bytes (in the model file) of the weights this stage loads at start-up")
                     .setRelease(LayerRange.loadBytes(file, c, o.layerFrom(), o.layerTo()));
             AtomicCounter loaded = log.counter(name + LOAD_BYTES, "bytes of those loaded so far (start-up progress)");
@@ -198,16 +203,27 @@ public final class StageRuntime implements AutoCloseable {
                 warmUp(layers);
             }
             this.metricsLog = log;
+            this.metricsDir = dir;
+        } catch (IOException e) {
+            closeAfterFailure(layers, log, dir);
+            throw new UncheckedIOException("cannot create the stage's metrics directory: " + e.getMessage(), e);
         } catch (RuntimeException e) {
-            if (layers != null) {
-                layers.close();
-            }
-            if (log != null) {
-                log.close();
-            }
-            file.close();
+            closeAfterFailure(layers, log, dir);
             throw e;
         }
+    }
+
+    private void closeAfterFailure(LayerRange layers, MetricsLog log, RunDirectory dir) {
+        if (layers != null) {
+            layers.close();
+        }
+        if (log != null) {
+            log.close();
+        }
+        if (dir != null) {
+            dir.close();
+        }
+        file.close();
     }
 
     public State state() {
@@ -767,14 +783,6 @@ public final class StageRuntime implements AutoCloseable {
         };
     }
 
-    private static java.nio.file.Path tempDir() {
-        try {
-            return Files.createTempDirectory("tnsr-stage-metrics");
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-    }
-
     private WaitStrategy waitStrategy() {
         return switch (o.waitMode()) {
             case SPIN -> new BusySpinWaitStrategy();
@@ -899,6 +907,7 @@ public final class StageRuntime implements AutoCloseable {
         closedComputeNanos = computeNanos();
         counters = null;        // their file is unmapped now
         metricsLog.close();
+        metricsDir.close();
         if (sender != null) {
             sender.switchTo(null);
         }

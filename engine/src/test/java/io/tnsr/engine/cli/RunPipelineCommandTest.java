@@ -121,7 +121,9 @@ class RunPipelineCommandTest {
                 java.nio.file.Paths.get(System.getProperty("java.home"), "bin", "java").toString()));
         cmd.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .filter(a -> !a.startsWith("-javaagent") && !a.startsWith("-agentlib")).toList());
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), RunPipelineCommand.class.getName(),
+        Path tmp = Files.createTempDirectory("interrupted-run"); // the tool's own temporary directory
+        cmd.addAll(List.of("-Djava.io.tmpdir=" + tmp, "-cp", System.getProperty("java.class.path"),
+                RunPipelineCommand.class.getName(),
                 "--stages", "3", "--model", model.toString(), "--prompt", "go", "--max-tokens", "8000", "--ignore-eos"));
         Process tool = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         try {
@@ -137,6 +139,9 @@ class RunPipelineCommandTest {
             for (ProcessHandle p : stages) {
                 p.onExit().get(10, java.util.concurrent.TimeUnit.SECONDS);
                 assertFalse(p.isAlive(), "stage process " + p.pid() + " ended with the tool");
+            }
+            try (var left = Files.list(tmp)) { // the run's metrics directory went with it
+                assertEquals(List.of(), left.toList());
             }
         } finally {
             tool.destroyForcibly();

@@ -77,8 +77,11 @@ class ServeCommandTest {
     void servesCompletionsUntilSigtermThenStopsEveryStageAndExitsZero(@TempDir Path dir) throws Exception {
         Path model = TestModels.get(ModelSpec.tiny());
         Path keyFile = Files.writeString(dir.resolve("key"), "k-123\n");
-        Process serve = new ProcessBuilder(serve("--stages", "2", "--model", model.toString(), "--port", "0",
-                "--max-sequences", "4", "--max-queued", "2", "--api-key-file", keyFile.toString(), "--chat-template", "chatml")).start();
+        Path tmp = Files.createDirectory(dir.resolve("tmp")); // serve's own temporary directory
+        List<String> cmd = serve("--stages", "2", "--model", model.toString(), "--port", "0",
+                "--max-sequences", "4", "--max-queued", "2", "--api-key-file", keyFile.toString(), "--chat-template", "chatml");
+        cmd.add(cmd.indexOf("-cp"), "-Djava.io.tmpdir=" + tmp); // after the test JVM's own flags, so that it wins
+        Process serve = new ProcessBuilder(cmd).start();
         BlockingQueue<String> lines = stderr(serve);
         java.util.concurrent.CompletableFuture<String> stdout = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
             try {
@@ -190,6 +193,9 @@ class ServeCommandTest {
             for (ProcessHandle p : stages) {
                 p.onExit().get(10, TimeUnit.SECONDS);
                 assertFalse(p.isAlive(), "stage process " + p.pid() + " ended");
+            }
+            try (var files = Files.list(tmp)) { // the metrics directory of the run went with it
+                assertEquals(List.of(), files.toList());
             }
         } finally {
             serve.destroyForcibly();

@@ -6,6 +6,7 @@ import io.tnsr.engine.coordinator.PipelineRun;
 import io.tnsr.engine.generate.SequenceState;
 import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCacheType;
+import io.tnsr.engine.metrics.RunDirectory;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.SpinPolicy;
@@ -20,11 +21,9 @@ import io.tnsr.engine.tokenizer.Tokenizers;
 import io.tnsr.engine.util.ConsoleLog;
 import io.tnsr.engine.util.TaskProgress;
 import io.tnsr.perf.engine.LlamaCppFigures;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -298,18 +297,14 @@ public final class PipelineBench implements Callable<Integer> {
             seqs.add(new SequenceState(i, "Once upon a time", tok.encode("Once upon a time " + i, true), tokens,
                     cfg.contextLength(), -1, t -> false, sampler));
         }
-        Path dir = Files.createTempDirectory("pipeline-bench");
-        try {
+        try (RunDirectory run = RunDirectory.temporary("pipeline-bench")) {
+            Path dir = run.path();
             PipelineRun.Settings s = new PipelineRun.Settings(model, pc, policy.waits(), policy.cpus(),
                     new Coordinator.Options(sc.microBatches(), sc.batch(), pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(),
                             pc.maxFrameBytes()).withSampleInLastStage(sampleInLastStage()), dir, 120_000, 120_000, 20_000,
                     seqCount * warmupSteps(tokens));
             PipelineRun.Outcome o = PipelineRun.run(s, cfg, seqs, (seq, t) -> { });
             return o.result().decodeTokensPerSecond();
-        } finally {
-            try (var files = Files.walk(dir)) {
-                files.sorted(Collections.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
         }
     }
 

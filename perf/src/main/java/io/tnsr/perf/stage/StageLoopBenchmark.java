@@ -20,7 +20,6 @@ import io.tnsr.wire.SequenceTable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -78,7 +77,6 @@ public class StageLoopBenchmark {
     public String wait;
 
     private StageRuntime stage;
-    private Path metrics;
     private FrameChannel downstream;
     private FrameChannel upstream;
     private final ByteBuffer in = ByteBuffer.allocateDirect(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
@@ -95,9 +93,8 @@ public class StageLoopBenchmark {
     public void setup() throws Exception {
         ModelSpec spec = ModelSpec.tiny();
         Path model = ModelCache.get(spec);
-        metrics = Files.createTempDirectory("tnsr-perf-stage");
         stage = new StageRuntime(StageOptions.builder(model, 0, spec.layers()).ringSize(16).maxFrameBytes(1 << 20)
-                .frameLimits(32, 8).wait(WaitMode.parse(wait), -1).kvCacheTokens(4096).metricsDir(metrics).stage(0, 1).once(false).link(LINKS).build());
+                .frameLimits(32, 8).wait(WaitMode.parse(wait), -1).kvCacheTokens(4096).stage(0, 1).once(false).link(LINKS).build());
         int port = stage.listen();
         stage.start();
         PipelineConfig pc = new PipelineConfig("127.0.0.1", List.of(new StageSpec(0, spec.layers(), 0, List.of(), null)), 16,
@@ -123,9 +120,6 @@ public class StageLoopBenchmark {
         upstream.close();
         stage.close();
         downstream.close();
-        try (java.util.stream.Stream<Path> files = Files.walk(metrics)) {
-            files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        }
     }
 
     @Benchmark
