@@ -343,7 +343,7 @@ final class Int8PanelMatrix extends PanelMatrix {
      * through L1 once per unit (24 loads, FMAs and stores per 768 FMAs), where four tokens per call (eight totals in
      * registers) loaded six values per eight FMAs.
      */
-    private static void k2x12w(float[] w, byte[] q, int so, int unitBytes, int unit, int width, float[] x, int xo,
+    static void k2x12w(float[] w, byte[] q, int so, int unitBytes, int unit, int width, float[] x, int xo,
                                float[] tot, int to) {
         for (int u0 = 0; u0 < width; u0 += unit, so += unitBytes) {
             // unit sums per token: rows [0, L) in s, rows [L, P) in t

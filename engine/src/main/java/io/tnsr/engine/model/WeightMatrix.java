@@ -11,7 +11,8 @@ import java.nio.ByteBuffer;
  * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); every other type is repacked at load into
  * row panels on the heap (lanes are rows): F32 ({@link PanelKernels}), BF16 at 16 bits ({@link BF16Matrix}), the types
  * of one small integer per element and a float scale per 16 or 32 elements, Q8_0, Q6_K, Q5_0, IQ4_NL and IQ4_XS, as
- * int8 ({@link Int8PanelMatrix}, via {@link Q6KBlocks} and {@link Int8Blocks}), the 4-bit Q4_0, Q4_1 and Q4_K
+ * int8 ({@link Int8PanelMatrix}, via {@link Q6KBlocks} and {@link Int8Blocks}; IQ4_NL and IQ4_XS as their 4-bit
+ * indices where a table lookup is cheap, {@link Iq4PanelMatrix}), the 4-bit Q4_0, Q4_1 and Q4_K
  * ({@link Q4_0Matrix}, {@link Q4KMatrix}), Q5_K ({@link Q5KMatrix}), Q2_K and Q3_K ({@link Q2KMatrix}). One final subclass
  * per layout; each widens its own weights in registers,
  * never into a dequantized copy of the matrix.
@@ -124,10 +125,14 @@ public abstract class WeightMatrix {
                     () -> Int8PanelMatrix.q6_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case Q5_0 -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
                     () -> Int8PanelMatrix.q5_0(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
-            case IQ4_NL -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
-                    () -> Int8PanelMatrix.iq4_nl(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
-            case IQ4_XS -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
-                    () -> Int8PanelMatrix.iq4_xs(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case IQ4_NL, IQ4_XS -> Iq4PanelMatrix.AVAILABLE // 4-bit indices where the lookup is cheap, else int8
+                    ? repacked(file, t, Iq4PanelMatrix.heapBytes(rows, cols), () -> new Iq4PanelMatrix(name, rows,
+                            checkBlocks(file, t, cols), t.type(), PackedBlocks.unpack(file, t, data)))
+                    : t.type() == GgmlType.IQ4_NL
+                    ? repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
+                            () -> Int8PanelMatrix.iq4_nl(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)))
+                    : repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
+                            () -> Int8PanelMatrix.iq4_xs(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case Q3_K -> repacked(file, t, Q2KMatrix.heapBytes(rows, cols),
                     () -> Q2KMatrix.q3_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case BF16 -> repacked(file, t, BF16Matrix.heapBytes(rows, cols), () -> new BF16Matrix(name, rows, cols, data));

@@ -3,7 +3,9 @@ package io.tnsr.engine.model;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -136,6 +138,47 @@ class PanelMatricesTest {
         };
     }
 
+    /**
+     * IQ4_NL or IQ4_XS kept as 4-bit indices ({@link Iq4PanelMatrix}): the int8 types' reference over the 16 values,
+     * so the same bits as their int8 panels.
+     */
+    private static Case iq4Nibbles(String type, int rows, int cols, SplittableRandom r) {
+        assumeTrue(Iq4PanelMatrix.AVAILABLE, "IQ4 nibble panels need 512-bit vectors and JDK 24 or later: not run here");
+        int blocks = cols / 32;
+        byte[] q = new byte[rows * cols];
+        float[] d = new float[rows * blocks];
+        for (int i = 0; i < q.length; i++) {
+            q[i] = Int8Blocks.KVALUES[r.nextInt(16)];
+        }
+        for (int i = 0; i < d.length; i++) {
+            d[i] = (float) (r.nextDouble() * 0.02);
+        }
+        WeightMatrix m = new Iq4PanelMatrix("w", rows, cols,
+                type.endsWith("XS") ? GgmlType.IQ4_XS : GgmlType.IQ4_NL, new PackedBlocks(q.clone(), d.clone()));
+        assertEquals(type.endsWith("XS") ? GgmlType.IQ4_XS : GgmlType.IQ4_NL, m.type());
+        return new Case() {
+            public WeightMatrix matrix() {
+                return m;
+            }
+
+            public float weight(int row, int col) {
+                return q[row * cols + col] * d[row * blocks + col / 32];
+            }
+
+            public float dot(int row, float[] x, int xo) {
+                float acc = 0f;
+                for (int b = 0; b < blocks; b++) {
+                    float s = 0f;
+                    for (int c = b * 32; c < b * 32 + 32; c++) {
+                        s = Math.fma(q[row * cols + c], x[xo + c], s);
+                    }
+                    acc = Math.fma(s, d[row * blocks + b], acc);
+                }
+                return acc;
+            }
+        };
+    }
+
     private static Case q4_0(int rows, int cols, SplittableRandom r) {
         byte[] packed = new byte[rows * cols / 2]; // block k's 16 bytes: element i low nibble, 16 + i high
         float[] d = new float[rows * (cols / 32)];
@@ -257,6 +300,10 @@ class PanelMatricesTest {
         "Q5_0, P_2_5, 96",
         "IQ4_NL, 11, 64",
         "IQ4_XS, P_5_3, 256",
+        "IQ4_NL nibbles, 11, 64",      // one partial panel
+        "IQ4_NL nibbles, P_4, 96",     // whole panels of 4L rows only
+        "IQ4_NL nibbles, P_9_7, 608",  // a prefill widens whole panels in chunks of 256, 256 and 96 columns
+        "IQ4_XS nibbles, P_5_3, 256",
         "BF16, 1, 5",         // one partial panel, odd columns
         "BF16, 11, 70",
         "BF16, P_9, 33",      // 9 whole panels (two groups of four, one left), an odd last column
@@ -280,6 +327,7 @@ class PanelMatricesTest {
             case "F32" -> f32(rows, cols, r);
             case "BF16" -> bf16(rows, cols, r);
             case "Q8_0", "Q6_K", "Q5_0", "IQ4_NL", "IQ4_XS" -> int8(type, rows, cols, r);
+            case "IQ4_NL nibbles", "IQ4_XS nibbles" -> iq4Nibbles(type, rows, cols, r);
             case "Q4_K" -> q4_K(rows, cols, r);
             default -> q4_0(rows, cols, r);
         };
