@@ -1,18 +1,15 @@
 package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.PanelKernels.P;
-import static io.tnsr.engine.model.PanelKernels.WIDEN_CHUNK;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
+import static io.tnsr.engine.model.WidenedSlices.scales;
 
 import io.tnsr.engine.gguf.GgmlType;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
-import java.util.Arrays;
-import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Weights that are one int8 per element and one float scale per unit of elements, in row panels like F32's
@@ -44,7 +41,7 @@ final class Int8PanelMatrix extends PanelMatrix {
     /** Units per row (called blocks below). */
     private final int blocks;
     /** Rows per panel. */
-    private static final int H = 2 * P;
+    private static final int H = WidenedSlices.H;
     /** Bytes per panel and unit: its quants, [unit][H], then its scales, [H] floats. */
     private final int unitBytes;
     /**
@@ -58,21 +55,12 @@ final class Int8PanelMatrix extends PanelMatrix {
      * rows past the last zero.
      */
     private final byte[] q;
-    /** Scales are stored in the platform's byte order: {@link #scales} reinterprets loaded bytes as floats. */
+    /** Scales are stored in the platform's byte order: {@link WidenedSlices#scales} reinterprets loaded bytes as floats. */
     private static final VarHandle FLOAT = MethodHandles.byteArrayViewVarHandle(float[].class, ByteOrder.nativeOrder());
-    /** Bytes of one float vector: {@link #scales} loads them as bytes (the load every JDK from 17 on has). */
-    private static final VectorSpecies<Byte> FLOAT_BYTES = VectorSpecies.of(byte.class, F.vectorShape());
     /** Tokens per {@link #k2x4} call. */
     private static final int TOKENS = 4;
-    /** Tokens per {@link #k2x12w} call. */
-    private static final int WIDE = PanelKernels.WIDE;
-
-    /** [WIDEN_CHUNK][P]: the slice of a panel that {@link #k2x12w} reads, as floats (32 KB at 512 bits). */
-    private final float[] wide = new float[WIDEN_CHUNK * P];
-    /** This call's x in groups of twelve ({@link TokenGroups}), once its widened path needs it; null until then. */
-    private float[] xg;
-    /** [n][P], n rounded up to twelve: a slice's totals for the tokens of the call in progress; grown on demand. */
-    private float[] totals = new float[0];
+    /** A prefill's loop and scratch. */
+    private final WidenedSlices prefill;
 
     /** Q8_0: {@code packed} as {@link PackedBlocks#unpack} gives it. */
     static Int8PanelMatrix q8_0(String name, int rows, int cols, PackedBlocks packed) {
@@ -106,6 +94,7 @@ final class Int8PanelMatrix extends PanelMatrix {
         this.blocks = cols / unit;
         this.unitBytes = unit * H + H * Float.BYTES;
         this.aheadBytes = aheadBytes(unitBytes);
+        this.prefill = new WidenedSlices(this::widen, unit, unitBytes, unit * H);
         packed.requireShape(name, rows, blocks, unit);
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * blocks * unitBytes)];
         byte[] quants = packed.quants(); // row r's quants at r * cols, one per element
@@ -134,11 +123,6 @@ final class Int8PanelMatrix extends PanelMatrix {
         return ((r / H) * blocks + b) * unitBytes + unit * H + (r % H) * Float.BYTES;
     }
 
-    /** L scales from byte {@code off}. */
-    private static FloatVector scales(byte[] q, int off) {
-        return ByteVector.fromArray(FLOAT_BYTES, q, off).reinterpretAsFloats();
-    }
-
     /** Heap bytes a rows x cols matrix takes once repacked (its rows rounded up to whole panels), unit 16 or 32. */
     static long heapBytes(long rows, long cols, int unit) {
         return paddedRows(rows, H) * (cols + cols / unit * Float.BYTES);
@@ -153,6 +137,7 @@ final class Int8PanelMatrix extends PanelMatrix {
         this.unitBytes = shared.unitBytes;
         this.aheadBytes = shared.aheadBytes;
         this.q = shared.q;
+        this.prefill = new WidenedSlices(this::widen, unit, unitBytes, unit * H);
     }
 
     @Override
@@ -271,16 +256,14 @@ final class Int8PanelMatrix extends PanelMatrix {
     /** A new call: its x is regrouped when its widened path first needs it. */
     @Override
     protected void prepare(float[] x, int xo, int n) {
-        xg = null;
+        prefill.newCall();
     }
 
     /**
-     * A prefill ({@link PanelKernels#widens}): each slice of P rows of a whole panel is turned into floats, a chunk
-     * of {@link PanelKernels#WIDEN_CHUNK} columns at a time ({@link #widen}), which then serves every group of twelve
-     * tokens from L1 ({@link #k2x12w}, x regrouped once per call by {@link TokenGroups}): one conversion per weight and
-     * call, where {@link #group} converts once per weight and group. The tokens' totals wait in {@link #totals}
-     * between units and chunks, then go to out. Same sums in the same order, so the same bits. Fewer tokens, a last
-     * partial panel, and hosts where twelve tokens' sums would not stay in registers take {@link #group}.
+     * A prefill ({@link PanelKernels#widens}): the whole panels through {@link WidenedSlices}, each slice of P rows
+     * turned into floats a chunk of columns at a time ({@link #widen}), one conversion per weight and call where
+     * {@link #group} converts once per weight and group. Same sums in the same order, so the same bits. Fewer tokens,
+     * a last partial panel, and hosts where twelve tokens' sums would not stay in registers take {@link #group}.
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
@@ -288,127 +271,20 @@ final class Int8PanelMatrix extends PanelMatrix {
             groups(x, xo, n, out, oo, from, to);
             return;
         }
-        if (xg == null) { // once per call, however many ranges of panels it runs in
-            xg = TokenGroups.of(x, xo, n, cols, WIDE); // groups of twelve, the last one padded
-        }
-        int padded = (n + WIDE - 1) / WIDE * WIDE;
-        if (totals.length < padded * P) {
-            totals = new float[padded * P];
-        }
-        float[] tot = totals;
         int whole = Math.min(to, fullPanels);
-        for (int p = from; p < whole; p++) {
-            for (int h = 0; h < H; h += P) {
-                int r0 = p * H + h; // the slice's first row
-                Arrays.fill(tot, 0, padded * P, 0f); // the totals start from zero
-                for (int c0 = 0; c0 < cols; c0 += WIDEN_CHUNK) {
-                    int c1 = Math.min(cols, c0 + WIDEN_CHUNK);
-                    int bo = (p * blocks + c0 / unit) * unitBytes; // the chunk's first unit
-                    widen(q, bo, unitBytes, unit, h, c1 - c0, wide);
-                    for (int t0 = 0; t0 < n; t0 += WIDE) { // each group's totals at t0 * P of tot
-                        k2x12w(wide, q, bo + unit * H + h * Float.BYTES, unitBytes, unit, c1 - c0, xg,
-                                TokenGroups.offset(t0, cols) + c0 * WIDE, tot, t0 * P);
-                    }
-                }
-                for (int t = 0; t < n; t++) {
-                    System.arraycopy(tot, t * P, out, oo + t * rows + r0, P);
-                }
-            }
-        }
+        prefill.run(q, cols, rows, x, xo, n, out, oo, from, whole);
         groups(x, xo, n, out, oo, Math.max(from, whole), to);
     }
 
-    /**
-     * Rows [h, h + P) of the {@code width} columns from unit offset {@code bo} as floats (each quant exactly):
-     * w[c * P + i] for column c of the chunk and row h + i.
-     */
-    private static void widen(byte[] q, int bo, int unitBytes, int unit, int h, int width, float[] w) {
+    /** {@link WidenedSlices.Widener#widen}: each quant as a float, exactly. */
+    private void widen(int bo, int h, int width, float[] w) {
+        byte[] q = this.q;
         for (int u = 0; u < width; u += unit, bo += unitBytes) {
             for (int c = 0; c < unit; c++) {
                 int o = bo + c * H + h;
                 Blocks.signedBytes(q, o).intoArray(w, (u + c) * P);
                 Blocks.signedBytes(q, o + L).intoArray(w, (u + c) * P + L);
             }
-        }
-    }
-
-    /**
-     * A chunk of {@code width} columns of P rows, as {@link #widen} left it in w, . the twelve tokens of a group of
-     * {@link TokenGroups}' layout (column c's values at {@code xo + c * WIDE + j}): {@link #k2x4}'s sums, unit after
-     * unit (the unit's scales from byte {@code so} of q, the next unit's {@code unitBytes} on), each unit's sums
-     * folded into the totals at {@code tot[to + j * P + i]} (row i of the slice; twelve tokens' room, lanes past the
-     * call's tokens included). Same sums in the same order as k2x4, so the same bits.
-     *
-     * <p>Twelve tokens per weight load, as F32's {@link PanelKernels#k2x12}: 24 unit sums in registers, the totals
-     * through L1 once per unit (24 loads, FMAs and stores per 768 FMAs), where four tokens per call (eight totals in
-     * registers) loaded six values per eight FMAs.
-     */
-    static void k2x12w(float[] w, byte[] q, int so, int unitBytes, int unit, int width, float[] x, int xo,
-                               float[] tot, int to) {
-        for (int u0 = 0; u0 < width; u0 += unit, so += unitBytes) {
-            // unit sums per token: rows [0, L) in s, rows [L, P) in t
-            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-            FloatVector s8 = s0, s9 = s0, s10 = s0, s11 = s0;
-            FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0, t4 = s0, t5 = s0, t6 = s0, t7 = s0;
-            FloatVector t8 = s0, t9 = s0, t10 = s0, t11 = s0;
-            for (int c0 = u0; c0 < u0 + unit; c0 += 16) { // sixteen columns per trip: a constant-count loop C2 unrolls
-                for (int u = 0; u < 16; u++) {
-                    int c = c0 + u;
-                    int xc = xo + c * WIDE;
-                    FloatVector w0 = FloatVector.fromArray(F, w, c * P);
-                    FloatVector w1 = FloatVector.fromArray(F, w, c * P + L);
-                    FloatVector xv = FloatVector.broadcast(F, x[xc]);
-                    s0 = w0.fma(xv, s0); t0 = w1.fma(xv, t0);
-                    xv = FloatVector.broadcast(F, x[xc + 1]);
-                    s1 = w0.fma(xv, s1); t1 = w1.fma(xv, t1);
-                    xv = FloatVector.broadcast(F, x[xc + 2]);
-                    s2 = w0.fma(xv, s2); t2 = w1.fma(xv, t2);
-                    xv = FloatVector.broadcast(F, x[xc + 3]);
-                    s3 = w0.fma(xv, s3); t3 = w1.fma(xv, t3);
-                    xv = FloatVector.broadcast(F, x[xc + 4]);
-                    s4 = w0.fma(xv, s4); t4 = w1.fma(xv, t4);
-                    xv = FloatVector.broadcast(F, x[xc + 5]);
-                    s5 = w0.fma(xv, s5); t5 = w1.fma(xv, t5);
-                    xv = FloatVector.broadcast(F, x[xc + 6]);
-                    s6 = w0.fma(xv, s6); t6 = w1.fma(xv, t6);
-                    xv = FloatVector.broadcast(F, x[xc + 7]);
-                    s7 = w0.fma(xv, s7); t7 = w1.fma(xv, t7);
-                    xv = FloatVector.broadcast(F, x[xc + 8]);
-                    s8 = w0.fma(xv, s8); t8 = w1.fma(xv, t8);
-                    xv = FloatVector.broadcast(F, x[xc + 9]);
-                    s9 = w0.fma(xv, s9); t9 = w1.fma(xv, t9);
-                    xv = FloatVector.broadcast(F, x[xc + 10]);
-                    s10 = w0.fma(xv, s10); t10 = w1.fma(xv, t10);
-                    xv = FloatVector.broadcast(F, x[xc + 11]);
-                    s11 = w0.fma(xv, s11); t11 = w1.fma(xv, t11);
-                }
-            }
-            FloatVector d0 = scales(q, so);
-            FloatVector d1 = scales(q, so + L * Float.BYTES);
-            s0.fma(d0, FloatVector.fromArray(F, tot, to + 0 * P)).intoArray(tot, to + 0 * P);
-            t0.fma(d1, FloatVector.fromArray(F, tot, to + 0 * P + L)).intoArray(tot, to + 0 * P + L);
-            s1.fma(d0, FloatVector.fromArray(F, tot, to + 1 * P)).intoArray(tot, to + 1 * P);
-            t1.fma(d1, FloatVector.fromArray(F, tot, to + 1 * P + L)).intoArray(tot, to + 1 * P + L);
-            s2.fma(d0, FloatVector.fromArray(F, tot, to + 2 * P)).intoArray(tot, to + 2 * P);
-            t2.fma(d1, FloatVector.fromArray(F, tot, to + 2 * P + L)).intoArray(tot, to + 2 * P + L);
-            s3.fma(d0, FloatVector.fromArray(F, tot, to + 3 * P)).intoArray(tot, to + 3 * P);
-            t3.fma(d1, FloatVector.fromArray(F, tot, to + 3 * P + L)).intoArray(tot, to + 3 * P + L);
-            s4.fma(d0, FloatVector.fromArray(F, tot, to + 4 * P)).intoArray(tot, to + 4 * P);
-            t4.fma(d1, FloatVector.fromArray(F, tot, to + 4 * P + L)).intoArray(tot, to + 4 * P + L);
-            s5.fma(d0, FloatVector.fromArray(F, tot, to + 5 * P)).intoArray(tot, to + 5 * P);
-            t5.fma(d1, FloatVector.fromArray(F, tot, to + 5 * P + L)).intoArray(tot, to + 5 * P + L);
-            s6.fma(d0, FloatVector.fromArray(F, tot, to + 6 * P)).intoArray(tot, to + 6 * P);
-            t6.fma(d1, FloatVector.fromArray(F, tot, to + 6 * P + L)).intoArray(tot, to + 6 * P + L);
-            s7.fma(d0, FloatVector.fromArray(F, tot, to + 7 * P)).intoArray(tot, to + 7 * P);
-            t7.fma(d1, FloatVector.fromArray(F, tot, to + 7 * P + L)).intoArray(tot, to + 7 * P + L);
-            s8.fma(d0, FloatVector.fromArray(F, tot, to + 8 * P)).intoArray(tot, to + 8 * P);
-            t8.fma(d1, FloatVector.fromArray(F, tot, to + 8 * P + L)).intoArray(tot, to + 8 * P + L);
-            s9.fma(d0, FloatVector.fromArray(F, tot, to + 9 * P)).intoArray(tot, to + 9 * P);
-            t9.fma(d1, FloatVector.fromArray(F, tot, to + 9 * P + L)).intoArray(tot, to + 9 * P + L);
-            s10.fma(d0, FloatVector.fromArray(F, tot, to + 10 * P)).intoArray(tot, to + 10 * P);
-            t10.fma(d1, FloatVector.fromArray(F, tot, to + 10 * P + L)).intoArray(tot, to + 10 * P + L);
-            s11.fma(d0, FloatVector.fromArray(F, tot, to + 11 * P)).intoArray(tot, to + 11 * P);
-            t11.fma(d1, FloatVector.fromArray(F, tot, to + 11 * P + L)).intoArray(tot, to + 11 * P + L);
         }
     }
 

@@ -1,9 +1,9 @@
 package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.PanelKernels.P;
-import static io.tnsr.engine.model.PanelKernels.WIDEN_CHUNK;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
+import static io.tnsr.engine.model.WidenedSlices.scales;
 import static jdk.incubator.vector.VectorOperators.ASHR;
 import static jdk.incubator.vector.VectorOperators.B2I;
 
@@ -41,16 +41,14 @@ final class Iq4PanelMatrix extends PanelMatrix {
 
     private static final int UNIT = 32;
     /** Rows per panel. */
-    private static final int H = 4 * L;
+    private static final int H = WidenedSlices.H;
     /** Bytes per panel and unit: 32 columns of H / 2 bytes, then H floats. */
     private static final int UNIT_BYTES = UNIT * H / 2 + H * Float.BYTES;
     private static final int TOKENS = 4;
-    private static final int WIDE = PanelKernels.WIDE;
     /** L bytes, one per two rows (only used where L is 16). */
     private static final VectorSpecies<Byte> B = ByteVector.SPECIES_128;
     private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
     private static final VarHandle FLOAT = MethodHandles.byteArrayViewVarHandle(float[].class, ByteOrder.nativeOrder());
-    private static final VectorSpecies<Byte> FLOAT_BYTES = VectorSpecies.of(byte.class, F.vectorShape());
     /** The 16 values as float bits, one per lane (512 bits). */
     private static final IntVector TABLE = AVAILABLE ? table() : null;
     /** Index of each value of KVALUES, by the value's byte; -1 elsewhere. */
@@ -67,10 +65,8 @@ final class Iq4PanelMatrix extends PanelMatrix {
     private final int blocks;
     /** [panels][blocks][UNIT_BYTES], as above; rows past the last hold index 0 and scale 0 (never stored). */
     private final byte[] q;
-    /** [WIDEN_CHUNK][P]: the slice of a panel a prefill's groups of twelve read, as floats. */
-    private final float[] wide = new float[WIDEN_CHUNK * P];
-    private float[] xg;
-    private float[] totals = new float[0];
+    /** A prefill's loop and scratch. */
+    private final WidenedSlices prefill = new WidenedSlices(this::widen, UNIT, UNIT_BYTES, UNIT * H / 2);
 
     /** {@code packed} as {@link Int8Blocks#iq4_nl} or {@link Int8Blocks#iq4_xs} gives it: values of KVALUES. */
     Iq4PanelMatrix(String name, int rows, int cols, GgmlType type, PackedBlocks packed) {
@@ -159,11 +155,6 @@ final class Iq4PanelMatrix extends PanelMatrix {
         return ((r / H) * blocks + b) * UNIT_BYTES + UNIT * H / 2 + (r % H) * Float.BYTES;
     }
 
-    /** L scales from byte {@code off}. */
-    private static FloatVector scales(byte[] q, int off) {
-        return ByteVector.fromArray(FLOAT_BYTES, q, off).reinterpretAsFloats();
-    }
-
     @Override
     PanelMatrix view() {
         return new Iq4PanelMatrix(this);
@@ -222,13 +213,12 @@ final class Iq4PanelMatrix extends PanelMatrix {
 
     @Override
     protected void prepare(float[] x, int xo, int n) {
-        xg = null;
+        prefill.newCall();
     }
 
     /**
-     * A prefill ({@link PanelKernels#widens}): as {@link Int8PanelMatrix}'s, each slice of P rows of a whole panel
-     * looked up into floats a chunk of columns at a time ({@link #widen}), then Int8PanelMatrix's twelve-token kernel
-     * over it.
+     * A prefill ({@link PanelKernels#widens}): as {@link Int8PanelMatrix}'s, the whole panels through
+     * {@link WidenedSlices}, each slice of P rows looked up into floats a chunk of columns at a time ({@link #widen}).
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
@@ -236,39 +226,16 @@ final class Iq4PanelMatrix extends PanelMatrix {
             groups(x, xo, n, out, oo, from, to);
             return;
         }
-        if (xg == null) {
-            xg = TokenGroups.of(x, xo, n, cols, WIDE);
-        }
-        int padded = (n + WIDE - 1) / WIDE * WIDE;
-        if (totals.length < padded * P) {
-            totals = new float[padded * P];
-        }
-        float[] tot = totals;
         int whole = Math.min(to, fullPanels);
-        for (int p = from; p < whole; p++) {
-            for (int h = 0; h < H; h += P) {
-                int r0 = p * H + h;
-                Arrays.fill(tot, 0, padded * P, 0f);
-                for (int c0 = 0; c0 < cols; c0 += WIDEN_CHUNK) {
-                    int c1 = Math.min(cols, c0 + WIDEN_CHUNK);
-                    int bo = (p * blocks + c0 / UNIT) * UNIT_BYTES; // the chunk's first unit
-                    widen(q, bo + h / 2, c1 - c0, wide);
-                    for (int t0 = 0; t0 < n; t0 += WIDE) {
-                        Int8PanelMatrix.k2x12w(wide, q, bo + UNIT * H / 2 + h * Float.BYTES, UNIT_BYTES, UNIT, c1 - c0,
-                                xg, TokenGroups.offset(t0, cols) + c0 * WIDE, tot, t0 * P);
-                    }
-                }
-                for (int t = 0; t < n; t++) {
-                    System.arraycopy(tot, t * P, out, oo + t * rows + r0, P);
-                }
-            }
-        }
+        prefill.run(q, cols, rows, x, xo, n, out, oo, from, whole);
         groups(x, xo, n, out, oo, Math.max(from, whole), to);
     }
 
-    /** The {@code width} columns of a slice of P rows whose bytes start at {@code bo} as floats: w[c * P + i]. */
-    private static void widen(byte[] q, int bo, int width, float[] w) {
+    /** {@link WidenedSlices.Widener#widen}: each index looked up in the 16 values. */
+    private void widen(int bo, int h, int width, float[] w) {
+        byte[] q = this.q;
         IntVector table = TABLE;
+        bo += h / 2; // rows h.. of a column: the bytes from h / 2 (P rows per L bytes)
         for (int u = 0; u < width; u += UNIT, bo += UNIT_BYTES) {
             for (int c = 0; c < UNIT; c++) {
                 IntVector v = (IntVector) ByteVector.fromArray(B, q, bo + c * (H / 2)).convertShape(B2I, I, 0);
