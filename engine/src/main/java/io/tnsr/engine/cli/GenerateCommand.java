@@ -8,6 +8,7 @@ import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
+import io.tnsr.engine.pipeline.ThreadBudget;
 import io.tnsr.engine.sampling.Sampler;
 import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.Tokenizers;
@@ -51,6 +52,10 @@ public final class GenerateCommand implements Callable<Integer> {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         int parsed = ThreadCount.parse("--threads", threads);
         int threadCount = parsed == 0 ? ThreadCount.cpus() : parsed;
+        String advice = ThreadBudget.advice(threadCount, Runtime.getRuntime().availableProcessors());
+        if (advice != null) {
+            System.err.println("generate: " + advice);
+        }
         try (GgufFile file = GgufFile.open(model)) {
             LlamaConfig c = LlamaConfig.fromGguf(file);
             Tokenizer tok = Tokenizers.fromGguf(file);

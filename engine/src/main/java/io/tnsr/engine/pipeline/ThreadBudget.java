@@ -8,7 +8,8 @@ import java.util.Locale;
  * waits each time for a thread that is off its core. Measured on a 2-vCPU host: 16 sequences through one stage of
  * two threads 370-391 tokens/s, two stages of one thread (2 micro-batches of 8) 297; two threads beside a busy
  * process decoded one sequence at 29-35 tokens/s, one thread at 38 (docs/pipelining.md). Stages of one thread
- * each have no barrier, so more of them than cores only share the cores (pipelining); that is not flagged.
+ * each have no barrier, so more of them than cores only share the cores (pipelining); that is not flagged. One
+ * process's {@code --threads} ({@code tools/generate}) meets the same barrier.
  */
 public final class ThreadBudget {
     private ThreadBudget() {
@@ -31,5 +32,17 @@ public final class ThreadBudget {
         return String.format(Locale.ROOT, "%d stage%s x %d threads = %d compute threads on %d CPUs: every matmul's"
                 + " threads wait for one that is off its core; %s keeps them within the cores", local,
                 local == 1 ? "" : "s", threads, local * threads, cores, instead);
+    }
+
+    /**
+     * A one-line advice when one process's matmuls are shared by more {@code threads} than it has {@code cores}, else
+     * null: their barrier after every matmul then waits for a thread that is off its core.
+     */
+    public static String advice(int threads, int cores) {
+        if (threads <= cores) {
+            return null;
+        }
+        return String.format(Locale.ROOT, "%d threads on %d CPUs: every matmul's threads wait for one that is off its"
+                + " core; --threads %d keeps them within the cores", threads, cores, cores);
     }
 }

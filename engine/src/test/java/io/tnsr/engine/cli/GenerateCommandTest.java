@@ -61,7 +61,10 @@ class GenerateCommandTest {
                 + " \\(prefill [0-9.]+ tokens/s, decode [0-9.]+ tokens/s\\), time to first token [0-9]+ ms"), lines.get(0));
     }
 
-    /** By default every CPU shares the matmuls; one thread or three give the same tokens. */
+    /**
+     * By default every CPU shares the matmuls; one thread or three give the same tokens, and more threads than CPUs get
+     * one line of advice.
+     */
     @Test
     void anyNumberOfThreadsTellsTheGoldenStory() {
         String model = SharedData.path("models/stories260K.gguf").toString();
@@ -75,7 +78,11 @@ class GenerateCommandTest {
             Object[] r = run(args.toArray(String[]::new));
             assertEquals(0, r[0], (String) r[2]);
             Map<?, ?> json = (Map<?, ?>) TestJson.parse(((String) r[1]).strip());
-            long expected = threads == null ? Math.min(256, Runtime.getRuntime().availableProcessors()) : Long.parseLong(threads);
+            int cpus = Runtime.getRuntime().availableProcessors();
+            long expected = threads == null ? Math.min(256, cpus) : Long.parseLong(threads);
+            // more threads than CPUs wait on each other at every matmul: one line says so, and what fits
+            assertEquals(expected > cpus, ((String) r[2]).contains("generate: " + expected + " threads on " + cpus
+                    + " CPUs: every matmul's threads wait for one that is off its core; --threads " + cpus), (String) r[2]);
             assertEquals(expected, json.get("threads"), "threads: " + threads);
             Map<?, ?> seq = (Map<?, ?>) ((List<?>) json.get("sequences")).get(0);
             assertArrayEquals(c.generatedTokens(), TestJson.ints(seq.get("generated_tokens")), "threads: " + threads);

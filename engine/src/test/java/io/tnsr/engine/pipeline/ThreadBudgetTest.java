@@ -58,6 +58,16 @@ class ThreadBudgetTest {
     }
 
     @Test
+    void oneProcessWithMoreThreadsThanCoresIsAdvisedAgainstAndWithinThemLeftAlone() {
+        assertEquals("3 threads on 2 CPUs: every matmul's threads wait for one that is off its core; --threads 2 keeps"
+                + " them within the cores", ThreadBudget.advice(3, 2));
+        assertEquals("8 threads on 1 CPUs: every matmul's threads wait for one that is off its core; --threads 1 keeps"
+                + " them within the cores", ThreadBudget.advice(8, 1));
+        assertNull(ThreadBudget.advice(2, 2));
+        assertNull(ThreadBudget.advice(1, 4));
+    }
+
+    @Test
     void externalStagesRunOnOtherMachinesAndDoNotCount() {
         PipelineConfig pc = PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(2)
                 .withStages(List.of(new StageSpec(0, 6, 0, List.of(), null), new StageSpec(6, 12, 0, List.of(), "10.0.0.2:7001")));
