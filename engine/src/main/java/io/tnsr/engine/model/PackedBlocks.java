@@ -22,8 +22,8 @@ import java.util.Objects;
  * dequantizer computes it ({@link Int8Blocks});</li>
  * <li>Q4_1: the 16 bytes of nibbles of each block as they are, {@code scales[b]} = d, {@code mins[b]} = -m
  * ({@link Q4KMatrix#repackQ4_1});</li>
- * <li>Q5_K: each element's 5-bit q minus 16 as one int8, in element order; per 32-element sub-block
- * {@code scales[s]} = d * sc and {@code mins[s]} = dmin * m ({@link Q5KMatrix#repack});</li>
+ * <li>Q5_K: per super-block its eight 6-bit sc and eight m as bytes, then each element's 5-bit q minus 16 as one
+ * int8, in element order; {@code scales[k]} = d and {@code mins[k]} = dmin per super-block ({@link Q5KMatrix#repack});</li>
  * <li>Q2_K: the 80 bytes of scales and 2-bit quants of each super-block as they are, {@code scales[k]} = d and
  * {@code mins[k]} = dmin per super-block ({@link Q2KMatrix#repack}); Q3_K: per super-block the integer scales and
  * mins of its 16 sub-blocks and a nibble per element, d as both ({@link Q2KMatrix#repackQ3_K}).</li>
@@ -37,13 +37,13 @@ import java.util.Objects;
  * whose 6-bit scales cost ~10 scalar operations each to unpack, gain more. llama.cpp repacks Q4_0 for its
  * AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap, not in the page cache, and
  * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 192 (144), Q6_K 320 (210),
- * Q5_0 288 (176), IQ4_NL 288 (144), IQ4_XS 288 (136), Q3_K 168 (110), Q4_1 192 (160), Q5_K 320 (176), Q2_K 88 (84),
+ * Q5_0 288 (176), IQ4_NL 288 (144), IQ4_XS 288 (136), Q3_K 168 (110), Q4_1 192 (160), Q5_K 280 (176), Q2_K 88 (84),
  * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors
  * (the stage launcher sizes it from the file).
  *
  * @param quants [blocks * payload bytes]: the payloads, in the file's block order
  * @param scales [blocks]: each block's (sub-block's, group's) scale
- * @param mins   [blocks] for Q4_K, Q5_K (each sub-block's dmin * m), Q2_K, Q3_K (each super-block's dmin) and Q4_1
+ * @param mins   [blocks] for Q4_K (each sub-block's dmin * m), Q5_K, Q2_K, Q3_K (each super-block's dmin) and Q4_1
  *               (-m), else empty
  */
 record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
@@ -118,7 +118,7 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
             case Q3_K -> blocks * (160 + 2 * Float.BYTES);
             case IQ4_XS -> blocks * (256 + 8 * Float.BYTES);
             case Q4_1 -> blocks * (16 + 2 * Float.BYTES);
-            case Q5_K -> blocks * (256 + 16 * Float.BYTES);
+            case Q5_K -> blocks * (256 + 16 + 2 * Float.BYTES);
             case Q2_K -> blocks * (80 + 2 * Float.BYTES);
             default -> throw new IllegalArgumentException(type + " is not a repacked type");
         };

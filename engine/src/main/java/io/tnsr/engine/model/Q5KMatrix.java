@@ -24,13 +24,17 @@ import jdk.incubator.vector.VectorSpecies;
  * 6-bit scale sc and min m packed as Q4_K's ({@link Q4KMatrix#packedScale}); element e = 64 g + 32 h + l has
  * q = nibble h of qs[32 g + l] + 16 * bit (e / 32) of qh[l] (0..31) and is {@code d * sc * q - dmin * m}.
  *
- * <p>Repacked at load ({@link #repack}: each element's {@code q - 16} as an int8, and per sub-block the float
- * products {@code d * sc} and {@code dmin * m}, the bits the decoder computes), then into row panels
- * ({@link PanelKernels}): per panel and column pair (a, b) (a sub-block's column j and j + 16,
- * {@link Int8Activations.Pairing#HALVES}), 2P bytes, the first P for rows [0, L) (byte 2i column a of row i, byte
- * 2i + 1 column b), the next P the same for rows [L, P); per panel the scales and the
- * negated mins, {@code [subBlocks][P]} floats each, as {@link Q4KMatrix}'s. With the bias, an element is
- * {@code (q - 16) * scale + (16 * scale - min)}. A 5-bit {@code q - 16} does not fit a signed nibble, hence a byte.
+ * <p>Repacked at load ({@link #repack}: each element's {@code q - 16} as an int8, per sub-block its 6-bit sc and m,
+ * per super-block d and dmin), then into row panels ({@link PanelKernels}): per panel and column pair (a, b) (a
+ * sub-block's column j and j + 16, {@link Int8Activations.Pairing#HALVES}), 2P bytes, the first P for rows [0, L)
+ * (byte 2i column a of row i, byte 2i + 1 column b), the next P the same for rows [L, P); per panel and sub-block
+ * the rows' sc, then their m, as bytes ({@code [units][2][P]}); per panel and super-block the rows' d, then their
+ * -dmin, as floats ({@code [supers][2][P]}). The kernels make a sub-block's scale {@code d * sc} and negated min
+ * {@code -dmin * m} in registers: the float products ggml's dequantizer computes (exact: an f16 times an integer of
+ * at most 6 bits), so the same bits as floats stored per sub-block, in 0.75 bits per weight where those took 2 (a
+ * one-token call streams its panels from memory: 280 bytes per 256 weights against 320). With the bias, an element
+ * is {@code (q - 16) * scale + (16 * scale - min)}. A 5-bit {@code q - 16} does not fit a signed nibble, hence a
+ * byte.
  *
  * <p>Multiplied as Q4_K is, in 16-bit integers against the activations quantized to 8 bits per block of 32
  * ({@link Int8Activations}), as llama.cpp multiplies Q5_K (against q8_K): a 2L-byte load sign-extended to 16-bit
@@ -50,12 +54,15 @@ import jdk.incubator.vector.VectorSpecies;
  * activations' rounding adds about 0.4% relative error per dot product, a tenth of the weights' own (3.6%).
  *
  * <p>The loops repeat {@link Q4KMatrix}'s on purpose (one final class per layout keeps each kernel monomorphic).
- * Cost: per 256 elements 320 bytes on the heap (file: 176).
+ * Cost: per 256 elements 280 bytes on the heap (file: 176).
  */
 final class Q5KMatrix extends PanelMatrix {
     private static final int QK = 256;
     private static final int BYTES = 176;
     private static final int SUB = 32; // elements per sub-block (one scale and min)
+    private static final int SUBS = QK / SUB; // sub-blocks per super-block
+    /** Bytes per super-block {@link #repack} writes: sc and m per sub-block, then {@code q - 16} per element. */
+    private static final int PACKED = 2 * SUBS + QK;
     /** Tokens per {@link #group} call: three or four through {@link #k4x2}, one or two through {@link #k2x2}. */
     private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
@@ -64,39 +71,56 @@ final class Q5KMatrix extends PanelMatrix {
     private final int units;
     /** [panels][cols / 2][2P]: laid out as above ({@link #at}). */
     private final byte[] q;
-    /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
-    private final float[] s;
-    /** [panels][units][P]: minus the min of row r's sub-block b, laid out as {@link #s}. */
-    private final float[] mneg;
+    /** [panels][units][2][P]: row r's sc of sub-block b at (r / P) * units * 2P + b * 2P + r % P, its m P on. */
+    private final byte[] sm;
+    /** [panels][units / 8][2][P]: row r's d of super-block k at (r / P) * units / 8 * 2P + k * 2P + r % P, -dmin P on. */
+    private final float[] dd;
     /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
     private float[] sx = new float[0];
     /** The activations of the call in progress, quantized. */
     private final Int8Activations acts = new Int8Activations(HALVES);
     /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
     private final float[] sums;
+    /** [units][P]: the scales of panel {@link #expanded} as floats, for the batched kernels; made on first use. */
+    private float[] ps;
+    /** [units][P]: the negated mins of panel {@link #expanded} as floats; made on first use. */
+    private float[] pm;
+    /** The panel whose scales and mins {@link #ps} and {@link #pm} hold; -1 for none yet. */
+    private int expanded = -1;
 
     Q5KMatrix(String name, int rows, int cols, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
         this.units = cols / SUB;
-        packed.requireShape(name, rows, units, SUB);
+        int supers = cols / QK;
+        packed.requireShape(name, rows, supers, PACKED);
         if (packed.mins().length == 0) {
-            throw new IllegalArgumentException(name + ": Q5_K needs a min per sub-block, but the packed blocks have none");
+            throw new IllegalArgumentException(name + ": Q5_K needs a dmin per super-block, but the packed blocks have none");
         }
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * P)];
-        this.s = new float[arrayLength(name, rows, cols, (long) panels * units * P)];
-        this.mneg = new float[s.length];
+        this.sm = new byte[arrayLength(name, rows, cols, (long) panels * units * 2 * P)];
+        this.dd = new float[arrayLength(name, rows, cols, (long) panels * supers * 2 * P)];
         this.sums = new float[units * TOKENS * P];
-        byte[] quants = packed.quants(); // row r's at r * cols, one per element
+        byte[] quants = packed.quants();
         for (int r = 0; r < rows; r++) {
-            for (int c = 0; c < cols; c++) {
-                q[at(cols, r, c)] = quants[r * cols + c];
-            }
-            int sbase = (r / P) * units * P + r % P;
-            for (int u = 0; u < units; u++) {
-                s[sbase + u * P] = packed.scales()[r * units + u];
-                mneg[sbase + u * P] = -packed.mins()[r * units + u];
+            for (int k = 0; k < supers; k++) {
+                int at = (r * supers + k) * PACKED; // this super-block's sc, m, then q - 16 per element
+                for (int e = 0; e < QK; e++) {
+                    q[at(cols, r, k * QK + e)] = quants[at + 2 * SUBS + e];
+                }
+                for (int j = 0; j < SUBS; j++) {
+                    sm[scaleAt(r, k * SUBS + j)] = quants[at + j];
+                    sm[scaleAt(r, k * SUBS + j) + P] = quants[at + SUBS + j];
+                }
+                int da = ((r / P) * supers + k) * 2 * P + r % P;
+                dd[da] = packed.scales()[r * supers + k];
+                dd[da + P] = -packed.mins()[r * supers + k];
             }
         }
+    }
+
+    /** Where row r's sc of sub-block u is in {@link #sm} (its m is P on). */
+    private int scaleAt(int r, int u) {
+        return ((r / P) * units + u) * 2 * P + r % P;
     }
 
     /** The byte of row r, column c. */
@@ -106,7 +130,7 @@ final class Q5KMatrix extends PanelMatrix {
 
     /** Heap bytes a rows x cols Q5_K matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytes(long rows, long cols) {
-        return paddedRows(rows) * (cols + 2 * (cols / SUB) * Float.BYTES);
+        return paddedRows(rows) * (cols + 2 * (cols / SUB) + 2 * (cols / QK) * Float.BYTES);
     }
 
     /** A view: {@code shared}'s weights, scratch of its own. */
@@ -114,8 +138,8 @@ final class Q5KMatrix extends PanelMatrix {
         super(shared.name, shared.rows, shared.cols, TOKENS);
         this.units = shared.units;
         this.q = shared.q;
-        this.s = shared.s;
-        this.mneg = shared.mneg;
+        this.sm = shared.sm;
+        this.dd = shared.dd;
         this.sums = new float[units * TOKENS * P];
     }
 
@@ -129,27 +153,31 @@ final class Q5KMatrix extends PanelMatrix {
         return GgmlType.Q5_K;
     }
 
-    /** Splits {@code blocks} super-blocks from {@code data} into {@code q - 16} per element and float sub-block scales and mins. */
+    /**
+     * Splits {@code blocks} super-blocks from {@code data} into, per super-block, its eight 6-bit sc, its eight m and
+     * {@code q - 16} per element ({@link #PACKED} bytes), and d and dmin as floats.
+     */
     static PackedBlocks repack(ByteBuffer data, int blocks) {
-        byte[] quants = new byte[Math.multiplyExact(blocks, QK)];
-        float[] scales = new float[Math.multiplyExact(blocks, QK / SUB)];
-        float[] mins = new float[scales.length];
+        byte[] quants = new byte[Math.multiplyExact(blocks, PACKED)];
+        float[] d = new float[blocks];
+        float[] dmin = new float[blocks];
         byte[] sb = new byte[BYTES];
         for (int k = 0; k < blocks; k++) {
             data.get(k * BYTES, sb, 0, BYTES);
-            float d = Blocks.half(sb, 0);
-            float dmin = Blocks.half(sb, 2);
-            for (int j = 0; j < QK / SUB; j++) {
-                scales[k * 8 + j] = d * Q4KMatrix.packedScale(sb, 4, j);
-                mins[k * 8 + j] = dmin * Q4KMatrix.packedScale(sb, 4, j + 8);
+            d[k] = Blocks.half(sb, 0);
+            dmin[k] = Blocks.half(sb, 2);
+            int at = k * PACKED;
+            for (int j = 0; j < SUBS; j++) {
+                quants[at + j] = (byte) Q4KMatrix.packedScale(sb, 4, j);
+                quants[at + SUBS + j] = (byte) Q4KMatrix.packedScale(sb, 4, j + 8);
             }
             for (int e = 0; e < QK; e++) { // e = 64 g + 32 h + l: nibble h of qs[32 g + l], bit e / 32 of qh[l]
                 int low = (sb[48 + (e / 64) * 32 + e % 32] >> ((e / 32) % 2 * 4)) & 0xF;
                 int high = (sb[16 + e % 32] >> (e / 32)) & 1;
-                quants[k * QK + e] = (byte) (low + 16 * high - 16);
+                quants[at + 2 * SUBS + e] = (byte) (low + 16 * high - 16);
             }
         }
-        return new PackedBlocks(quants, scales, mins);
+        return new PackedBlocks(quants, d, dmin);
     }
 
     /** Quantizes tokens [0, n) of x; sx[t * units + u] = sum of x[t] over sub-block u's columns, in order from zero. */
@@ -180,12 +208,15 @@ final class Q5KMatrix extends PanelMatrix {
         int[] xq = acts.pairs();
         float[] xs = acts.scales();
         for (int p = from; p < to; p++) {
-            m1(q, s, mneg, p * cols * P, p * units * P, units, xq, xs, sx, out, oo + p * P);
+            m1(q, sm, dd, p * cols * P, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, xq, xs, sx, out, oo + p * P);
         }
     }
 
-    /** One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). */
-    private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
+    /**
+     * One panel (quants from {@code qo}, integer scales and mins from {@code mo}, d and -dmin from {@code dn}) . the
+     * prepared token: out[oo..oo+P).
+     */
+    private static void m1(byte[] q, byte[] sm, float[] dd, int qo, int mo, int dn, int units, int[] xq, float[] xs,
                            float[] sx, float[] out, int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < units; b++) {
@@ -199,18 +230,46 @@ final class Q5KMatrix extends PanelMatrix {
                     s1 = pair(q, o + P).mul(xv).add(s1);
                 }
             }
-            int sb = so + b * P;
+            int sb = mo + b * 2 * P;
+            int dk = dn + b / SUBS * 2 * P; // the super-block's d, then -dmin
             FloatVector xsv = FloatVector.broadcast(F, xs[b]);
             FloatVector sxv = FloatVector.broadcast(F, sx[b]);
-            FloatVector d0 = FloatVector.fromArray(F, s, sb);
-            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
+            FloatVector d0 = Blocks.signedBytes(sm, sb).mul(FloatVector.fromArray(F, dd, dk)); // d * sc: exact
+            FloatVector d1 = Blocks.signedBytes(sm, sb + L).mul(FloatVector.fromArray(F, dd, dk + L));
             a0 = rowSums(s0).fma(d0.mul(xsv), a0);
             a1 = rowSums(s1).fma(d1.mul(xsv), a1);
-            a0 = d0.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb)).fma(sxv, a0);
-            a1 = d1.fma(SIXTEEN, FloatVector.fromArray(F, mneg, sb + L)).fma(sxv, a1);
+            FloatVector m0 = Blocks.signedBytes(sm, sb + P).mul(FloatVector.fromArray(F, dd, dk + P)); // -dmin * m: exact
+            FloatVector m1 = Blocks.signedBytes(sm, sb + P + L).mul(FloatVector.fromArray(F, dd, dk + P + L));
+            a0 = d0.fma(SIXTEEN, m0).fma(sxv, a0);
+            a1 = d1.fma(SIXTEEN, m1).fma(sxv, a1);
         }
         FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
         FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
+    }
+
+    /**
+     * Panel p's scales and negated mins as floats, {@code [units][P]} in {@link #ps} and {@link #pm} (the products
+     * {@link #m1} makes in registers), for the batched kernels; kept while the next group is of the same panel.
+     */
+    private void expand(int p) {
+        if (expanded == p) {
+            return;
+        }
+        if (ps == null) {
+            ps = new float[units * P];
+            pm = new float[units * P];
+        }
+        int mo = p * units * 2 * P;
+        int dn = p * (units / SUBS) * 2 * P;
+        for (int b = 0; b < units; b++) {
+            int sb = mo + b * 2 * P;
+            int dk = dn + b / SUBS * 2 * P;
+            for (int h = 0; h < P; h += L) {
+                Blocks.signedBytes(sm, sb + h).mul(FloatVector.fromArray(F, dd, dk + h)).intoArray(ps, b * P + h);
+                Blocks.signedBytes(sm, sb + P + h).mul(FloatVector.fromArray(F, dd, dk + P + h)).intoArray(pm, b * P + h);
+            }
+        }
+        expanded = p;
     }
 
     @Override
@@ -231,7 +290,8 @@ final class Q5KMatrix extends PanelMatrix {
         int pairs = cols / 2; // a missing fourth token repeats the third
         subSums(q, p * cols * P, units, acts.pairs(), t0 * pairs, (t0 + 1) * pairs, (t0 + 2) * pairs,
                 (t0 + valid - 1) * pairs, sums);
-        ScaleMinTotals.four(s, mneg, p * units * P, units, 16f, acts.scales(), units, 0, sx, t0, valid, sums, out, oo, os);
+        expand(p);
+        ScaleMinTotals.four(ps, pm, 0, units, 16f, acts.scales(), units, 0, sx, t0, valid, sums, out, oo, os);
     }
 
     /**
@@ -245,7 +305,10 @@ final class Q5KMatrix extends PanelMatrix {
      * written out), subSums boxed in every JVM (160-380 MB per token).
      */
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
-        int so = p * units * P;
+        expand(p);
+        float[] s = ps;
+        float[] mneg = pm;
+        int so = 0;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * cols / 2, sums and scales at u<j> * units
         subSums(q, p * cols * P, units, acts.pairs(), u0 * (cols / 2), u1 * (cols / 2), sums);
         float[] xs = acts.scales();
@@ -369,10 +432,12 @@ final class Q5KMatrix extends PanelMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        int sbase = (row / P) * units * P + row % P;
+        int dn = ((row / P) * (units / SUBS)) * 2 * P + row % P;
         for (int c = 0; c < cols; c++) {
-            int u = sbase + (c / SUB) * P;
-            dst[off + c] = (q[at(cols, row, c)] + 16) * s[u] + mneg[u]; // q * scale - min, as ggml dequantizes
+            int u = scaleAt(row, c / SUB);
+            int k = dn + c / QK * 2 * P;
+            // q * (d * sc) - dmin * m, as ggml dequantizes
+            dst[off + c] = (q[at(cols, row, c)] + 16) * (dd[k] * sm[u]) + dd[k + P] * sm[u + P];
         }
     }
 }

@@ -162,7 +162,7 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_K 1.82, Q5_0 1.64, Q3_K 1.53, Q6_K 1.52, Q4_K 1.33, Q4_1
+     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_0 1.64, Q5_K 1.59, Q3_K 1.53, Q6_K 1.52, Q4_K 1.33, Q4_1
      * 1.2, Q4_0 1.11, Q8_0 1.06, F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0),
      * with room to spare.
      */
@@ -182,7 +182,7 @@ public abstract class WeightMatrix {
             case Q4_K -> 1.34;
             case Q6_K -> 1.53;
             case Q5_0 -> 1.65;
-            case Q5_K -> 1.83;
+            case Q5_K -> 1.60;
             case IQ4_NL -> 2.01;
             case IQ4_XS -> 2.13;
             case Q3_K -> 1.54;
