@@ -9,13 +9,14 @@ import java.util.Objects;
 
 /**
  * A quantized tensor repacked at load into heap arrays: its quants ({@code quants}, block after block) and its
- * block scales (and, for Q4_K, mins) as floats. The values, and so every decoded bit, are the file's; only the
- * layout changes, to one the one-token kernels stream from plain arrays:
+ * block scales (and, for the types with mins, mins) as floats, the K-quants' integer scales among the quants. The
+ * values, and so every decoded bit, are the file's; only the layout changes, to one the one-token kernels stream
+ * from plain arrays:
  * <ul>
  * <li>Q8_0, Q4_0 ({@code [d: f16][payload]} blocks of 32): the payload bytes as they are (32 int8, or 16 bytes
  * of nibbles), {@code scales[b]} = d;</li>
- * <li>Q4_K: the 128 bytes of nibbles of each super-block as they are; per 32-element sub-block s,
- * {@code scales[s]} = d * sc and {@code mins[s]} = dmin * m, the 6-bit fields unpacked ({@link Q4KMatrix#repack});</li>
+ * <li>Q4_K: per super-block its eight 6-bit sc and eight m as bytes, then its 128 bytes of nibbles as they are;
+ * {@code scales[k]} = d and {@code mins[k]} = dmin per super-block ({@link Q4KMatrix#repack});</li>
  * <li>Q6_K: each element's 6-bit value minus 32 as one int8, in element order; per 16-element group g,
  * {@code scales[g]} = d * scales_int8[g] ({@link Q6KBlocks#repack});</li>
  * <li>Q5_0, IQ4_NL, IQ4_XS: likewise one int8 per element and one float per 32 elements, the scale as ggml's
@@ -36,14 +37,14 @@ import java.util.Objects;
  * thread, this machine: 8-9 G weights/s from the row copy, 12-14 from the packed arrays), and the K-quants,
  * whose 6-bit scales cost ~10 scalar operations each to unpack, gain more. llama.cpp repacks Q4_0 for its
  * AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap, not in the page cache, and
- * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 192 (144), Q6_K 320 (210),
+ * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 152 (144), Q6_K 320 (210),
  * Q5_0 288 (176), IQ4_NL 288 (144), IQ4_XS 288 (136), Q3_K 168 (110), Q4_1 192 (160), Q5_K 280 (176), Q2_K 88 (84),
  * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors
  * (the stage launcher sizes it from the file).
  *
  * @param quants [blocks * payload bytes]: the payloads, in the file's block order
  * @param scales [blocks]: each block's (sub-block's, group's) scale
- * @param mins   [blocks] for Q4_K (each sub-block's dmin * m), Q5_K, Q2_K, Q3_K (each super-block's dmin) and Q4_1
+ * @param mins   [blocks] for Q4_K, Q5_K, Q2_K, Q3_K (each super-block's dmin) and Q4_1
  *               (-m), else empty
  */
 record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
@@ -113,7 +114,7 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
         return switch (type) {
             case Q8_0, Q5_0, IQ4_NL -> blocks * (32 + Float.BYTES);
             case Q4_0 -> blocks * (16 + Float.BYTES);
-            case Q4_K -> blocks * (128 + 16 * Float.BYTES);
+            case Q4_K -> blocks * (128 + 16 + 2 * Float.BYTES);
             case Q6_K -> blocks * (256 + 16 * Float.BYTES);
             case Q3_K -> blocks * (160 + 2 * Float.BYTES);
             case IQ4_XS -> blocks * (256 + 8 * Float.BYTES);

@@ -1,5 +1,7 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.Blocks.B;
+import static io.tnsr.engine.model.Blocks.I;
 import static io.tnsr.engine.model.Int8Activations.high;
 import static io.tnsr.engine.model.Int8Activations.Pairing.HALVES;
 import static io.tnsr.engine.model.Int8Activations.pair;
@@ -8,9 +10,12 @@ import static io.tnsr.engine.model.Int8Activations.xpair;
 import static io.tnsr.engine.model.PanelKernels.P;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
+import static jdk.incubator.vector.VectorOperators.B2I;
+import static jdk.incubator.vector.VectorOperators.I2F;
 
 import io.tnsr.engine.gguf.GgmlType;
 import java.nio.ByteBuffer;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorSpecies;
@@ -21,14 +26,18 @@ import jdk.incubator.vector.VectorSpecies;
  * 6-bit scale sc and min m packed in {@code scales} (see {@link #packedScale}); its element l is
  * {@code d * sc * q - dmin * m} with q the low (s even) or high (s odd) nibble of qs[32 * (s / 2) + l].
  *
- * <p>Repacked at load ({@link #repack}): the 128 bytes of nibbles of each super-block as they are, and per
- * sub-block the float products {@code d * sc} and {@code dmin * m}, so that no kernel unpacks a 6-bit field
- * (every 32 bytes of quants are 64 elements, the low nibbles sub-block 2p and the high nibbles sub-block 2p + 1,
- * each value {@code q * scale - min}); then into row panels laid out as Q4_0's ({@link Q4_0Matrix}): per panel
- * and column pair (a, b) (a block's column j and j + 16), 2L bytes whose byte 2i holds column a of row i in its low
- * nibble and of row L + i in its high nibble, byte 2i + 1 the same for column b, a low nibble {@code q} and a high one {@code q - 8} as a
- * signed 4-bit number, as Q4_0's; per panel the scales and the negated mins, {@code [subBlocks][P]} floats each. With the bias, an element
- * is {@code (q - 8) * scale + (8 * scale - min)}.
+ * <p>Repacked at load ({@link #repack}): per super-block its eight 6-bit sc and eight m unpacked to bytes, so that
+ * no kernel unpacks a 6-bit field, the 128 bytes of nibbles as they are (every 32 bytes of quants are 64 elements,
+ * the low nibbles sub-block 2p and the high nibbles sub-block 2p + 1), d and dmin as floats; then into row panels
+ * laid out as Q4_0's ({@link Q4_0Matrix}): per panel and column pair (a, b) (a block's column j and j + 16), 2L
+ * bytes whose byte 2i holds column a of row i in its low nibble and of row L + i in its high nibble, byte 2i + 1
+ * the same for column b, a low nibble {@code q} and a high one {@code q - 8} as a signed 4-bit number, as Q4_0's;
+ * per panel and sub-block the rows' sc, then their m, as bytes ({@code [units][2][P]}); per panel and super-block
+ * the rows' d, then their -dmin, as floats ({@code [supers][2][P]}). The kernels make a sub-block's scale
+ * {@code d * sc} and negated min {@code -dmin * m} in registers: the float products ggml's dequantizer computes
+ * (exact: an f16 times an integer of at most 6 bits), so the same bits as floats stored per sub-block, in 0.75 bits
+ * per weight where those took 2 (a one-token call streams its panels from memory: 152 bytes per 256 weights against
+ * 192). With the bias, an element is {@code q * scale - min = (q - 8) * scale + (8 * scale - min)}.
  *
  * <p>Multiplied like Q4_0, in 16-bit integers against the activations quantized to 8 bits per sub-block
  * ({@link Int8Activations}; Q4_0's integer block sums serve unchanged, low rows corrected by the activations' offsets). Result of a (row, token), one token or
@@ -42,12 +51,16 @@ import jdk.incubator.vector.VectorSpecies;
  * <p>Also Q4_1 (ggml block_q4_1: blocks of 32 elements, 20 bytes, {@code [d: f16][m: f16][qs: 16 bytes]}, element
  * i &lt; 16 = (qs[i] &amp; 0xF) * d + m, element 16 + i = (qs[i] &gt;&gt; 4) * d + m): a block is one such sub-block
  * with scale d and min -m ({@link #repackQ4_1}), computed the same way, with 8-bit activations as llama.cpp's
- * q4_1 x q8_1 dot product.
+ * q4_1 x q8_1 dot product. Its scales and mins are any halves, so they stay floats per sub-block
+ * ({@code [units][P]} per panel each), read by a one-token kernel of their own ({@link #m1Floats}).
  */
 final class Q4KMatrix extends PanelMatrix {
     private static final int QK = 256;
     private static final int BYTES = 144;
     private static final int SUB = 32; // elements per sub-block (one scale and min)
+    private static final int SUBS = QK / SUB; // sub-blocks per super-block
+    /** Bytes per super-block {@link #repack} writes: sc and m per sub-block, then the nibbles. */
+    private static final int PACKED = 2 * SUBS + QK / 2;
     /** Tokens per {@link #k2x2} call. */
     private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
@@ -58,9 +71,13 @@ final class Q4KMatrix extends PanelMatrix {
     private final int units;
     /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
     private final byte[] q;
-    /** [panels][units][P]: the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P. */
+    /** Q4_K: [panels][units][2][P], row r's sc of sub-block b at (r / P) * units * 2P + b * 2P + r % P, its m P on; Q4_1: null. */
+    private final byte[] sm;
+    /** Q4_K: [panels][units / 8][2][P], row r's d of super-block k at (r / P) * units / 8 * 2P + k * 2P + r % P, -dmin P on. */
+    private final float[] dd;
+    /** Q4_1: [panels][units][P], the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P; Q4_K: null. */
     private final float[] s;
-    /** [panels][units][P]: minus the min of row r's sub-block b, laid out as {@link #s}. */
+    /** Q4_1: [panels][units][P], minus the min of row r's sub-block b, laid out as {@link #s}; Q4_K: null. */
     private final float[] mneg;
     /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
     private float[] sx = new float[0];
@@ -68,6 +85,12 @@ final class Q4KMatrix extends PanelMatrix {
     private final Int8Activations acts = new Int8Activations(HALVES);
     /** [units][TOKENS][P]: the integer sub-block sums of {@link #k2x2} ([units][2][P]) and {@link #k4x2}, as floats. */
     private final float[] sums;
+    /** Q4_K: [units][P], the scales of panel {@link #expanded} as floats, for the batched kernels; made on first use. */
+    private float[] ps;
+    /** Q4_K: [units][P], the negated mins of panel {@link #expanded} as floats; made on first use. */
+    private float[] pm;
+    /** The panel whose scales and mins {@link #ps} and {@link #pm} hold; -1 for none yet. */
+    private int expanded = -1;
 
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
         this(name, rows, cols, GgmlType.Q4_K, packed);
@@ -82,34 +105,69 @@ final class Q4KMatrix extends PanelMatrix {
         super(name, rows, cols, TOKENS);
         this.type = type;
         this.units = cols / SUB;
-        packed.requireShape(name, rows, units, SUB / 2);
+        boolean q4_1 = type == GgmlType.Q4_1;
+        int supers = cols / QK;
+        if (q4_1) {
+            packed.requireShape(name, rows, units, SUB / 2);
+        } else {
+            packed.requireShape(name, rows, supers, PACKED);
+        }
         if (packed.mins().length == 0) {
-            throw new IllegalArgumentException(name + ": " + type + " needs a min per sub-block, but the packed blocks have none");
+            throw new IllegalArgumentException(name + ": " + type + " needs a min per " + (q4_1 ? "block" : "super-block")
+                    + ", but the packed blocks have none");
         }
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
-        this.s = new float[arrayLength(name, rows, cols, (long) panels * units * P)];
-        this.mneg = new float[s.length];
+        // B.length() bytes to spare: m1 loads B bytes where it converts L (more than L only with 128-bit vectors)
+        this.sm = q4_1 ? null : new byte[arrayLength(name, rows, cols, (long) panels * units * 2 * P + B.length())];
+        this.dd = q4_1 ? null : new float[arrayLength(name, rows, cols, (long) panels * supers * 2 * P)];
+        this.s = q4_1 ? new float[arrayLength(name, rows, cols, (long) panels * units * P)] : null;
+        this.mneg = q4_1 ? new float[s.length] : null;
         this.sums = new float[units * TOKENS * P];
-        // Row r's nibbles at r * cols / 2. Q4_K: element c in byte (c / 64) * 32 + c % 32, low nibble when
-        // (c / 32) is even; Q4_1: in byte (c / 32) * 16 + c % 16, low nibble when c % 32 < 16.
+        // Q4_K: row r's super-block k at (r * supers + k) * PACKED, its element e in byte 16 + (e / 64) * 32 + e % 32,
+        // low nibble when (e / 32) is even; Q4_1: row r's nibbles at r * cols / 2, element c in byte (c / 32) * 16 +
+        // c % 16, low nibble when c % 32 < 16.
         byte[] quants = packed.quants();
-        boolean q4_1 = type == GgmlType.Q4_1;
         for (int r = 0; r < rows; r++) {
             for (int c = 0; c < cols; c++) {
-                int b = quants[r * (cols / 2) + (q4_1 ? (c / 32) * 16 + c % 16 : (c / 64) * 32 + c % 32)];
-                boolean low = q4_1 ? c % 32 < 16 : (c / 32) % 2 == 0;
+                int e = c % QK;
+                int b = q4_1 ? quants[r * (cols / 2) + (c / 32) * 16 + c % 16]
+                        : quants[(r * supers + c / QK) * PACKED + 2 * SUBS + (e / 64) * 32 + e % 32];
+                boolean low = q4_1 ? c % 32 < 16 : (e / 32) % 2 == 0;
                 Q4_0Matrix.putNibble(HALVES, q, cols, r, c, low ? b & 0xF : (b >> 4) & 0xF);
             }
-            int sbase = (r / P) * units * P + r % P;
-            for (int u = 0; u < units; u++) {
-                s[sbase + u * P] = packed.scales()[r * units + u];
-                mneg[sbase + u * P] = -packed.mins()[r * units + u];
+            if (q4_1) {
+                int sbase = (r / P) * units * P + r % P;
+                for (int u = 0; u < units; u++) {
+                    s[sbase + u * P] = packed.scales()[r * units + u];
+                    mneg[sbase + u * P] = -packed.mins()[r * units + u];
+                }
+                continue;
+            }
+            for (int k = 0; k < supers; k++) {
+                int at = (r * supers + k) * PACKED;
+                for (int j = 0; j < SUBS; j++) {
+                    sm[scaleAt(r, k * SUBS + j)] = quants[at + j];
+                    sm[scaleAt(r, k * SUBS + j) + P] = quants[at + SUBS + j];
+                }
+                int da = ((r / P) * supers + k) * 2 * P + r % P;
+                dd[da] = packed.scales()[r * supers + k];
+                dd[da + P] = -packed.mins()[r * supers + k];
             }
         }
     }
 
+    /** Where row r's sc of sub-block u is in {@link #sm} (its m is P on). */
+    private int scaleAt(int r, int u) {
+        return ((r / P) * units + u) * 2 * P + r % P;
+    }
+
     /** Heap bytes a rows x cols Q4_K matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytes(long rows, long cols) {
+        return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) + 2 * (cols / QK) * Float.BYTES);
+    }
+
+    /** Heap bytes a rows x cols Q4_1 matrix takes once repacked (its rows rounded up to whole panels). */
+    static long heapBytesQ4_1(long rows, long cols) {
         return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) * Float.BYTES);
     }
 
@@ -119,6 +177,8 @@ final class Q4KMatrix extends PanelMatrix {
         this.type = shared.type;
         this.units = shared.units;
         this.q = shared.q;
+        this.sm = shared.sm;
+        this.dd = shared.dd;
         this.s = shared.s;
         this.mneg = shared.mneg;
         this.sums = new float[units * TOKENS * P];
@@ -149,23 +209,27 @@ final class Q4KMatrix extends PanelMatrix {
         return nib | ((qs[sb + lowByte - 4] & 0xFF) >> 6) << 4;
     }
 
-    /** Splits {@code blocks} super-blocks from {@code data} into nibbles and float sub-block scales and mins. */
+    /**
+     * Splits {@code blocks} super-blocks from {@code data} into, per super-block, its eight 6-bit sc, its eight m and
+     * its 128 bytes of nibbles as they are ({@link #PACKED} bytes), and d and dmin as floats.
+     */
     static PackedBlocks repack(ByteBuffer data, int blocks) {
-        byte[] quants = new byte[Math.multiplyExact(blocks, QK / 2)];
-        float[] scales = new float[Math.multiplyExact(blocks, QK / SUB)];
-        float[] mins = new float[scales.length];
+        byte[] quants = new byte[Math.multiplyExact(blocks, PACKED)];
+        float[] d = new float[blocks];
+        float[] dmin = new float[blocks];
         byte[] sb = new byte[16];
         for (int k = 0; k < blocks; k++) {
             data.get(k * BYTES, sb, 0, 16);
-            float d = Blocks.half(sb, 0);
-            float dmin = Blocks.half(sb, 2);
-            for (int s = 0; s < QK / SUB; s++) {
-                scales[k * (QK / SUB) + s] = d * packedScale(sb, 4, s);
-                mins[k * (QK / SUB) + s] = dmin * packedScale(sb, 4, s + 8);
+            d[k] = Blocks.half(sb, 0);
+            dmin[k] = Blocks.half(sb, 2);
+            int at = k * PACKED;
+            for (int j = 0; j < SUBS; j++) {
+                quants[at + j] = (byte) packedScale(sb, 4, j);
+                quants[at + SUBS + j] = (byte) packedScale(sb, 4, j + 8);
             }
-            data.get(k * BYTES + 16, quants, k * (QK / 2), QK / 2);
+            data.get(k * BYTES + 16, quants, at + 2 * SUBS, QK / 2);
         }
-        return new PackedBlocks(quants, scales, mins);
+        return new PackedBlocks(quants, d, dmin);
     }
 
     /**
@@ -213,18 +277,68 @@ final class Q4KMatrix extends PanelMatrix {
         int[] xq = acts.pairs();
         float[] xs = acts.scales();
         int[] xoff = acts.offsets();
+        if (sm == null) { // Q4_1
+            for (int p = from; p < to; p++) {
+                m1Floats(q, s, mneg, p * cols * L, p * units * P, units, xq, xs, xoff, sx, out, oo + p * P);
+            }
+            return;
+        }
         for (int p = from; p < to; p++) {
-            m1(q, s, mneg, p * cols * L, p * units * P, units, xq, xs, xoff, sx, out, oo + p * P);
+            m1(q, sm, dd, p * cols * L, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, xq, xs, xoff, sx, out,
+                    oo + p * P);
         }
     }
 
     /**
-     * One panel (quants from {@code qo}, scales and mins from {@code so}) . the prepared token: out[oo..oo+P). The
-     * integer sums as {@link Q4_0Matrix}'s one-token kernel forms them: whole bytes, high nibbles, and the low rows'
-     * sum {@code sum(v xq) - 16 sum(h xq) - offsets}.
+     * One panel (quants from {@code qo}, integer scales and mins from {@code mo}, d and -dmin from {@code dn}) . the
+     * prepared token: out[oo..oo+P). The integer sums as {@link Q4_0Matrix}'s one-token kernel forms them: whole
+     * bytes, high nibbles, and the low rows' sum {@code sum(v xq) - 16 sum(h xq) - offsets}.
      */
-    private static void m1(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
+    private static void m1(byte[] q, byte[] sm, float[] dd, int qo, int mo, int dn, int units, int[] xq, float[] xs,
                            int[] xo, float[] sx, float[] out, int oo) {
+        FloatVector a0 = FloatVector.zero(F), a1 = a0;
+        for (int b = 0; b < units; b++) {
+            ShortVector t0 = ShortVector.zero(S), s1 = t0; // sums of v * xq and of h * xq, rows [0, L) and [L, P)
+            for (int k = b * SUB / 2; k < b * SUB / 2 + SUB / 2; k += 2) {
+                for (int u = 0; u < 2; u++) { // two pairs per trip: a constant-count inner loop C2 unrolls
+                    int i = k + u;
+                    ShortVector v = pair(q, qo + i * P);
+                    ShortVector xv = xpair(xq, i);
+                    t0 = v.mul(xv).add(t0);
+                    s1 = high(v).mul(xv).add(s1);
+                }
+            }
+            ShortVector s0 = MINUS_SIXTEEN.mul(s1).add(t0).sub(xpair(xo, b));
+            int sb = mo + b * 2 * P;
+            int dk = dn + b / SUBS * 2 * P; // the super-block's d, then -dmin
+            FloatVector xsv = FloatVector.broadcast(F, xs[b]);
+            FloatVector sxv = FloatVector.broadcast(F, sx[b]);
+            // the bytes as floats (Blocks.signedBytes, written out: this method is past C2's node count for inlining
+            // helpers, and a helper left out of line would box its vector), times d: d * sc, exact
+            FloatVector d0 = ((FloatVector) ByteVector.fromArray(B, sm, sb).convertShape(B2I, I, 0).convert(I2F, 0))
+                    .mul(FloatVector.fromArray(F, dd, dk));
+            FloatVector d1 = ((FloatVector) ByteVector.fromArray(B, sm, sb + L).convertShape(B2I, I, 0).convert(I2F, 0))
+                    .mul(FloatVector.fromArray(F, dd, dk + L));
+            a0 = rowSums(s0).fma(d0.mul(xsv), a0);
+            a1 = rowSums(s1).fma(d1.mul(xsv), a1);
+            // m times -dmin: -dmin * m, exact
+            FloatVector m0 = ((FloatVector) ByteVector.fromArray(B, sm, sb + P).convertShape(B2I, I, 0).convert(I2F, 0))
+                    .mul(FloatVector.fromArray(F, dd, dk + P));
+            FloatVector m1 = ((FloatVector) ByteVector.fromArray(B, sm, sb + P + L).convertShape(B2I, I, 0)
+                    .convert(I2F, 0)).mul(FloatVector.fromArray(F, dd, dk + P + L));
+            a0 = d0.fma(EIGHT, m0).fma(sxv, a0);
+            a1 = d1.fma(EIGHT, m1).fma(sxv, a1);
+        }
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
+    }
+
+    /**
+     * Q4_1's {@link #m1}: the scales and negated mins read as floats per sub-block (from {@code so}), the rest the
+     * same.
+     */
+    private static void m1Floats(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
+                                 int[] xo, float[] sx, float[] out, int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < units; b++) {
             ShortVector t0 = ShortVector.zero(S), s1 = t0; // sums of v * xq and of h * xq, rows [0, L) and [L, P)
@@ -269,7 +383,30 @@ final class Q4KMatrix extends PanelMatrix {
     private void k4x2(int p, int t0, int valid, float[] out, int oo, int os) {
         Q4_0Matrix.subSums(q, p * cols * L, units, acts.pairs(), acts.offsets(), t0, t0 + 1, t0 + 2, t0 + valid - 1,
                 cols / 2, sums);
-        ScaleMinTotals.four(s, mneg, p * units * P, units, 8f, acts.scales(), units, 0, sx, t0, valid, sums, out, oo, os);
+        int so = expand(p);
+        ScaleMinTotals.four(ps, pm, so, units, 8f, acts.scales(), units, 0, sx, t0, valid, sums, out, oo, os);
+    }
+
+    /**
+     * Panel p's scales and negated mins as floats for the batched kernels: Q4_K's made from their bytes into
+     * {@code [units][P]} in {@link #ps} and {@link #pm} (kept while the next group is of the same panel), Q4_1's
+     * where they are. Returns where the panel's start in ps and pm.
+     */
+    private int expand(int p) {
+        if (sm == null) {
+            ps = s;
+            pm = mneg;
+            return p * units * P;
+        }
+        if (expanded != p) {
+            if (ps == null) {
+                ps = new float[units * P];
+                pm = new float[units * P];
+            }
+            ScaleMinTotals.expand(sm, dd, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, SUBS, ps, pm);
+            expanded = p;
+        }
+        return 0;
     }
 
     /**
@@ -279,7 +416,9 @@ final class Q4KMatrix extends PanelMatrix {
      * out of its node budget and boxed.
      */
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
-        int so = p * units * P;
+        int so = expand(p);
+        float[] s = ps;
+        float[] mneg = pm;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * cols / 2, sums and scales at u<j> * units
         Q4_0Matrix.blockSums(q, p * cols * L, units, acts.pairs(), acts.offsets(), u0 * (cols / 2), u1 * (cols / 2),
                 u0 * units, u1 * units, sums);
@@ -313,9 +452,17 @@ final class Q4KMatrix extends PanelMatrix {
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
         int sbase = (row / P) * units * P + row % P;
+        int dn = ((row / P) * (units / SUBS)) * 2 * P + row % P;
         for (int c = 0; c < cols; c++) {
-            int u = sbase + (c / SUB) * P;
-            dst[off + c] = (Q4_0Matrix.nibble(HALVES, q, cols, row, c) + 8) * s[u] + mneg[u]; // q * scale - min, as repacked
+            int n = Q4_0Matrix.nibble(HALVES, q, cols, row, c) + 8; // q
+            if (sm == null) {
+                int u = sbase + (c / SUB) * P;
+                dst[off + c] = n * s[u] + mneg[u]; // q * scale - min, as repacked
+            } else {
+                int u = scaleAt(row, c / SUB);
+                int k = dn + c / QK * 2 * P;
+                dst[off + c] = n * (dd[k] * sm[u]) + dd[k + P] * sm[u + P]; // q * (d * sc) - dmin * m, as ggml
+            }
         }
     }
 }

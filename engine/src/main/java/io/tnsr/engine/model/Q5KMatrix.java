@@ -259,16 +259,7 @@ final class Q5KMatrix extends PanelMatrix {
             ps = new float[units * P];
             pm = new float[units * P];
         }
-        int mo = p * units * 2 * P;
-        int dn = p * (units / SUBS) * 2 * P;
-        for (int b = 0; b < units; b++) {
-            int sb = mo + b * 2 * P;
-            int dk = dn + b / SUBS * 2 * P;
-            for (int h = 0; h < P; h += L) {
-                Blocks.signedBytes(sm, sb + h).mul(FloatVector.fromArray(F, dd, dk + h)).intoArray(ps, b * P + h);
-                Blocks.signedBytes(sm, sb + P + h).mul(FloatVector.fromArray(F, dd, dk + P + h)).intoArray(pm, b * P + h);
-            }
-        }
+        ScaleMinTotals.expand(sm, dd, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, SUBS, ps, pm);
         expanded = p;
     }
 

@@ -18,6 +18,26 @@ final class ScaleMinTotals {
     }
 
     /**
+     * One panel's scales and negated mins as floats for the batched kernels of the types that keep them as bytes
+     * (Q4_K, Q5_K, Q2_K, Q3_K): {@code ps[b * P + i] = d * sc} and {@code pm[b * P + i] = -dmin * m} for sub-block b
+     * and row i, the products their one-token kernels make in registers (exact: an f16 times a small integer).
+     *
+     * @param sm   the rows' sc, then their m, per sub-block: {@code [units][2][P]} of this panel from {@code mo}
+     * @param dd   the rows' d, then their -dmin, per super-block: {@code [units / subs][2][P]} from {@code dn}
+     * @param subs sub-blocks per super-block
+     */
+    static void expand(byte[] sm, float[] dd, int mo, int dn, int units, int subs, float[] ps, float[] pm) {
+        for (int b = 0; b < units; b++) {
+            int sb = mo + b * 2 * P;
+            int dk = dn + b / subs * 2 * P;
+            for (int h = 0; h < P; h += L) {
+                Blocks.signedBytes(sm, sb + h).mul(FloatVector.fromArray(F, dd, dk + h)).intoArray(ps, b * P + h);
+                Blocks.signedBytes(sm, sb + P + h).mul(FloatVector.fromArray(F, dd, dk + P + h)).intoArray(pm, b * P + h);
+            }
+        }
+    }
+
+    /**
      * Panel rows [0, P) . tokens t0 + j, j in [0, valid) (valid 3..4; a missing fourth repeats the third and is not
      * stored): out[oo + j * os + i].
      *

@@ -136,7 +136,7 @@ public abstract class WeightMatrix {
             case Q3_K -> repacked(file, t, Q2KMatrix.heapBytes(rows, cols),
                     () -> Q2KMatrix.q3_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case BF16 -> repacked(file, t, BF16Matrix.heapBytes(rows, cols), () -> new BF16Matrix(name, rows, cols, data));
-            case Q4_1 -> repacked(file, t, Q4KMatrix.heapBytes(rows, cols),
+            case Q4_1 -> repacked(file, t, Q4KMatrix.heapBytesQ4_1(rows, cols),
                     () -> Q4KMatrix.q4_1(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case Q5_K -> repacked(file, t, Q5KMatrix.heapBytes(rows, cols),
                     () -> new Q5KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
@@ -162,8 +162,8 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_0 1.64, Q5_K 1.59, Q3_K 1.53, Q6_K 1.52, Q4_K 1.33, Q4_1
-     * 1.2, Q4_0 1.11, Q8_0 1.06, F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0),
+     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_0 1.64, Q5_K 1.59, Q3_K 1.53, Q6_K 1.52, Q4_1 1.2,
+     * Q4_0 1.11, Q4_K 1.06, Q8_0 1.06, F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0),
      * with room to spare.
      */
     public static final double HEAP_PER_FILE_BYTE = 2.5;
@@ -179,7 +179,7 @@ public abstract class WeightMatrix {
             case Q8_0 -> 1.07;
             case Q4_0 -> 1.12;
             case Q4_1 -> 1.21;
-            case Q4_K -> 1.34;
+            case Q4_K -> 1.07;
             case Q6_K -> 1.53;
             case Q5_0 -> 1.65;
             case Q5_K -> 1.60;

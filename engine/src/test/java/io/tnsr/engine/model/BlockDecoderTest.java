@@ -461,7 +461,7 @@ class BlockDecoderTest {
         for (int i = 0; i < x.length; i++) {
             x[i] = (float) r.nextGaussian();
         }
-        float[] q4kScales = t == GgmlType.Q4_K ? Q4KMatrix.repack(b, rows * cols / 256).scales() : null;
+        float[] q4kScales = t == GgmlType.Q4_K ? subBlockScales(Q4KMatrix.repack(b, rows * cols / 256)) : null;
         PackedBlocks q3k = t == GgmlType.Q3_K ? Q2KMatrix.repackQ3_K(b, rows * cols / 256) : null;
         float[] batched = new float[n * rows];
         w.matmul(x, 0, n, batched, 0);
@@ -504,5 +504,14 @@ class BlockDecoderTest {
                         t + " token " + tok + " row " + row + ": alone " + one[row] + ", batched " + batched[tok * rows + row]);
             }
         }
+    }
+
+    /** Q4_K's scale of every 32-element sub-block, d * sc, from its repacked super-blocks (8 sc, 8 m, 128 nibbles). */
+    private static float[] subBlockScales(PackedBlocks p) {
+        float[] scales = new float[p.scales().length * 8];
+        for (int i = 0; i < scales.length; i++) {
+            scales[i] = p.scales()[i / 8] * p.quants()[i / 8 * 144 + i % 8];
+        }
+        return scales;
     }
 }

@@ -88,8 +88,8 @@ class PackedBlocksTest {
         assertThrows(IllegalArgumentException.class, () -> new PackedBlocks(new byte[32], new float[2], new float[1]));
         PackedBlocks noMins = PackedBlocks.unpack(BlockDecoderTest.randomMatrix(GgmlType.Q6_K, 1, 256, 1), GgmlType.Q6_K, 1);
         IllegalArgumentException q4k = assertThrows(IllegalArgumentException.class,
-                () -> new Q4KMatrix("w", 1, 256, new PackedBlocks(new byte[128], new float[8])));
-        assertTrue(q4k.getMessage().contains("w: Q4_K needs a min per sub-block"), q4k.getMessage());
+                () -> new Q4KMatrix("w", 1, 256, new PackedBlocks(new byte[144], new float[1])));
+        assertTrue(q4k.getMessage().contains("w: Q4_K needs a min per super-block"), q4k.getMessage());
         assertThrows(IllegalArgumentException.class, () -> Int8PanelMatrix.q6_K("w", 2, 256, noMins));
     }
 }

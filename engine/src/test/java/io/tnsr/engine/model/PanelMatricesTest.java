@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.engine.kernels.Float16;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -225,29 +226,42 @@ class PanelMatricesTest {
         };
     }
 
-    /** Q4_K as repacked: nibbles (sub-blocks 2p and 2p + 1 in the low and high halves of 32 bytes), scale and min per 32. */
+    /**
+     * Q4_K as repacked: per super-block its 8 sc and 8 m (6 bits each), then 128 bytes of nibbles (sub-blocks 2p and
+     * 2p + 1 in the low and high halves of 32 bytes); d and dmin per super-block, halves.
+     */
     private static Case q4_K(int rows, int cols, SplittableRandom r) {
-        byte[] packed = new byte[rows * cols / 2];
-        float[] sc = new float[rows * (cols / 32)];
-        float[] mn = new float[rows * (cols / 32)];
+        int supers = rows * (cols / 256);
+        byte[] packed = new byte[supers * 144];
         r.nextBytes(packed);
-        for (int i = 0; i < sc.length; i++) {
-            sc[i] = (float) (r.nextDouble() * 0.02);
-            mn[i] = (float) (r.nextDouble() * 0.1);
+        float[] d = new float[supers];
+        float[] dmin = new float[supers];
+        for (int k = 0; k < supers; k++) {
+            for (int j = 0; j < 16; j++) {
+                packed[k * 144 + j] = (byte) r.nextInt(64);
+            }
+            d[k] = Float16.toFloat(Float16.fromFloat((float) (r.nextDouble() * 0.0005)));
+            dmin[k] = Float16.toFloat(Float16.fromFloat((float) (r.nextDouble() * 0.002)));
         }
-        return q4_K(rows, cols, packed, sc, mn);
+        return q4_K(rows, cols, packed, d, dmin);
     }
 
-    private static Case q4_K(int rows, int cols, byte[] packed, float[] sc, float[] mn) {
+    private static Case q4_K(int rows, int cols, byte[] packed, float[] d, float[] dmin) {
         int units = cols / 32;
-        WeightMatrix m = new Q4KMatrix("w", rows, cols, new PackedBlocks(packed.clone(), sc.clone(), mn.clone()));
+        float[] sc = new float[rows * units]; // the float products the kernels make: d * sc, dmin * m
+        float[] mn = new float[rows * units];
+        for (int i = 0; i < sc.length; i++) {
+            sc[i] = d[i / 8] * packed[i / 8 * 144 + i % 8];
+            mn[i] = dmin[i / 8] * packed[i / 8 * 144 + 8 + i % 8];
+        }
+        WeightMatrix m = new Q4KMatrix("w", rows, cols, new PackedBlocks(packed.clone(), d.clone(), dmin.clone()));
         return new Case() {
             public WeightMatrix matrix() {
                 return m;
             }
 
             private int q(int row, int col) {
-                int b = packed[row * (cols / 2) + (col / 64) * 32 + col % 32];
+                int b = packed[(row * (cols / 256) + col / 256) * 144 + 16 + (col % 256 / 64) * 32 + col % 32];
                 return (col / 32) % 2 == 0 ? b & 0xF : (b >> 4) & 0xF;
             }
 
@@ -451,13 +465,26 @@ class PanelMatricesTest {
     void nibbleSumsAreExactAtTheirExtremes(String type, int nibbleByte, float sign) {
         int rows = P + 3;
         int cols = 512;
-        byte[] packed = new byte[rows * cols / 2];
-        Arrays.fill(packed, (byte) nibbleByte);
-        float[] scales = new float[rows * (cols / 32)];
-        Arrays.fill(scales, 0.5f);
-        float[] mins = new float[scales.length];
-        Arrays.fill(mins, 0.25f);
-        Case k = type.equals("Q4_0") ? q4_0(rows, cols, packed, scales) : q4_K(rows, cols, packed, scales, mins);
+        Case k;
+        if (type.equals("Q4_0")) {
+            byte[] packed = new byte[rows * cols / 2];
+            Arrays.fill(packed, (byte) nibbleByte);
+            float[] scales = new float[rows * (cols / 32)];
+            Arrays.fill(scales, 0.5f);
+            k = q4_0(rows, cols, packed, scales);
+        } else { // every sc and m 1, d 0.5, dmin 0.25
+            int supers = rows * (cols / 256);
+            byte[] packed = new byte[supers * 144];
+            Arrays.fill(packed, (byte) nibbleByte);
+            for (int s = 0; s < supers; s++) {
+                Arrays.fill(packed, s * 144, s * 144 + 16, (byte) 1);
+            }
+            float[] d = new float[supers];
+            Arrays.fill(d, 0.5f);
+            float[] dmin = new float[supers];
+            Arrays.fill(dmin, 0.25f);
+            k = q4_K(rows, cols, packed, d, dmin);
+        }
         float[] x = new float[37 * cols];
         Arrays.fill(x, sign);
         for (int n : new int[] {1, 2, 3, 4, 37}) { // 37: the widened path's float sums (Q4_0) at their largest

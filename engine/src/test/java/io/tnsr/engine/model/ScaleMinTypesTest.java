@@ -459,7 +459,7 @@ class ScaleMinTypesTest {
         assertEquals(p.scales().length, p.mins().length, t + " mins");
         assertTrue(heap <= WeightMatrix.HEAP_PER_FILE_BYTE * blocks * t.blockBytes(), t + ": " + heap + " heap bytes");
         int cols = 2 * t.blockSize();
-        long panels = t == GgmlType.Q4_1 ? Q4KMatrix.heapBytes(3, cols) : t == GgmlType.Q5_K ? Q5KMatrix.heapBytes(3, cols) : Q2KMatrix.heapBytes(3, cols);
+        long panels = t == GgmlType.Q4_1 ? Q4KMatrix.heapBytesQ4_1(3, cols) : t == GgmlType.Q5_K ? Q5KMatrix.heapBytes(3, cols) : Q2KMatrix.heapBytes(3, cols);
         long paddedRows = (3 + PanelKernels.P - 1) / PanelKernels.P * PanelKernels.P;
         assertTrue(panels <= WeightMatrix.HEAP_PER_FILE_BYTE * paddedRows * t.bytesFor(cols), t + ": panels " + panels);
     }
