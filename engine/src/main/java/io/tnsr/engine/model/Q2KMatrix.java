@@ -136,19 +136,14 @@ final class Q2KMatrix extends PanelMatrix {
                 for (int j = 0; j < SUBS; j++) {
                     int u = k * SUBS + j;
                     int b = quants[at + j];
-                    sm[scaleAt(r, u)] = (byte) (q3 ? b : b & 0xF);
-                    sm[scaleAt(r, u) + P] = (byte) (q3 ? quants[at + SUBS + j] : (b & 0xFF) >> 4);
+                    sm[ScaleMinTotals.scaleAt(r, u, units)] = (byte) (q3 ? b : b & 0xF);
+                    sm[ScaleMinTotals.scaleAt(r, u, units) + P] = (byte) (q3 ? quants[at + SUBS + j] : (b & 0xFF) >> 4);
                 }
-                int da = ((r / P) * supers + k) * 2 * P + r % P;
+                int da = ScaleMinTotals.superAt(r, k, supers);
                 dd[da] = packed.scales()[r * supers + k];
                 dd[da + P] = -packed.mins()[r * supers + k];
             }
         }
-    }
-
-    /** Where row r's sc of sub-block u is in {@link #sm} (its m is P on). */
-    private int scaleAt(int r, int u) {
-        return ((r / P) * units + u) * 2 * P + r % P;
     }
 
     /** Heap bytes a rows x cols Q2_K or Q3_K matrix takes once repacked (its rows rounded up to whole panels). */
@@ -465,9 +460,9 @@ final class Q2KMatrix extends PanelMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        int dn = ((row / P) * (units / SUBS)) * 2 * P + row % P;
+        int dn = ScaleMinTotals.superAt(row, 0, units / SUBS);
         for (int c = 0; c < cols; c++) {
-            int u = scaleAt(row, c / SUB);
+            int u = ScaleMinTotals.scaleAt(row, c / SUB, units);
             int k = dn + c / QK * 2 * P;
             float scale = dd[k] * sm[u];
             int n = Q4_0Matrix.nibble(ADJACENT, q, cols, row, c); // q - 2

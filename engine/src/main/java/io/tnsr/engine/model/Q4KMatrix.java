@@ -145,20 +145,10 @@ final class Q4KMatrix extends PanelMatrix {
             }
             for (int k = 0; k < supers; k++) {
                 int at = (r * supers + k) * PACKED;
-                for (int j = 0; j < SUBS; j++) {
-                    sm[scaleAt(r, k * SUBS + j)] = quants[at + j];
-                    sm[scaleAt(r, k * SUBS + j) + P] = quants[at + SUBS + j];
-                }
-                int da = ((r / P) * supers + k) * 2 * P + r % P;
-                dd[da] = packed.scales()[r * supers + k];
-                dd[da + P] = -packed.mins()[r * supers + k];
+                ScaleMinTotals.putSuperBlock(sm, dd, units, SUBS, r, k, quants, at, packed.scales()[r * supers + k],
+                        packed.mins()[r * supers + k]);
             }
         }
-    }
-
-    /** Where row r's sc of sub-block u is in {@link #sm} (its m is P on). */
-    private int scaleAt(int r, int u) {
-        return ((r / P) * units + u) * 2 * P + r % P;
     }
 
     /** Heap bytes a rows x cols Q4_K matrix takes once repacked (its rows rounded up to whole panels). */
@@ -452,14 +442,14 @@ final class Q4KMatrix extends PanelMatrix {
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
         int sbase = (row / P) * units * P + row % P;
-        int dn = ((row / P) * (units / SUBS)) * 2 * P + row % P;
+        int dn = ScaleMinTotals.superAt(row, 0, units / SUBS);
         for (int c = 0; c < cols; c++) {
             int n = Q4_0Matrix.nibble(HALVES, q, cols, row, c) + 8; // q
             if (sm == null) {
                 int u = sbase + (c / SUB) * P;
                 dst[off + c] = n * s[u] + mneg[u]; // q * scale - min, as repacked
             } else {
-                int u = scaleAt(row, c / SUB);
+                int u = ScaleMinTotals.scaleAt(row, c / SUB, units);
                 int k = dn + c / QK * 2 * P;
                 dst[off + c] = n * (dd[k] * sm[u]) + dd[k + P] * sm[u + P]; // q * (d * sc) - dmin * m, as ggml
             }

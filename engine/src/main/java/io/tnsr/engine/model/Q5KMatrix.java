@@ -107,20 +107,10 @@ final class Q5KMatrix extends PanelMatrix {
                 for (int e = 0; e < QK; e++) {
                     q[at(cols, r, k * QK + e)] = quants[at + 2 * SUBS + e];
                 }
-                for (int j = 0; j < SUBS; j++) {
-                    sm[scaleAt(r, k * SUBS + j)] = quants[at + j];
-                    sm[scaleAt(r, k * SUBS + j) + P] = quants[at + SUBS + j];
-                }
-                int da = ((r / P) * supers + k) * 2 * P + r % P;
-                dd[da] = packed.scales()[r * supers + k];
-                dd[da + P] = -packed.mins()[r * supers + k];
+                ScaleMinTotals.putSuperBlock(sm, dd, units, SUBS, r, k, quants, at, packed.scales()[r * supers + k],
+                        packed.mins()[r * supers + k]);
             }
         }
-    }
-
-    /** Where row r's sc of sub-block u is in {@link #sm} (its m is P on). */
-    private int scaleAt(int r, int u) {
-        return ((r / P) * units + u) * 2 * P + r % P;
     }
 
     /** The byte of row r, column c. */
@@ -423,9 +413,9 @@ final class Q5KMatrix extends PanelMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        int dn = ((row / P) * (units / SUBS)) * 2 * P + row % P;
+        int dn = ScaleMinTotals.superAt(row, 0, units / SUBS);
         for (int c = 0; c < cols; c++) {
-            int u = scaleAt(row, c / SUB);
+            int u = ScaleMinTotals.scaleAt(row, c / SUB, units);
             int k = dn + c / QK * 2 * P;
             // q * (d * sc) - dmin * m, as ggml dequantizes
             dst[off + c] = (q[at(cols, row, c)] + 16) * (dd[k] * sm[u]) + dd[k + P] * sm[u + P];

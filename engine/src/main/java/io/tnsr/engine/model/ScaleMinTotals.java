@@ -7,7 +7,9 @@ import static io.tnsr.engine.model.TileKernels.L;
 import jdk.incubator.vector.FloatVector;
 
 /**
- * The float pass of the "scale and min" types' four-token batched kernels (Q4_K and Q4_1, Q5_K, Q2_K), after their
+ * Where the byte-scale types keep a row's sub-block scales and mins (Q4_K, Q5_K, Q2_K, Q3_K: sc and m as bytes per
+ * sub-block, d and -dmin as floats per super-block, {@link #putSuperBlock}), and the float pass of the "scale and min"
+ * types' four-token batched kernels (Q4_K and Q4_1, Q5_K, Q2_K), after their
  * integer pass has put each sub-block's sums in {@code sums}: per (row, token), over the sub-blocks in order,
  * {@code acc = fma(fma(scale, bias, -min), sx, fma(isum, scale * xs, acc))}, as each type's one-token kernel orders
  * it, so the same bits. A static method over arrays and scalars: no vector crosses the call, whether C2 inlines it
@@ -15,6 +17,32 @@ import jdk.incubator.vector.FloatVector;
  */
 final class ScaleMinTotals {
     private ScaleMinTotals() {
+    }
+
+    /** Where row r's sc of sub-block u is in a {@code [panels][units][2][P]} array of scale bytes; its m is P on. */
+    static int scaleAt(int r, int u, int units) {
+        return ((r / P) * units + u) * 2 * P + r % P;
+    }
+
+    /** Where row r's d of super-block k is in a {@code [panels][supers][2][P]} array of floats; its -dmin is P on. */
+    static int superAt(int r, int k, int supers) {
+        return ((r / P) * supers + k) * 2 * P + r % P;
+    }
+
+    /**
+     * Row r's super-block k into those two arrays: its {@code subs} sc from {@code quants[at]} on and its m the
+     * {@code subs} bytes after them into sm, its d and -dmin into dd.
+     */
+    static void putSuperBlock(byte[] sm, float[] dd, int units, int subs, int r, int k, byte[] quants, int at, float d,
+                              float dmin) {
+        for (int j = 0; j < subs; j++) {
+            int u = scaleAt(r, k * subs + j, units);
+            sm[u] = quants[at + j];
+            sm[u + P] = quants[at + subs + j];
+        }
+        int da = superAt(r, k, units / subs);
+        dd[da] = d;
+        dd[da + P] = -dmin;
     }
 
     /**
