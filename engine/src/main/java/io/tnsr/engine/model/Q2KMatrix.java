@@ -90,12 +90,8 @@ final class Q2KMatrix extends PanelMatrix {
     private final Int8Activations acts = new Int8Activations(ADJACENT);
     /** [units][2][P]: {@link #k2x2}'s integer sub-block sums, as floats. */
     private final float[] sums;
-    /** [units][P]: the scales of panel {@link #expanded} as floats, for the batched kernels; made on first use. */
-    private float[] ps;
-    /** [units][P]: the negated mins of panel {@link #expanded} as floats; made on first use. */
-    private float[] pm;
-    /** The panel whose scales and mins {@link #ps} and {@link #pm} hold; -1 for none yet. */
-    private int expanded = -1;
+    /** The scales and mins of the panel in progress as floats, for the batched kernels. */
+    private final ExpandedScales expanded;
 
     /** Q2_K: {@code packed} as {@link #repack} gives it. */
     Q2KMatrix(String name, int rows, int cols, PackedBlocks packed) {
@@ -122,6 +118,7 @@ final class Q2KMatrix extends PanelMatrix {
         this.sm = new byte[arrayLength(name, rows, cols, (long) panels * units * 2 * P)];
         this.dd = new float[arrayLength(name, rows, cols, (long) panels * supers * 2 * P)];
         this.sums = new float[units * TOKENS * P];
+        this.expanded = new ExpandedScales(units, SUBS);
         byte[] quants = packed.quants();
         for (int r = 0; r < rows; r++) {
             for (int k = 0; k < supers; k++) {
@@ -160,6 +157,7 @@ final class Q2KMatrix extends PanelMatrix {
         this.sm = shared.sm;
         this.dd = shared.dd;
         this.sums = new float[units * TOKENS * P];
+        this.expanded = new ExpandedScales(units, SUBS);
     }
 
     @Override
@@ -296,22 +294,6 @@ final class Q2KMatrix extends PanelMatrix {
         FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
     }
 
-    /**
-     * Panel p's scales and negated mins as floats, {@code [units][P]} in {@link #ps} and {@link #pm} (the products
-     * {@link #m1} makes in registers), for the batched kernels; kept while the next group is of the same panel.
-     */
-    private void expand(int p) {
-        if (expanded == p) {
-            return;
-        }
-        if (ps == null) {
-            ps = new float[units * P];
-            pm = new float[units * P];
-        }
-        ScaleMinTotals.expand(sm, dd, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, SUBS, ps, pm);
-        expanded = p;
-    }
-
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
         if (valid > 2) {
@@ -331,8 +313,8 @@ final class Q2KMatrix extends PanelMatrix {
         subSums(q, p * cols * L, units, acts.pairs(), t0 * pairs, (t0 + 1) * pairs, (t0 + 2) * pairs,
                 (t0 + valid - 1) * pairs, sums);
         // the activations' scales are per 32 columns: two sub-blocks of 16 each
-        expand(p);
-        ScaleMinTotals.four(ps, pm, 0, units, 2f, acts.scales(), cols / Int8Activations.QK, 1, sx, t0,
+        expanded.of(sm, dd, p);
+        ScaleMinTotals.four(expanded.scales, expanded.mins, 0, units, 2f, acts.scales(), cols / Int8Activations.QK, 1, sx, t0,
                 valid, sums, out, oo, os);
     }
 
@@ -347,9 +329,9 @@ final class Q2KMatrix extends PanelMatrix {
      * written out), subSums boxed in every JVM (160-380 MB per token).
      */
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
-        expand(p);
-        float[] s = ps;
-        float[] mneg = pm;
+        expanded.of(sm, dd, p);
+        float[] s = expanded.scales;
+        float[] mneg = expanded.mins;
         int blocks = cols / Int8Activations.QK;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens
         subSums(q, p * cols * L, units, acts.pairs(), u0 * (cols / 2), u1 * (cols / 2), sums);

@@ -85,12 +85,11 @@ final class Q4KMatrix extends PanelMatrix {
     private final Int8Activations acts = new Int8Activations(HALVES);
     /** [units][TOKENS][P]: the integer sub-block sums of {@link #k2x2} ([units][2][P]) and {@link #k4x2}, as floats. */
     private final float[] sums;
-    /** Q4_K: [units][P], the scales of panel {@link #expanded} as floats, for the batched kernels; made on first use. */
+    /** Q4_K: the scales and mins of the panel in progress as floats, for the batched kernels; Q4_1: null. */
+    private final ExpandedScales expanded;
+    /** The batched kernels' scales and negated mins: Q4_K's {@link #expanded}, Q4_1's own {@link #s} and {@link #mneg}. */
     private float[] ps;
-    /** Q4_K: [units][P], the negated mins of panel {@link #expanded} as floats; made on first use. */
     private float[] pm;
-    /** The panel whose scales and mins {@link #ps} and {@link #pm} hold; -1 for none yet. */
-    private int expanded = -1;
 
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
         this(name, rows, cols, GgmlType.Q4_K, packed);
@@ -123,6 +122,7 @@ final class Q4KMatrix extends PanelMatrix {
         this.s = q4_1 ? new float[arrayLength(name, rows, cols, (long) panels * units * P)] : null;
         this.mneg = q4_1 ? new float[s.length] : null;
         this.sums = new float[units * TOKENS * P];
+        this.expanded = sm == null ? null : new ExpandedScales(units, SUBS);
         // Q4_K: row r's super-block k at (r * supers + k) * PACKED, its element e in byte 16 + (e / 64) * 32 + e % 32,
         // low nibble when (e / 32) is even; Q4_1: row r's nibbles at r * cols / 2, element c in byte (c / 32) * 16 +
         // c % 16, low nibble when c % 32 < 16.
@@ -172,6 +172,7 @@ final class Q4KMatrix extends PanelMatrix {
         this.s = shared.s;
         this.mneg = shared.mneg;
         this.sums = new float[units * TOKENS * P];
+        this.expanded = sm == null ? null : new ExpandedScales(units, SUBS);
     }
 
     @Override
@@ -378,9 +379,8 @@ final class Q4KMatrix extends PanelMatrix {
     }
 
     /**
-     * Panel p's scales and negated mins as floats for the batched kernels: Q4_K's made from their bytes into
-     * {@code [units][P]} in {@link #ps} and {@link #pm} (kept while the next group is of the same panel), Q4_1's
-     * where they are. Returns where the panel's start in ps and pm.
+     * Points {@link #ps} and {@link #pm} at panel p's scales and negated mins as floats for the batched kernels:
+     * Q4_K's made from their bytes ({@link #expanded}), Q4_1's where they are. Returns where the panel starts in them.
      */
     private int expand(int p) {
         if (sm == null) {
@@ -388,14 +388,9 @@ final class Q4KMatrix extends PanelMatrix {
             pm = mneg;
             return p * units * P;
         }
-        if (expanded != p) {
-            if (ps == null) {
-                ps = new float[units * P];
-                pm = new float[units * P];
-            }
-            ScaleMinTotals.expand(sm, dd, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, SUBS, ps, pm);
-            expanded = p;
-        }
+        expanded.of(sm, dd, p);
+        ps = expanded.scales;
+        pm = expanded.mins;
         return 0;
     }
 

@@ -1,0 +1,40 @@
+package io.tnsr.engine.model;
+
+import static io.tnsr.engine.model.PanelKernels.P;
+
+/**
+ * One panel's scales and negated mins as floats, {@code [units][P]} each, for the batched kernels of a matrix that
+ * keeps them as bytes (Q4_K, Q5_K, Q2_K, Q3_K; {@link ScaleMinTotals#expand}): made when a group of tokens reaches a
+ * panel, kept while the next group is of the same panel. Scratch of one matrix view, made on first use.
+ */
+final class ExpandedScales {
+    private final int units;
+    private final int subs;
+    /** [units][P]: the scales of panel {@link #panel}. */
+    float[] scales;
+    /** [units][P]: the negated mins of panel {@link #panel}. */
+    float[] mins;
+    private int panel = -1;
+
+    /**
+     * @param units sub-blocks per row
+     * @param subs  sub-blocks per super-block
+     */
+    ExpandedScales(int units, int subs) {
+        this.units = units;
+        this.subs = subs;
+    }
+
+    /** Panel p's, from the matrix's scale bytes sm and its d and -dmin dd ({@link ScaleMinTotals#putSuperBlock}). */
+    void of(byte[] sm, float[] dd, int p) {
+        if (panel == p) {
+            return;
+        }
+        if (scales == null) {
+            scales = new float[units * P];
+            mins = new float[units * P];
+        }
+        ScaleMinTotals.expand(sm, dd, p * units * 2 * P, p * (units / subs) * 2 * P, units, subs, scales, mins);
+        panel = p;
+    }
+}
