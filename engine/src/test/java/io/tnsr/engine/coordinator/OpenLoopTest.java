@@ -91,8 +91,9 @@ class OpenLoopTest {
             assertEquals(k * 100_000_000L, s.intendedStartNanos() - t0);
             long delay = s.admittedNanos() - s.intendedStartNanos();
             assertTrue(delay >= 0, "sequence " + k + " admitted " + -delay + " ns early");
-            // nothing in flight when it is due: the coordinator slept until then (bound generous for a busy machine)
-            assertTrue(delay < 50_000_000L, "sequence " + k + " admitted " + delay / 1e6 + " ms late");
+            // nothing in flight when it is due: the coordinator slept until then, and admits it before the next one
+            // is due (a descheduled thread on a busy 2-CPU machine has delayed it by 57 ms, not by an interval)
+            assertTrue(delay < 90_000_000L, "sequence " + k + " admitted " + delay / 1e6 + " ms late");
         }
         assertTrue(h.outcome.result().wallNanos() >= 300_000_000L, "the run lasts at least until the last is due");
     }
