@@ -228,6 +228,16 @@ final class Int8Activations {
         return (FloatVector) pairSums(s.reinterpretAsInts()).convert(VectorOperators.I2F, 0);
     }
 
+    /**
+     * Per row: its even lane plus its odd lane, as floats, each lane sign-extended first: exact for any two 16-bit
+     * values, where {@link #rowSums} needs their sum within 16 bits (Q5_0's rows reach 32 * 16 * 127 = 65024).
+     */
+    static FloatVector wideRowSums(ShortVector s) {
+        IntVector v = s.reinterpretAsInts();
+        return (FloatVector) v.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                .add(v.lanewise(VectorOperators.ASHR, 16)).convert(VectorOperators.I2F, 0);
+    }
+
     /** {@link #rowSums}' integer part: ((v << 16) + v) >> 16 per int lane. */
     private static IntVector pairSums(IntVector v) {
         return v.lanewise(VectorOperators.LSHL, 16).add(v).lanewise(VectorOperators.ASHR, 16);

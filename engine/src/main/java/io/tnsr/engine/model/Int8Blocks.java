@@ -20,9 +20,9 @@ import java.nio.ByteBuffer;
  * </ul>
  *
  * <p>Why int8: the values are then Q8_0's ({@link Int8PanelMatrix}: one conversion and one FMA per weight, the scale
- * once per unit), where unpacking 4- or 5-bit fields (and IQ4's table lookup) in the loop would cost several
- * operations per weight. The cost is heap: per 256 elements 288 bytes (file: Q5_0 176, IQ4_NL 144, IQ4_XS 136), see
- * {@link WeightMatrix#HEAP_PER_FILE_BYTE}.
+ * once per unit), where IQ4's table lookup in the loop would cost several operations per weight. The cost is heap:
+ * per 256 elements 288 bytes (file: IQ4_NL 144, IQ4_XS 136), see {@link WeightMatrix#HEAP_PER_FILE_BYTE}. Q5_0's
+ * values go on to {@link Q5_0Matrix}, which keeps them as 4 bits and a bit plane.
  */
 final class Int8Blocks {
     /** ggml's kvalues_iq4nl: the 16 values an IQ4_NL / IQ4_XS nibble stands for. */

@@ -15,7 +15,7 @@ import jdk.incubator.vector.FloatVector;
  * Weights that are one int8 per element and one float scale per unit of elements, in row panels like F32's
  * ({@link PanelKernels}): Q8_0 (ggml block_q8_0: blocks of 32 elements, {@code [d: f16][qs: 32 x int8]},
  * element i = qs[i] * d; unit 32) and Q6_K (repacked by {@link Q6KBlocks} into {@code q6 - 32} per element and
- * {@code d * scale} per 16 elements; unit 16), and likewise Q5_0, IQ4_NL and IQ4_XS (unit 32), repacked by
+ * {@code d * scale} per 16 elements; unit 16), and likewise IQ4_NL and IQ4_XS (unit 32), repacked by
  * {@link Int8Blocks}. Repacked at load from {@link PackedBlocks} into one byte array, in
  * panels of H = 2P rows (PanelMatrix), per panel and unit: the quants of H rows column after column,
  * {@code [unit][H]} bytes, then their H scales as little-endian floats. Lanes are rows.
@@ -35,7 +35,7 @@ import jdk.incubator.vector.FloatVector;
  */
 final class Int8PanelMatrix extends PanelMatrix {
     private final GgmlType type;
-    /** Elements per scale: 32 (Q8_0, Q5_0, IQ4_NL, IQ4_XS) or 16 (Q6_K); even. */
+    /** Elements per scale: 32 (Q8_0, IQ4_NL, IQ4_XS) or 16 (Q6_K); even. */
     private final int unit;
 
     /** Units per row (called blocks below). */
@@ -70,11 +70,6 @@ final class Int8PanelMatrix extends PanelMatrix {
     /** Q6_K: {@code packed} as {@link Q6KBlocks#repack} gives it. */
     static Int8PanelMatrix q6_K(String name, int rows, int cols, PackedBlocks packed) {
         return new Int8PanelMatrix(name, rows, cols, GgmlType.Q6_K, 16, packed);
-    }
-
-    /** Q5_0: {@code packed} as {@link Int8Blocks#q5_0} gives it. */
-    static Int8PanelMatrix q5_0(String name, int rows, int cols, PackedBlocks packed) {
-        return new Int8PanelMatrix(name, rows, cols, GgmlType.Q5_0, 32, packed);
     }
 
     /** IQ4_NL: {@code packed} as {@link Int8Blocks#iq4_nl} gives it. */

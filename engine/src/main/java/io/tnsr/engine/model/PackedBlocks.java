@@ -20,7 +20,7 @@ import java.util.Objects;
  * <li>Q6_K: each element's 6-bit value minus 32 as one int8, in element order; per 16-element group g,
  * {@code scales[g]} = d * scales_int8[g] ({@link Q6KBlocks#repack});</li>
  * <li>Q5_0, IQ4_NL, IQ4_XS: likewise one int8 per element and one float per 32 elements, the scale as ggml's
- * dequantizer computes it ({@link Int8Blocks});</li>
+ * dequantizer computes it ({@link Int8Blocks}); {@link Q5_0Matrix} then keeps Q5_0's as 4 bits and a bit plane;</li>
  * <li>Q4_1: the 16 bytes of nibbles of each block as they are, {@code scales[b]} = d, {@code mins[b]} = -m
  * ({@link Q4KMatrix#repackQ4_1});</li>
  * <li>Q5_K: per super-block its eight 6-bit sc and eight m as bytes, then each element's 5-bit q minus 16 as one
@@ -38,7 +38,7 @@ import java.util.Objects;
  * whose 6-bit scales cost ~10 scalar operations each to unpack, gain more. llama.cpp repacks Q4_0 for its
  * AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap, not in the page cache, and
  * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 152 (144), Q6_K 320 (210),
- * Q5_0 288 (176), IQ4_NL 288 (144), IQ4_XS 288 (136), Q3_K 168 (110), Q4_1 192 (160), Q5_K 280 (176), Q2_K 88 (84),
+ * Q5_0 192 (176), IQ4_NL 288 (144), IQ4_XS 288 (136), Q3_K 168 (110), Q4_1 192 (160), Q5_K 280 (176), Q2_K 88 (84),
  * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors
  * (the stage launcher sizes it from the file).
  *

@@ -219,9 +219,10 @@ final class Q4_0Matrix extends PanelMatrix {
      * from token t0 of an n-token call (column c's activations at {@code x[xo + c * WIDE + j]}, as integers; token u's
      * scale of block b at {@code xs[u * blocks + b]}): per block (the chunk's first is block {@code b0}, its row scales
      * from {@code d[so..]}, the next P floats on), the 24 integer sums in registers, then folded into the totals at
-     * {@code tot[to + j * P + i]} (row i, token j; twelve tokens' room, lanes past the call's tokens included).
+     * {@code tot[to + j * P + i]} (row i, token j; twelve tokens' room, lanes past the call's tokens included). Also
+     * Q5_0's, whose sums reach 32 * 16 * 127: exact in a float all the same.
      */
-    private static void k2x12f(float[] w, float[] d, int so, int width, float[] x, int xo, float[] xs, int blocks,
+    static void k2x12f(float[] w, float[] d, int so, int width, float[] x, int xo, float[] xs, int blocks,
                                int b0, int t0, int n, float[] tot, int to) {
         int last = n - 1; // lanes past the call's tokens repeat the last one, scale included
         for (int u0 = 0, b = b0; u0 < width; u0 += QK, b++, so += P) {

@@ -10,10 +10,11 @@ import java.nio.ByteBuffer;
  * A weight matrix of {@code rows x cols}, row-major, a ggml tensor of dims {@code [cols, rows]}. F16 is read in
  * place from the memory-mapped GGUF file ({@link F16Matrix}, 4-row tiles); every other type is repacked at load into
  * row panels on the heap (lanes are rows): F32 ({@link PanelKernels}), BF16 at 16 bits ({@link BF16Matrix}), the types
- * of one small integer per element and a float scale per 16 or 32 elements, Q8_0, Q6_K, Q5_0, IQ4_NL and IQ4_XS, as
+ * of one small integer per element and a float scale per 16 or 32 elements, Q8_0, Q6_K, IQ4_NL and IQ4_XS, as
  * int8 ({@link Int8PanelMatrix}, via {@link Q6KBlocks} and {@link Int8Blocks}; IQ4_NL and IQ4_XS as their 4-bit
  * indices where a table lookup is cheap, {@link Iq4PanelMatrix}), the 4-bit Q4_0, Q4_1 and Q4_K
- * ({@link Q4_0Matrix}, {@link Q4KMatrix}), Q5_K ({@link Q5KMatrix}), Q2_K and Q3_K ({@link Q2KMatrix}). One final subclass
+ * ({@link Q4_0Matrix}, {@link Q4KMatrix}), Q5_0 as 4 bits and a bit plane ({@link Q5_0Matrix}), Q5_K
+ * ({@link Q5KMatrix}), Q2_K and Q3_K ({@link Q2KMatrix}). One final subclass
  * per layout; each widens its own weights in registers,
  * never into a dequantized copy of the matrix.
  *
@@ -22,16 +23,16 @@ import java.nio.ByteBuffer;
  * micro-batch of sequences) each weight loaded serves several tokens. For every token the products are summed
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
  * type's (F32 and BF16: one FMA chain over the columns in order, lanes being rows; the int8 types: the same per unit
- * of 16 or 32 elements, then the unit's scale; Q4_0, Q4_1, Q4_K, Q5_K, Q2_K and Q3_K: an exact integer sum per block
- * against 8-bit activations, then the scales and, but for Q4_0, a min term; F16: FMA chains over L-lane column
+ * of 16 or 32 elements, then the unit's scale; Q4_0, Q5_0, Q4_1, Q4_K, Q5_K, Q2_K and Q3_K: an exact integer sum per
+ * block against 8-bit activations, then the scales and, but for Q4_0 and Q5_0, a min term; F16: FMA chains over L-lane column
  * chunks, then a lane reduction in lane order, see {@link TileKernels}), and every kernel of the type follows it.
  *
  * <p>Performance caveat (JDK 17): a kernel inlined into a large caller (a whole layer's forward) can push C2 past
  * its node budget ({@code NodeCountInliningCutoff}); the Vector API calls it then leaves out of line return boxed
  * vectors, megabytes per token. The launchers and tests run with
  * {@code -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec} (and {@code ::matmulTokens}, and
- * {@code ::subSums}, the integer pass of the batched kernels of Q5_K, Q2_K, Q3_K and, four tokens at a time, Q4_0 and
- * Q4_K) so that each type's kernels compile as units of their own (without it, Q8_0 decode ran a third slower and
+ * {@code ::subSums}, the integer pass of the batched kernels of Q5_0, Q5_K, Q2_K, Q3_K and, four tokens at a time, Q4_0
+ * and Q4_K) so that each type's kernels compile as units of their own (without it, Q8_0 decode ran a third slower and
  * allocated 42 MB per token). engine-bench's B/tok column and the perf gate's allocation metrics show when a kernel boxes.
  */
 public abstract class WeightMatrix {
@@ -123,8 +124,8 @@ public abstract class WeightMatrix {
                     () -> new Q4KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case Q6_K -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 16),
                     () -> Int8PanelMatrix.q6_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
-            case Q5_0 -> repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
-                    () -> Int8PanelMatrix.q5_0(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q5_0 -> repacked(file, t, Q5_0Matrix.heapBytes(rows, cols),
+                    () -> new Q5_0Matrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case IQ4_NL, IQ4_XS -> Iq4PanelMatrix.AVAILABLE // 4-bit indices where the lookup is cheap, else int8
                     ? repacked(file, t, Iq4PanelMatrix.heapBytes(rows, cols), () -> new Iq4PanelMatrix(name, rows,
                             checkBlocks(file, t, cols), t.type(), PackedBlocks.unpack(file, t, data)))
@@ -162,8 +163,8 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_0 1.64, Q5_K 1.59, Q3_K 1.53, Q6_K 1.52, Q4_1 1.2,
-     * Q4_0 1.11, Q4_K 1.06, Q8_0 1.06, F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0),
+     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_K 1.59, Q3_K 1.53, Q6_K 1.52, Q4_1 1.2,
+     * Q4_0 1.11, Q5_0 1.09, Q4_K 1.06, Q8_0 1.06, F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0),
      * with room to spare.
      */
     public static final double HEAP_PER_FILE_BYTE = 2.5;
@@ -181,7 +182,7 @@ public abstract class WeightMatrix {
             case Q4_1 -> 1.21;
             case Q4_K -> 1.07;
             case Q6_K -> 1.53;
-            case Q5_0 -> 1.65;
+            case Q5_0 -> 1.10;
             case Q5_K -> 1.60;
             case IQ4_NL -> 2.01;
             case IQ4_XS -> 2.13;

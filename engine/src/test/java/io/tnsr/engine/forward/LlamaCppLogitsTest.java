@@ -41,9 +41,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  *
  * <p>Quantized files: both sides use the same weights, but llama.cpp multiplies each quantized matrix with its
  * activations rounded to 8 bits (Q8_0 blocks of 32 for Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL; Q8_K blocks of 256 for the
- * K-quants and IQ4_XS) or, for BF16 weights, to BF16, where the engine uses float activations (Q8_0, Q6_K, Q5_0,
- * IQ4_NL, IQ4_XS, BF16, F16) or its own 8-bit activations per 32 (Q4_0, Q4_1, Q4_K, Q5_K, Q3_K, Q2_K:
- * {@code Int8Activations}; for Q4_0 the same rounding as llama.cpp's; for the K-quants another block than its 256, so
+ * K-quants and IQ4_XS) or, for BF16 weights, to BF16, where the engine uses float activations (Q8_0, Q6_K,
+ * IQ4_NL, IQ4_XS, BF16, F16) or its own 8-bit activations per 32 (Q4_0, Q5_0, Q4_1, Q4_K, Q5_K, Q3_K, Q2_K:
+ * {@code Int8Activations}; for Q4_0 and Q5_0 the same rounding as llama.cpp's; for the K-quants another block than its 256, so
  * both roundings add: Q3_K_M and Q2_K differ by 0.017 and 0.023 against 0.016 when Q3_K had float activations). So the difference to expect is the effect A of rounding the activations, and it is bounded from
  * the same model's goldens: llama.cpp's Q8_0 file rounds both weights and activations to 8 bits per 32 and differs
  * from its F32 file by E(Q8_0) = rms(Q8_0 - F32) / rms(F32) = 0.0165 = sqrt(W^2 + A^2) (independent errors), so

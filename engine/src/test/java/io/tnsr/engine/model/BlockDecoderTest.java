@@ -32,7 +32,7 @@ class BlockDecoderTest {
             case Q4_0 -> new Q4_0Matrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case Q4_K -> new Q4KMatrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
             case Q6_K -> Int8PanelMatrix.q6_K("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
-            case Q5_0 -> Int8PanelMatrix.q5_0("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
+            case Q5_0 -> new Q5_0Matrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case IQ4_NL -> Int8PanelMatrix.iq4_nl("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case IQ4_XS -> Int8PanelMatrix.iq4_xs("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
             case Q3_K -> Q2KMatrix.q3_K("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
@@ -473,19 +473,19 @@ class BlockDecoderTest {
             for (int tok = 0; tok < n; tok++) {
                 double dot = 0;
                 double mag = 0;
-                // Q4_0, Q4_K and Q3_K round x to 8 bits per block of 32, at most half a step (amax / 254) each, and
-                // multiply the rounded x by (q - 8) * scale: |ref| for Q4_0, at most 8 * scale for Q4_K, 5 * scale for
+                // Q4_0, Q5_0, Q4_K and Q3_K round x to 8 bits per block of 32, at most half a step (amax / 254) each,
+                // and multiply the rounded x by (q - 8) * scale: |ref| for Q4_0 and Q5_0, at most 8 * scale for Q4_K, 5 * scale for
                 // Q3_K (taken as q3 + 4 less 2; their mins are applied to the sum of x itself)
                 double rounding = 0;
                 for (int c = 0; c < cols; c++) {
                     dot += (double) ref[c] * x[tok * cols + c];
                     mag += Math.abs((double) ref[c] * x[tok * cols + c]);
-                    if (t == GgmlType.Q4_0 || t == GgmlType.Q4_K || t == GgmlType.Q3_K) {
+                    if (t == GgmlType.Q4_0 || t == GgmlType.Q5_0 || t == GgmlType.Q4_K || t == GgmlType.Q3_K) {
                         double amax = 0;
                         for (int k = c / 32 * 32; k < c / 32 * 32 + 32; k++) {
                             amax = Math.max(amax, Math.abs(x[tok * cols + k]));
                         }
-                        double weight = t == GgmlType.Q4_0 ? Math.abs(ref[c])
+                        double weight = t == GgmlType.Q4_0 || t == GgmlType.Q5_0 ? Math.abs(ref[c])
                                 : t == GgmlType.Q4_K ? 8 * Math.abs(q4kScales[row * (cols / 32) + c / 32])
                                 : 5 * Math.abs(q3k.scales()[(row * cols + c) / 256] * q3k.quants()[(row * cols + c) / 256 * 160 + c % 256 / 16]);
                         rounding += weight * amax / 254;

@@ -19,9 +19,10 @@ import org.junit.jupiter.params.provider.CsvSource;
  * scalar reference of the type's documented order, bit for bit, for one token and for any number of tokens; rows past the last whole
  * panel and tokens past the last whole group are computed and stored like the others, and nothing outside the
  * output rows is written. The references: F32 and BF16 {@code acc = Math.fma(w[c], x[c], acc)} over the columns in
- * order; the int8 types (Q8_0, Q6_K, Q5_0, IQ4_NL, IQ4_XS) the same over each unit's quants ({@code q}, as
- * floats; 32 elements, 16 for Q6_K) into a unit sum, then {@code acc = Math.fma(usum, scale, acc)}; Q4_0 and Q4_K quantize x per block of 32
- * ({@code xq = rint(x * 127 / amax)}), sum {@code (q - 8) * xq} as integers and do
+ * order; the int8 types (Q8_0, Q6_K, IQ4_NL, IQ4_XS) the same over each unit's quants ({@code q}, as
+ * floats; 32 elements, 16 for Q6_K) into a unit sum, then {@code acc = Math.fma(usum, scale, acc)}; Q4_0, Q5_0 and Q4_K
+ * quantize x per block of 32 ({@code xq = rint(x * 127 / amax)}), sum {@code (q - 8) * xq} (Q5_0: {@code (q - 16) * xq})
+ * as integers and do
  * {@code acc = Math.fma((float) isum, scale * (amax / 127), acc)}; Q4_K then also
  * {@code acc = Math.fma(Math.fma(scale, 8, -min), sx, acc)} with sx the sum of x over the sub-block, in order.
  */
@@ -94,7 +95,7 @@ class PanelMatricesTest {
     }
 
     /**
-     * The int8 types as repacked: one int8 per element, one scale per unit (32: Q8_0, Q5_0, IQ4_NL, IQ4_XS;
+     * The int8 types as repacked: one int8 per element, one scale per unit (32: Q8_0, IQ4_NL, IQ4_XS;
      * 16: Q6_K).
      */
     private static Case int8(String type, int rows, int cols, SplittableRandom r) {
@@ -112,7 +113,6 @@ class PanelMatricesTest {
         WeightMatrix m = switch (type) {
             case "Q8_0" -> Int8PanelMatrix.q8_0("w", rows, cols, packed);
             case "Q6_K" -> Int8PanelMatrix.q6_K("w", rows, cols, packed);
-            case "Q5_0" -> Int8PanelMatrix.q5_0("w", rows, cols, packed);
             case "IQ4_NL" -> Int8PanelMatrix.iq4_nl("w", rows, cols, packed);
             default -> Int8PanelMatrix.iq4_xs("w", rows, cols, packed);
         };
@@ -226,6 +226,51 @@ class PanelMatricesTest {
         };
     }
 
+    private static Case q5_0(int rows, int cols, SplittableRandom r) {
+        byte[] v = new byte[rows * cols]; // q - 16 per element, as Int8Blocks.q5_0 gives them
+        float[] d = new float[rows * (cols / 32)];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = (byte) r.nextInt(-16, 16);
+        }
+        for (int i = 0; i < d.length; i++) {
+            d[i] = (float) (r.nextDouble() * 0.02);
+        }
+        return q5_0(rows, cols, v, d);
+    }
+
+    /** Q5_0: Q4_0's reference over the values {@code q - 16}. */
+    private static Case q5_0(int rows, int cols, byte[] v, float[] d) {
+        int blocks = cols / 32;
+        WeightMatrix m = new Q5_0Matrix("w", rows, cols, new PackedBlocks(v.clone(), d.clone()));
+        assertEquals(GgmlType.Q5_0, m.type());
+        return new Case() {
+            public WeightMatrix matrix() {
+                return m;
+            }
+
+            public float weight(int row, int col) {
+                return v[row * cols + col] * d[row * blocks + col / 32];
+            }
+
+            public float dot(int row, float[] x, int xo) {
+                float acc = 0f;
+                for (int b = 0; b < blocks; b++) {
+                    float amax = 0f;
+                    for (int c = b * 32; c < b * 32 + 32; c++) {
+                        amax = Math.max(amax, Math.abs(x[xo + c]));
+                    }
+                    float id = amax > 0f ? 127f / amax : 0f;
+                    int isum = 0;
+                    for (int c = b * 32; c < b * 32 + 32; c++) {
+                        isum += v[row * cols + c] * (int) Math.rint(x[xo + c] * id);
+                    }
+                    acc = Math.fma((float) isum, d[row * blocks + b] * (amax / 127f), acc);
+                }
+                return acc;
+            }
+        };
+    }
+
     /**
      * Q4_K as repacked: per super-block its 8 sc and 8 m (6 bits each), then 128 bytes of nibbles (sub-blocks 2p and
      * 2p + 1 in the low and high halves of 32 bytes); d and dmin per super-block, halves.
@@ -311,7 +356,11 @@ class PanelMatricesTest {
         "Q6_K, 1, 256",
         "Q6_K, P_2_5, 512",
         "Q6_K, P_5_3, 256",
-        "Q5_0, P_2_5, 96",
+        "Q5_0, 1, 32",        // one partial panel, one block
+        "Q5_0, 11, 96",
+        "Q5_0, P_2_5, 96",    // 2 whole panels and a partial one of 5 rows
+        "Q5_0, P_1_17, 64",   // a partial panel with high-nibble rows
+        "Q5_0, P_9_7, 608",   // a prefill widens whole panels in chunks of 256, 256 and 96 columns
         "IQ4_NL, 11, 64",
         "IQ4_XS, P_5_3, 256",
         "IQ4_NL nibbles, 11, 64",      // one partial panel
@@ -340,7 +389,8 @@ class PanelMatricesTest {
         Case k = switch (type) {
             case "F32" -> f32(rows, cols, r);
             case "BF16" -> bf16(rows, cols, r);
-            case "Q8_0", "Q6_K", "Q5_0", "IQ4_NL", "IQ4_XS" -> int8(type, rows, cols, r);
+            case "Q8_0", "Q6_K", "IQ4_NL", "IQ4_XS" -> int8(type, rows, cols, r);
+            case "Q5_0" -> q5_0(rows, cols, r);
             case "IQ4_NL nibbles", "IQ4_XS nibbles" -> iq4Nibbles(type, rows, cols, r);
             case "Q4_K" -> q4_K(rows, cols, r);
             default -> q4_0(rows, cols, r);
@@ -494,6 +544,37 @@ class PanelMatricesTest {
                 for (int i = 0; i < rows; i++) {
                     assertEquals(Float.floatToIntBits(k.dot(i, x, t * cols)), Float.floatToIntBits(out[t * rows + i]),
                             type + ", " + n + " tokens: token " + t + " row " + i + ": " + out[t * rows + i]);
+                }
+            }
+        }
+    }
+
+    /**
+     * Q5_0's sums at their extremes: rows [0, L) of each panel at one value, the rest at another, against activations
+     * all +127 or all -127. A row's block sums 32 * 16 * 127 = 65024 at -16 (past 16 bits: its two column parities
+     * are added as ints), and the partial sums of {@code q} (up to 31 * 127 per product) wrap on the way.
+     */
+    @ParameterizedTest
+    @CsvSource({"-16, -16, 1", "-16, -16, -1", "15, 15, 1", "15, 15, -1", "-16, 15, 1", "15, -16, -1", "0, -1, 1"})
+    void q5_0SumsAreExactAtTheirExtremes(int lowRows, int highRows, float sign) {
+        int rows = P + 3;
+        int cols = 512;
+        byte[] v = new byte[rows * cols];
+        for (int i = 0; i < rows; i++) {
+            Arrays.fill(v, i * cols, (i + 1) * cols, (byte) (i % P < P / 2 ? lowRows : highRows));
+        }
+        float[] scales = new float[rows * (cols / 32)];
+        Arrays.fill(scales, 0.5f);
+        Case k = q5_0(rows, cols, v, scales);
+        float[] x = new float[37 * cols];
+        Arrays.fill(x, sign);
+        for (int n : new int[] {1, 2, 3, 4, 37}) { // 37: the widened path's float sums
+            float[] out = new float[n * rows];
+            k.matrix().matmul(x, 0, n, out, 0);
+            for (int t = 0; t < n; t++) {
+                for (int i = 0; i < rows; i++) {
+                    assertEquals(Float.floatToIntBits(k.dot(i, x, t * cols)), Float.floatToIntBits(out[t * rows + i]),
+                            "Q5_0, " + n + " tokens: token " + t + " row " + i + ": " + out[t * rows + i]);
                 }
             }
         }
