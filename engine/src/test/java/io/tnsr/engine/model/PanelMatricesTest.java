@@ -11,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.function.IntBinaryOperator;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -180,6 +181,28 @@ class PanelMatricesTest {
         };
     }
 
+    /**
+     * Q4_0's and Q5_0's order: per block of 32, x rounded to {@code xq = rint(x * 127 / amax)}, the integer sum of
+     * {@code q(row, c) * xq}, then {@code acc = fma((float) isum, scale * (amax / 127), acc)} over the blocks in order.
+     */
+    private static float int8ActivationsDot(int cols, IntBinaryOperator q, float[] d, int row, float[] x, int xo) {
+        int blocks = cols / 32;
+        float acc = 0f;
+        for (int b = 0; b < blocks; b++) {
+            float amax = 0f;
+            for (int c = b * 32; c < b * 32 + 32; c++) {
+                amax = Math.max(amax, Math.abs(x[xo + c]));
+            }
+            float id = amax > 0f ? 127f / amax : 0f;
+            int isum = 0;
+            for (int c = b * 32; c < b * 32 + 32; c++) {
+                isum += q.applyAsInt(row, c) * (int) Math.rint(x[xo + c] * id);
+            }
+            acc = Math.fma((float) isum, d[row * blocks + b] * (amax / 127f), acc);
+        }
+        return acc;
+    }
+
     private static Case q4_0(int rows, int cols, SplittableRandom r) {
         byte[] packed = new byte[rows * cols / 2]; // block k's 16 bytes: element i low nibble, 16 + i high
         float[] d = new float[rows * (cols / 32)];
@@ -208,20 +231,7 @@ class PanelMatricesTest {
             }
 
             public float dot(int row, float[] x, int xo) {
-                float acc = 0f;
-                for (int b = 0; b < blocks; b++) {
-                    float amax = 0f;
-                    for (int c = b * 32; c < b * 32 + 32; c++) {
-                        amax = Math.max(amax, Math.abs(x[xo + c]));
-                    }
-                    float id = amax > 0f ? 127f / amax : 0f;
-                    int isum = 0;
-                    for (int c = b * 32; c < b * 32 + 32; c++) {
-                        isum += q(row, c) * (int) Math.rint(x[xo + c] * id);
-                    }
-                    acc = Math.fma((float) isum, d[row * blocks + b] * (amax / 127f), acc);
-                }
-                return acc;
+                return int8ActivationsDot(cols, this::q, d, row, x, xo);
             }
         };
     }
@@ -253,20 +263,7 @@ class PanelMatricesTest {
             }
 
             public float dot(int row, float[] x, int xo) {
-                float acc = 0f;
-                for (int b = 0; b < blocks; b++) {
-                    float amax = 0f;
-                    for (int c = b * 32; c < b * 32 + 32; c++) {
-                        amax = Math.max(amax, Math.abs(x[xo + c]));
-                    }
-                    float id = amax > 0f ? 127f / amax : 0f;
-                    int isum = 0;
-                    for (int c = b * 32; c < b * 32 + 32; c++) {
-                        isum += v[row * cols + c] * (int) Math.rint(x[xo + c] * id);
-                    }
-                    acc = Math.fma((float) isum, d[row * blocks + b] * (amax / 127f), acc);
-                }
-                return acc;
+                return int8ActivationsDot(cols, (r, c) -> v[r * cols + c], d, row, x, xo);
             }
         };
     }
