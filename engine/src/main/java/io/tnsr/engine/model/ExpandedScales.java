@@ -1,10 +1,13 @@
 package io.tnsr.engine.model;
 
 import static io.tnsr.engine.model.PanelKernels.P;
+import static io.tnsr.engine.model.TileKernels.L;
+
+import jdk.incubator.vector.IntVector;
 
 /**
  * One panel's scales and negated mins as floats, {@code [units][P]} each, for the batched kernels of a matrix that
- * keeps them as bytes (Q4_K, Q5_K, Q2_K, Q3_K; {@link ScaleMinTotals#expand}): made when a group of tokens reaches a
+ * keeps them as bytes (Q4_K, Q5_K, Q2_K, Q3_K; {@link ScaleMinTotals#expand}) or halves (Q4_1): made when a group of tokens reaches a
  * panel, kept while the next group is of the same panel. Scratch of one matrix view, made on first use.
  */
 final class ExpandedScales {
@@ -25,15 +28,33 @@ final class ExpandedScales {
         this.subs = subs;
     }
 
+    /** Panel p's, from Q4_1's halves {@code dm} ({@code [panels][units][P]}, {@link Q4KMatrix#scales}). */
+    void ofHalves(int[] dm, int p) {
+        if (panel == p) {
+            return;
+        }
+        allocate();
+        for (int i = 0, at = p * units * P; i < units * P; i += L) {
+            IntVector v = IntVector.fromArray(Blocks.I, dm, at + i);
+            Q4KMatrix.scales(v).intoArray(scales, i);
+            Q4KMatrix.mins(v).intoArray(mins, i);
+        }
+        panel = p;
+    }
+
+    private void allocate() {
+        if (scales == null) {
+            scales = new float[units * P];
+            mins = new float[units * P];
+        }
+    }
+
     /** Panel p's, from the matrix's scale bytes sm and its d and -dmin dd ({@link ScaleMinTotals#putSuperBlock}). */
     void of(byte[] sm, float[] dd, int p) {
         if (panel == p) {
             return;
         }
-        if (scales == null) {
-            scales = new float[units * P];
-            mins = new float[units * P];
-        }
+        allocate();
         ScaleMinTotals.expand(sm, dd, p * units * 2 * P, p * (units / subs) * 2 * P, units, subs, scales, mins);
         panel = p;
     }

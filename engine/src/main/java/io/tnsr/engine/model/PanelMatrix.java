@@ -210,8 +210,8 @@ abstract class PanelMatrix extends WeightMatrix {
      * a race between compiler threads whether C2 inlined the kernel there (Q4_0's, at 298 bytecodes, may be inlined;
      * a kernel compiled on its own first is too big to be), and a model of several types would make the call
      * polymorphic. A kernel called once per panel from code that is not its own loop read some 20% slower (Q4_0
-     * 768 x 768, one token) in about half the JVMs. The launchers' compile commands inline Q4_0's, Q4_K's and Q5_K's
-     * kernels into their loops ({@code tools/lib/vector-helpers.compile}); the int8 panels' and Q2_K's stay calls.
+     * 768 x 768, one token) in about half the JVMs. The launchers' compile commands inline Q4_0's, Q5_0's, Q4_K's, Q4_1's
+     * and Q5_K's kernels into their loops ({@code tools/lib/vector-helpers.compile}); the int8 panels' and Q2_K's stay calls.
      */
     protected abstract void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to);
 

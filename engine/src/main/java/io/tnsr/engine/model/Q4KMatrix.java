@@ -10,13 +10,17 @@ import static io.tnsr.engine.model.Int8Activations.xpair;
 import static io.tnsr.engine.model.PanelKernels.P;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
+import static jdk.incubator.vector.VectorOperators.ASHR;
 import static jdk.incubator.vector.VectorOperators.B2I;
 import static jdk.incubator.vector.VectorOperators.I2F;
+import static jdk.incubator.vector.VectorOperators.LSHL;
 
 import io.tnsr.engine.gguf.GgmlType;
+import io.tnsr.engine.kernels.Float16;
 import java.nio.ByteBuffer;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -51,8 +55,11 @@ import jdk.incubator.vector.VectorSpecies;
  * <p>Also Q4_1 (ggml block_q4_1: blocks of 32 elements, 20 bytes, {@code [d: f16][m: f16][qs: 16 bytes]}, element
  * i &lt; 16 = (qs[i] &amp; 0xF) * d + m, element 16 + i = (qs[i] &gt;&gt; 4) * d + m): a block is one such sub-block
  * with scale d and min -m ({@link #repackQ4_1}), computed the same way, with 8-bit activations as llama.cpp's
- * q4_1 x q8_1 dot product. Its scales and mins are any halves, so they stay floats per sub-block
- * ({@code [units][P]} per panel each), read by a one-token kernel of their own ({@link #m1Floats}).
+ * q4_1 x q8_1 dot product. Its scales and minus its mins are any halves, so they stay halves, both of a row's
+ * sub-block in one int ({@code [units][P]} per panel), widened to floats in the kernels with integer operations
+ * ({@link #scales}, {@link #mins}; the Vector API converts no halves on JDK 17): 5 bits a weight, the file's, where
+ * floats took 6 (a one-token call streams its panels from memory). Widening assumes finite halves, so a block whose d
+ * or m is inf or NaN is refused at load. One-token kernel {@link #m1Halves}.
  */
 final class Q4KMatrix extends PanelMatrix {
     private static final int QK = 256;
@@ -75,21 +82,19 @@ final class Q4KMatrix extends PanelMatrix {
     private final byte[] sm;
     /** Q4_K: [panels][units / 8][2][P], row r's d of super-block k at (r / P) * units / 8 * 2P + k * 2P + r % P, -dmin P on. */
     private final float[] dd;
-    /** Q4_1: [panels][units][P], the scale of row r's sub-block b at (r / P) * units * P + b * P + r % P; Q4_K: null. */
-    private final float[] s;
-    /** Q4_1: [panels][units][P], minus the min of row r's sub-block b, laid out as {@link #s}; Q4_K: null. */
-    private final float[] mneg;
+    /**
+     * Q4_1: [panels][units][P], row r's sub-block b at (r / P) * units * P + b * P + r % P: the half bits of its scale
+     * d in the low 16 bits, of minus its min (ggml's m) in the high 16; Q4_K: null.
+     */
+    private final int[] dm;
     /** [n][units]: each token's sums of x over each sub-block, for the call in progress; grown on demand. */
     private float[] sx = new float[0];
     /** The activations of the call in progress, quantized. */
     private final Int8Activations acts = new Int8Activations(HALVES);
     /** [units][TOKENS][P]: the integer sub-block sums of {@link #k2x2} ([units][2][P]) and {@link #k4x2}, as floats. */
     private final float[] sums;
-    /** Q4_K: the scales and mins of the panel in progress as floats, for the batched kernels; Q4_1: null. */
+    /** The scales and negated mins of the panel in progress as floats, for the batched kernels. */
     private final ExpandedScales expanded;
-    /** The batched kernels' scales and negated mins: Q4_K's {@link #expanded}, Q4_1's own {@link #s} and {@link #mneg}. */
-    private float[] ps;
-    private float[] pm;
 
     Q4KMatrix(String name, int rows, int cols, PackedBlocks packed) {
         this(name, rows, cols, GgmlType.Q4_K, packed);
@@ -119,10 +124,9 @@ final class Q4KMatrix extends PanelMatrix {
         // B.length() bytes to spare: m1 loads B bytes where it converts L (more than L only with 128-bit vectors)
         this.sm = q4_1 ? null : new byte[arrayLength(name, rows, cols, (long) panels * units * 2 * P + B.length())];
         this.dd = q4_1 ? null : new float[arrayLength(name, rows, cols, (long) panels * supers * 2 * P)];
-        this.s = q4_1 ? new float[arrayLength(name, rows, cols, (long) panels * units * P)] : null;
-        this.mneg = q4_1 ? new float[s.length] : null;
+        this.dm = q4_1 ? new int[arrayLength(name, rows, cols, (long) panels * units * P)] : null;
         this.sums = new float[units * TOKENS * P];
-        this.expanded = sm == null ? null : new ExpandedScales(units, SUBS);
+        this.expanded = new ExpandedScales(units, SUBS);
         // Q4_K: row r's super-block k at (r * supers + k) * PACKED, its element e in byte 16 + (e / 64) * 32 + e % 32,
         // low nibble when (e / 32) is even; Q4_1: row r's nibbles at r * cols / 2, element c in byte (c / 32) * 16 +
         // c % 16, low nibble when c % 32 < 16.
@@ -136,10 +140,10 @@ final class Q4KMatrix extends PanelMatrix {
                 Q4_0Matrix.putNibble(HALVES, q, cols, r, c, low ? b & 0xF : (b >> 4) & 0xF);
             }
             if (q4_1) {
-                int sbase = (r / P) * units * P + r % P;
+                int base = (r / P) * units * P + r % P;
                 for (int u = 0; u < units; u++) {
-                    s[sbase + u * P] = packed.scales()[r * units + u];
-                    mneg[sbase + u * P] = -packed.mins()[r * units + u];
+                    dm[base + u * P] = finiteHalf(name, r, u, "d", packed.scales()[r * units + u]) & 0xFFFF
+                            | finiteHalf(name, r, u, "m", -packed.mins()[r * units + u]) << 16;
                 }
                 continue;
             }
@@ -151,6 +155,22 @@ final class Q4KMatrix extends PanelMatrix {
         }
     }
 
+    /**
+     * The half {@code v} came from ({@link #repackQ4_1} widened it), when finite; a clear error naming the block
+     * otherwise.
+     */
+    private static short finiteHalf(String name, int row, int block, String what, float v) {
+        if (!Float.isFinite(v)) {
+            throw new IllegalArgumentException(name + ": Q4_1 block " + block + " of row " + row + " has " + what
+                    + " = " + v + "; only finite scales and mins are supported");
+        }
+        short h = Float16.fromFloat(v);
+        if (Float16.toFloat(h) != v) {
+            throw new IllegalStateException(name + ": " + v + " is not a half"); // repackQ4_1 gives halves only
+        }
+        return h;
+    }
+
     /** Heap bytes a rows x cols Q4_K matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytes(long rows, long cols) {
         return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) + 2 * (cols / QK) * Float.BYTES);
@@ -158,7 +178,22 @@ final class Q4KMatrix extends PanelMatrix {
 
     /** Heap bytes a rows x cols Q4_1 matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytesQ4_1(long rows, long cols) {
-        return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) * Float.BYTES);
+        return paddedRows(rows) * (cols / 2 + (cols / SUB) * Integer.BYTES);
+    }
+
+    /**
+     * Q4_1's scales: the halves in the low 16 bits of {@code v}'s lanes, finite, as floats. Moved up so that the sign
+     * lands in bit 31 and exponent and mantissa in a float's low exponent and high mantissa bits, the sign copies in
+     * between cleared, and scaled by 2^112 (exact, subnormal halves included): half e, m becomes
+     * 2^(e - 15) * (1 + m / 1024), as {@link F16Matrix}'s finite halves.
+     */
+    static FloatVector scales(IntVector v) {
+        return v.lanewise(LSHL, 16).lanewise(ASHR, 3).and(0x8FFFE000).reinterpretAsFloats().mul(0x1p112f);
+    }
+
+    /** Q4_1's negated mins: the halves in the high 16 bits of {@code v}'s lanes, as {@link #scales}. */
+    static FloatVector mins(IntVector v) {
+        return v.lanewise(ASHR, 3).and(0x8FFFE000).reinterpretAsFloats().mul(0x1p112f);
     }
 
     /** A view: {@code shared}'s weights, scratch of its own. */
@@ -169,10 +204,9 @@ final class Q4KMatrix extends PanelMatrix {
         this.q = shared.q;
         this.sm = shared.sm;
         this.dd = shared.dd;
-        this.s = shared.s;
-        this.mneg = shared.mneg;
+        this.dm = shared.dm;
         this.sums = new float[units * TOKENS * P];
-        this.expanded = sm == null ? null : new ExpandedScales(units, SUBS);
+        this.expanded = new ExpandedScales(units, SUBS);
     }
 
     @Override
@@ -270,7 +304,7 @@ final class Q4KMatrix extends PanelMatrix {
         int[] xoff = acts.offsets();
         if (sm == null) { // Q4_1
             for (int p = from; p < to; p++) {
-                m1Floats(q, s, mneg, p * cols * L, p * units * P, units, xq, xs, xoff, sx, out, oo + p * P);
+                m1Halves(q, dm, p * cols * L, p * units * P, units, xq, xs, xoff, sx, out, oo + p * P);
             }
             return;
         }
@@ -325,10 +359,10 @@ final class Q4KMatrix extends PanelMatrix {
     }
 
     /**
-     * Q4_1's {@link #m1}: the scales and negated mins read as floats per sub-block (from {@code so}), the rest the
-     * same.
+     * Q4_1's {@link #m1}: the scales and negated mins widened from their halves per sub-block (from {@code so}), the
+     * rest the same.
      */
-    private static void m1Floats(byte[] q, float[] s, float[] mneg, int qo, int so, int units, int[] xq, float[] xs,
+    private static void m1Halves(byte[] q, int[] dm, int qo, int so, int units, int[] xq, float[] xs,
                                  int[] xo, float[] sx, float[] out, int oo) {
         FloatVector a0 = FloatVector.zero(F), a1 = a0;
         for (int b = 0; b < units; b++) {
@@ -346,12 +380,20 @@ final class Q4KMatrix extends PanelMatrix {
             int sb = so + b * P;
             FloatVector xsv = FloatVector.broadcast(F, xs[b]);
             FloatVector sxv = FloatVector.broadcast(F, sx[b]);
-            FloatVector d0 = FloatVector.fromArray(F, s, sb);
-            FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
-            a0 = rowSums(s0).fma(d0.mul(xsv), a0);
-            a1 = rowSums(s1).fma(d1.mul(xsv), a1);
-            a0 = d0.fma(EIGHT, FloatVector.fromArray(F, mneg, sb)).fma(sxv, a0);
-            a1 = d1.fma(EIGHT, FloatVector.fromArray(F, mneg, sb + L)).fma(sxv, a1);
+            // the rows' d and -m as floats (scales and mins, written out: this method is past C2's node count for
+            // inlining helpers, as m1 is, and a helper left out of line would box its vector)
+            IntVector v0 = IntVector.fromArray(I, dm, sb);
+            IntVector v1 = IntVector.fromArray(I, dm, sb + L);
+            FloatVector d0 = v0.lanewise(LSHL, 16).lanewise(ASHR, 3).and(0x8FFFE000).reinterpretAsFloats().mul(0x1p112f);
+            FloatVector d1 = v1.lanewise(LSHL, 16).lanewise(ASHR, 3).and(0x8FFFE000).reinterpretAsFloats().mul(0x1p112f);
+            FloatVector m0 = v0.lanewise(ASHR, 3).and(0x8FFFE000).reinterpretAsFloats().mul(0x1p112f);
+            FloatVector m1 = v1.lanewise(ASHR, 3).and(0x8FFFE000).reinterpretAsFloats().mul(0x1p112f);
+            IntVector r0 = s0.reinterpretAsInts(); // rowSums, written out too
+            IntVector r1 = s1.reinterpretAsInts();
+            a0 = ((FloatVector) r0.lanewise(LSHL, 16).add(r0).lanewise(ASHR, 16).convert(I2F, 0)).fma(d0.mul(xsv), a0);
+            a1 = ((FloatVector) r1.lanewise(LSHL, 16).add(r1).lanewise(ASHR, 16).convert(I2F, 0)).fma(d1.mul(xsv), a1);
+            a0 = d0.fma(EIGHT, m0).fma(sxv, a0);
+            a1 = d1.fma(EIGHT, m1).fma(sxv, a1);
         }
         FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
         FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
@@ -374,24 +416,18 @@ final class Q4KMatrix extends PanelMatrix {
     private void k4x2(int p, int t0, int valid, float[] out, int oo, int os) {
         Q4_0Matrix.subSums(q, p * cols * L, units, acts.pairs(), acts.offsets(), t0, t0 + 1, t0 + 2, t0 + valid - 1,
                 cols / 2, sums);
-        int so = expand(p);
-        ScaleMinTotals.four(ps, pm, so, units, 8f, acts.scales(), units, 0, sx, t0, valid, sums, out, oo, os);
+        expand(p);
+        ScaleMinTotals.four(expanded.scales, expanded.mins, 0, units, 8f, acts.scales(), units, 0, sx, t0, valid, sums,
+                out, oo, os);
     }
 
-    /**
-     * Points {@link #ps} and {@link #pm} at panel p's scales and negated mins as floats for the batched kernels:
-     * Q4_K's made from their bytes ({@link #expanded}), Q4_1's where they are. Returns where the panel starts in them.
-     */
-    private int expand(int p) {
+    /** Makes panel p's scales and negated mins as floats in {@link #expanded}: Q4_K's from bytes, Q4_1's from halves. */
+    private void expand(int p) {
         if (sm == null) {
-            ps = s;
-            pm = mneg;
-            return p * units * P;
+            expanded.ofHalves(dm, p);
+        } else {
+            expanded.of(sm, dd, p);
         }
-        expanded.of(sm, dd, p);
-        ps = expanded.scales;
-        pm = expanded.mins;
-        return 0;
     }
 
     /**
@@ -401,9 +437,9 @@ final class Q4KMatrix extends PanelMatrix {
      * out of its node budget and boxed.
      */
     private void k2x2(int p, int t0, int valid, float[] out, int oo, int os) {
-        int so = expand(p);
-        float[] s = ps;
-        float[] mneg = pm;
+        expand(p);
+        float[] s = expanded.scales;
+        float[] mneg = expanded.mins;
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens: pairs at u<j> * cols / 2, sums and scales at u<j> * units
         Q4_0Matrix.blockSums(q, p * cols * L, units, acts.pairs(), acts.offsets(), u0 * (cols / 2), u1 * (cols / 2),
                 u0 * units, u1 * units, sums);
@@ -411,7 +447,7 @@ final class Q4KMatrix extends PanelMatrix {
         FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
         FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
         for (int b = 0; b < units; b++) {
-            int sb = so + b * P;
+            int sb = b * P;
             int ib = b * 2 * P; // the integer sums of sub-block b
             FloatVector d0 = FloatVector.fromArray(F, s, sb);
             FloatVector d1 = FloatVector.fromArray(F, s, sb + L);
@@ -436,13 +472,13 @@ final class Q4KMatrix extends PanelMatrix {
 
     @Override
     protected void decodeRow(int row, float[] dst, int off) {
-        int sbase = (row / P) * units * P + row % P;
+        int base = (row / P) * units * P + row % P;
         int dn = ScaleMinTotals.superAt(row, 0, units / SUBS);
         for (int c = 0; c < cols; c++) {
             int n = Q4_0Matrix.nibble(HALVES, q, cols, row, c) + 8; // q
             if (sm == null) {
-                int u = sbase + (c / SUB) * P;
-                dst[off + c] = n * s[u] + mneg[u]; // q * scale - min, as repacked
+                int v = dm[base + (c / SUB) * P];
+                dst[off + c] = n * Float16.toFloat(v & 0xFFFF) + Float16.toFloat(v >>> 16); // q * scale - min, as repacked
             } else {
                 int u = ScaleMinTotals.scaleAt(row, c / SUB, units);
                 int k = dn + c / QK * 2 * P;

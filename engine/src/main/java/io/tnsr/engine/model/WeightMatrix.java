@@ -150,7 +150,8 @@ public abstract class WeightMatrix {
 
     /**
      * {@code make} (a repack onto the heap: PackedBlocks, then panels), or, when the heap is too small for it, the
-     * clear error of {@link #heapTooSmall} with the panels' size, {@code heapBytes}.
+     * clear error of {@link #heapTooSmall} with the panels' size, {@code heapBytes}; blocks the panels cannot hold
+     * (a Q4_1 scale that is not finite) are refused naming the file.
      */
     private static WeightMatrix repacked(GgufFile file, GgufTensorInfo t, long heapBytes,
                                          java.util.function.Supplier<WeightMatrix> make) {
@@ -158,13 +159,15 @@ public abstract class WeightMatrix {
             return make.get();
         } catch (OutOfMemoryError e) {
             throw heapTooSmall(file, t, heapBytes, e);
+        } catch (IllegalArgumentException e) { // blocks the panels cannot hold, named by tensor, row and block
+            throw new GgufException(file.path(), e.getMessage(), e);
         }
     }
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_K 1.59, Q3_K 1.53, Q6_K 1.52, Q4_1 1.2,
-     * Q4_0 1.11, Q5_0 1.09, Q4_K 1.06, Q8_0 1.06, F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0),
+     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_K 1.59, Q3_K 1.53, Q6_K 1.52,
+     * Q4_0 1.11, Q5_0 1.09, Q4_K 1.06, Q8_0 1.06, Q4_1, F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0),
      * with room to spare.
      */
     public static final double HEAP_PER_FILE_BYTE = 2.5;
@@ -179,7 +182,7 @@ public abstract class WeightMatrix {
             case F32, BF16 -> 1.02;
             case Q8_0 -> 1.07;
             case Q4_0 -> 1.12;
-            case Q4_1 -> 1.21;
+            case Q4_1 -> 1.02;
             case Q4_K -> 1.07;
             case Q6_K -> 1.53;
             case Q5_0 -> 1.10;

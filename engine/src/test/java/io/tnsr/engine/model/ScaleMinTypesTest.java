@@ -1,6 +1,7 @@
 package io.tnsr.engine.model;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.tnsr.engine.gguf.GgmlType;
@@ -446,6 +447,63 @@ class ScaleMinTypesTest {
             System.out.printf(Locale.ROOT, "%-17s %-5s %d tensors, worst: relative rms error %.5f%n", file, type, checked, worst);
             assertTrue(checked > 0, "no " + type + " tensor in " + file);
         }
+    }
+
+    /**
+     * Q4_1 keeps its d and m as halves and widens them in the kernels: zero of either sign, the smallest subnormal,
+     * the largest subnormal, the smallest normal and the largest finite half give ggml's values, one token or many.
+     */
+    @Test
+    void q4_1ScalesAndMinsAtTheEdgesOfHalfPrecision() {
+        GgmlType t = GgmlType.Q4_1;
+        short[] edges = {0, (short) 0x8000, 1, (short) 0x8001, 0x03FF, (short) 0x83FF, 0x0400, (short) 0x8400, 0x3C00,
+            0x7BFF, (short) 0xFBFF};
+        int rows = PanelKernels.P + 5;
+        int cols = 128;
+        ByteBuffer b = randomBlocks(t, rows, cols, 5);
+        int k = 0;
+        for (int bb = 0; bb < b.capacity(); bb += t.blockBytes(), k++) {
+            b.putShort(bb, edges[k % edges.length]);
+            b.putShort(bb + 2, edges[(k / edges.length + 3 * k) % edges.length]);
+        }
+        WeightMatrix w = matrix(t, rows, cols, b);
+        float[] row = new float[cols];
+        for (int r = 0; r < rows; r++) {
+            w.readRow(r, row, 0);
+            float[] want = dequantize(t, b, r, cols);
+            for (int c = 0; c < cols; c++) {
+                assertEquals(Float.floatToIntBits(want[c]), Float.floatToIntBits(row[c]), "row " + r + " col " + c);
+            }
+        }
+        SplittableRandom rnd = new SplittableRandom(3);
+        float[] x = new float[5 * cols];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) rnd.nextGaussian();
+        }
+        for (int n : new int[] {1, 2, 5}) {
+            float[] out = new float[n * rows];
+            w.matmul(x, 0, n, out, 0);
+            for (int tok = 0; tok < n; tok++) {
+                for (int r = 0; r < rows; r++) {
+                    float ref = reference(t, b, r, cols, x, tok * cols);
+                    assertEquals(Float.floatToIntBits(ref), Float.floatToIntBits(out[tok * rows + r]),
+                            n + " tokens: token " + tok + " row " + r + ": " + out[tok * rows + r] + " vs " + ref);
+                }
+            }
+        }
+    }
+
+    /** A Q4_1 block whose d or m is inf or NaN is refused, naming the matrix, the row and the block. */
+    @ParameterizedTest
+    @CsvSource({"0, 7C00", "2, FE00", "0, FC00"})
+    void q4_1RefusesScalesThatAreNotFinite(int field, String bits) {
+        GgmlType t = GgmlType.Q4_1;
+        int cols = 96;
+        ByteBuffer b = randomBlocks(t, 3, cols, 11);
+        b.putShort(4 * t.blockBytes() + field, (short) Integer.parseInt(bits, 16)); // row 1, block 1
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> matrix(t, 3, cols, b));
+        assertTrue(e.getMessage().startsWith("w: Q4_1 block 1 of row 1 has " + (field == 0 ? "d" : "m") + " = "),
+                e.getMessage());
     }
 
     /** Each type's repacked blocks take what PackedBlocks.heapBytes says, within the launchers' bound per file byte. */
