@@ -11,9 +11,9 @@ import io.tnsr.engine.gguf.GgufFile;
 import io.tnsr.engine.kvcache.KvCachePool;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.synth.ModelSpec;
+import io.tnsr.engine.testing.ChildProcess;
 import io.tnsr.engine.testing.TestModels;
 import io.tnsr.engine.process.ChildJvm;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -71,15 +71,10 @@ class RangeWarmupTest {
         cmd.add("-Xmx512m");
         cmd.addAll(ChildJvm.classPath());
         cmd.addAll(List.of(WarmupAllocationProbe.class.getName(), model.toString()));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        try {
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();   // ends with the JVM
-            assertTrue(p.waitFor(120, TimeUnit.SECONDS), type + ": the probe JVM did not exit");
-            assertEquals(0, p.exitValue(), type + ": " + out);
-            assertTrue(out.endsWith("none boxed"), type + ": " + out);
-        } finally {
-            p.destroyForcibly();
-        }
+        ChildProcess probe = ChildProcess.run(type + "'s probe JVM", cmd, 120);
+        String out = probe.output().trim();
+        assertEquals(0, probe.exitCode(), type + ": " + out);
+        assertTrue(out.endsWith("none boxed"), type + ": " + out);
     }
 
     @Test

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.tnsr.engine.testing.ChildProcess;
 import io.tnsr.engine.testing.Prerequisites;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
@@ -12,7 +13,6 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -41,11 +41,9 @@ class TaskProgressTest {
     }
 
     private static String run(List<String> cmd) throws Exception {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        byte[] out = p.getInputStream().readAllBytes();
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "ended");
-        assertEquals(0, p.exitValue(), new String(out, StandardCharsets.UTF_8));
-        return new String(out, StandardCharsets.UTF_8);
+        ChildProcess p = ChildProcess.run("the child JVM", cmd, 60);
+        assertEquals(0, p.exitCode(), p.output());
+        return p.output();
     }
 
     @Test
