@@ -581,6 +581,29 @@ public final class LayerRange implements AutoCloseable {
         return rows;
     }
 
+    /**
+     * Every matmul's choices of whether to touch its panels first (one token: read ahead), the classifier's too, set
+     * to the mode given, their probes going on ({@link RowParts#useTouch}): the warm-up sets each mode in turn.
+     */
+    void useTouch(boolean touch) {
+        for (RowParts p : parts) {
+            p.useTouch(touch);
+        }
+        if (classifierParts != null) {
+            classifierParts.useTouch(touch);
+        }
+    }
+
+    /** Every matmul's choices timed again from the start, each in the mode it starts in. */
+    void restartTouch() {
+        for (RowParts p : parts) {
+            p.restartTouch();
+        }
+        if (classifierParts != null) {
+            classifierParts.restartTouch();
+        }
+    }
+
     /** Frees the KV cache of a finished sequence. */
     public void endSequence(int seqId) {
         cache.release(seqId);

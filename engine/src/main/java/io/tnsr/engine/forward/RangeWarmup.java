@@ -30,13 +30,19 @@ import java.util.Arrays;
  * trap: after a warm-up of a 40-token prompt and a batch of 8 (tails of 4 and 8 only), a stage serving 16 sequences
  * trapped in F32's eight-token kernel at its first tail of two, ran it boxed while C2 compiled it again, and lost
  * about a second ({@code RangeWarmupTest} checks sizes in between in a fresh JVM).
+ * Each matrix also chooses by timing whether its calls first read their panels once (one token: read ahead), probing
+ * the other way every few calls and more rarely as the choice settles ({@code PanelTouch}). A way only probes take is
+ * compiled late, while the rounds between probes allocate nothing: after such a warm-up, a Q8_0 range's first probe
+ * ran Int8PanelMatrix's one-token kernel as C1 had compiled it, boxed (4 MB in one call of the 64-dim test model at 128
+ * bits). So every matrix's choice is set one way for even rounds and the other for odd ones (its probes still take
+ * the other way every few calls, as in a stage), and starts afresh after.
  * Vector API code allocates until C2 has compiled it with its helpers inlined, and the steady state allocates
- * nothing; so the warm-up ends after {@link #QUIET_ROUNDS} rounds in a row that allocated nothing on this thread,
- * or at its time bound. It runs before the stage serves anything; its scratch sequences (ids 0 to 20) leave no KV
- * cache behind, and the range's results for real sequences do not depend on what ran before them.
+ * nothing; so the warm-up ends after {@link #QUIET_ROUNDS} rounds in a row that allocated nothing on this thread
+ * (one each way), or at its time bound. It runs before the stage serves anything; its scratch sequences (ids 0 to
+ * 20) leave no KV cache behind, and the range's results for real sequences do not depend on what ran before them.
  */
 public final class RangeWarmup {
-    /** Rounds in a row without allocation that end the warm-up. */
+    /** Rounds in a row without allocation that end the warm-up: one each way of touching the panels. */
     static final int QUIET_ROUNDS = 2;
     private static final int PROMPT = 37;
     private static final int DECODE_STEPS = 4;
@@ -71,7 +77,10 @@ public final class RangeWarmup {
         this.logits = range.isLast() ? new float[range.maxSequences() * range.config().vocabSize()] : new float[0];
     }
 
-    /** Runs rounds until {@link #QUIET_ROUNDS} in a row allocate nothing, or for at most {@code boundNanos}. */
+    /**
+     * Runs rounds, each way of touching in turn, until {@link #QUIET_ROUNDS} in a row allocate nothing, or for
+     * at most {@code boundNanos}; then every matrix's choice starts afresh.
+     */
     public Outcome run(long boundNanos) {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         long start = System.nanoTime();
@@ -79,6 +88,7 @@ public final class RangeWarmup {
         int quiet = 0;
         try {
             while (System.nanoTime() - start < boundNanos) {
+                range.useTouch(rounds % 2 == 0);
                 long before = mx.getCurrentThreadAllocatedBytes();
                 round();
                 rounds++;
@@ -92,6 +102,7 @@ public final class RangeWarmup {
             // a KV cache or context too small for even the scratch sequences: serving decides what that means
             return new Outcome(rounds, System.nanoTime() - start, false, e.getMessage());
         } finally {
+            range.restartTouch();
             endScratch();
         }
     }

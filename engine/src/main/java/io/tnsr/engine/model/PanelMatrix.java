@@ -192,6 +192,20 @@ abstract class PanelMatrix extends WeightMatrix {
         oneTouch.fix(touch);
     }
 
+    /** Each choice of whether to touch (read ahead) set to the mode given, its probes and votes going on ({@link PanelTouch#use}). */
+    final void useTouch(boolean touch) {
+        fewTouch.use(touch);
+        manyTouch.use(touch);
+        oneTouch.use(touch);
+    }
+
+    /** Each choice of whether to touch (read ahead) timed again from the start, in the mode it starts in. */
+    final void restartTouch() {
+        fewTouch.restart();
+        manyTouch.restart();
+        oneTouch.restart();
+    }
+
     /** The most tokens of a call whose touch passes {@link #fewTouch} chooses: a batched decode's. */
     static final int FEW_TOKENS = 32;
 

@@ -43,6 +43,8 @@ final class PanelTouch {
     /** Above this the other mode is clearly slower: probe less often. */
     static final double CONFIRM_ABOVE = 1.05;
 
+    /** The mode a fresh choice starts in, and starts in again on {@link #restart()}. */
+    private final boolean initial;
     private boolean touching;
     /** Whether the mode stays as set by {@link #fix}: no probes, no votes. */
     private boolean fixed;
@@ -64,6 +66,7 @@ final class PanelTouch {
 
     /** A choice that starts with the pass or without it, until its votes say otherwise. */
     PanelTouch(boolean touching) {
+        this.initial = touching;
         this.touching = touching;
     }
 
@@ -71,6 +74,28 @@ final class PanelTouch {
     void fix(boolean touch) {
         fixed = true;
         touching = touch;
+    }
+
+    /**
+     * The mode in use from now on, until the votes say otherwise; the probes and votes go on as they were (the votes
+     * cast before then speak of the other mode: for a warm-up, which {@link #restart}s the choice after). A stage's
+     * warm-up sets each mode in turn, so that the JIT compiles both ways through the same code, and the same
+     * branches, that a stage then runs: a choice held by {@link #fix}, or restarted every round so that its probes
+     * never came, would leave branches untaken, and C2 traps on those at the first real call that takes them.
+     */
+    void use(boolean touch) {
+        touching = touch;
+    }
+
+    /** Chosen by timing again from the start: the mode a new choice starts in, a probe every {@link #MIN_INTERVAL} calls, no votes. */
+    void restart() {
+        touching = initial;
+        interval = MIN_INTERVAL;
+        sinceVote = 0;
+        beforeShape = -1;
+        probeShape = -1;
+        voteCount = 0;
+        nextVote = 0;
     }
 
     /** Calls between probes at present. */

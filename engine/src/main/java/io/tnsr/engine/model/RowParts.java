@@ -122,4 +122,30 @@ public final class RowParts {
             views[k].matmulPanels(x, xo, n, out, oo, from, to);
         }
     }
+
+    /**
+     * Every part's choices of whether to touch its panels first (one token: read ahead) set to the mode given, their
+     * probes and votes going on ({@link PanelMatrix#useTouch}): a warm-up sets each mode in turn, so that the JIT has
+     * compiled both before a real call takes either. Nothing for a type not stored in panels.
+     */
+    public void useTouch(boolean touch) {
+        if (views != null) {
+            for (PanelMatrix v : views) {
+                v.useTouch(touch);
+            }
+        } else if (whole instanceof PanelMatrix p) {
+            p.useTouch(touch);
+        }
+    }
+
+    /** Every part's choices timed again from the start, each in the mode it starts in ({@link PanelMatrix#restartTouch}). */
+    public void restartTouch() {
+        if (views != null) {
+            for (PanelMatrix v : views) {
+                v.restartTouch();
+            }
+        } else if (whole instanceof PanelMatrix p) {
+            p.restartTouch();
+        }
+    }
 }

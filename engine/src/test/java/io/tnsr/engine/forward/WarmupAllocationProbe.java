@@ -15,7 +15,9 @@ import java.util.concurrent.TimeUnit;
  * 280 bytes once, in one of the first calls after the warm-up, at no fixed call: not a boxed kernel, and not what
  * this checks.) Exits 1 when the warm-up did not settle or a call ran boxed. One call as wide as the range takes runs before the
  * warm-up: the kernels' scratch grows to the widest call so far, once, and a call that grows it after the warm-up
- * takes a branch the warm-up never took; what is checked here is the token counts, not that growth.
+ * takes a branch the warm-up never took; what is checked here is the token counts, not that growth. The calls run
+ * three times: as a stage makes them, then with every matrix's choice of touching its panels first set each way
+ * ({@link LayerRange#useTouch}; its probes still take the other way), since a matrix's timing may settle on either.
  */
 public final class WarmupAllocationProbe {
     /** Bytes a call may allocate on this thread without having run a kernel boxed. */
@@ -45,15 +47,23 @@ public final class WarmupAllocationProbe {
                     System.out.println("the warm-up did not settle: " + o);
                     System.exit(1);
                 }
-                for (int[] call : CALLS) {
-                    long before = mx.getCurrentThreadAllocatedBytes();
-                    call(r, b, call[0], call[1], id, tokens, x, logits);
-                    long allocated = mx.getCurrentThreadAllocatedBytes() - before;
-                    id += call[0];
-                    if (allocated > BOXED_BYTES) {
-                        System.out.println(call[0] + " sequences of " + call[1] + " tokens each allocated " + allocated
-                                + " bytes after a warm-up of " + o.rounds() + " rounds");
-                        System.exit(1);
+                // the calls as a stage makes them, each matrix choosing its way; then with every choice set each way
+                String[] ways = {"", " with every matrix touching its panels first",
+                        " with no matrix touching its panels first"};
+                for (int way = 0; way < ways.length; way++) {
+                    if (way > 0) {
+                        r.useTouch(way == 1);
+                    }
+                    for (int[] call : CALLS) {
+                        long before = mx.getCurrentThreadAllocatedBytes();
+                        call(r, b, call[0], call[1], id, tokens, x, logits);
+                        long allocated = mx.getCurrentThreadAllocatedBytes() - before;
+                        id += call[0];
+                        if (allocated > BOXED_BYTES) {
+                            System.out.println(call[0] + " sequences of " + call[1] + " tokens each" + ways[way] + " allocated "
+                                    + allocated + " bytes after a warm-up of " + o.rounds() + " rounds");
+                            System.exit(1);
+                        }
                     }
                 }
             }

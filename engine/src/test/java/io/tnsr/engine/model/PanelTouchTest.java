@@ -110,4 +110,23 @@ class PanelTouchTest {
         c.fix(false);
         assertEquals(0, run(c, 500, 1000, 100, SHAPE));
     }
+
+    @Test
+    void aModeSetKeepsItsProbesAndARestartStartsAfresh() {
+        PanelTouch c = new PanelTouch(true);
+        run(c, 4000, 2000, 1000, SHAPE); // reading ahead confirmed: probes 256 calls apart
+        assertEquals(PanelTouch.MAX_INTERVAL, c.interval());
+        c.use(false); // a warm-up round sets it the other way
+        assertFalse(c.touching());
+        int touched = run(c, 2 * PanelTouch.MAX_INTERVAL, 1000, 1000, SHAPE);
+        assertTrue(touched >= 1 && touched <= 3, "its probes go on, the other way: " + touched);
+        c.restart();
+        assertTrue(c.touching(), "back to the mode it starts in");
+        int calls = PanelTouch.VOTES * (PanelTouch.MIN_INTERVAL + 2) - 1;
+        int plainCalls = calls - run(c, calls, 800, 1000, SHAPE); // now the other way is faster
+        assertEquals(PanelTouch.VOTES, plainCalls, "a probe every " + PanelTouch.MIN_INTERVAL + " calls again, not 256");
+        assertTrue(c.touching(), "one vote short: the votes from before the restart are gone");
+        run(c, 1, 800, 1000, SHAPE);
+        assertFalse(c.touching(), "five fresh votes switch it");
+    }
 }
