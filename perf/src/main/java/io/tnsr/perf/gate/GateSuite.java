@@ -129,6 +129,12 @@ public final class GateSuite {
         m.add(kernel("Q6_K", "768x768", "16", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         // Q2_K's one-token kernel, which Q3_K shares: nibbles and scale bytes unpacked in registers, compute-bound
         m.add(kernel("Q2_K", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        // One-token kernels of their own, compute-bound as Q4_0's: Q4_1 (Q4_0's nibbles, d and ggml's min as halves
+        // widened in registers), Q5_0 (Q4_0's nibbles and a plane of fifth bits), Q5_K (a byte per weight, Q4_K's
+        // scales and mins)
+        m.add(kernel("Q4_1", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        m.add(kernel("Q5_0", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
+        m.add(kernel("Q5_K", "768x768", "1", Probe.Jmh.FORKS, KERNEL_TOLERANCE));
         // One decode token's attention over all 12 layers of stories110M, one sequence at position 512, and what it
         // allocates (a boxed kernel did: 154 KB per frame, once in a test JVM). The KV cache of floats streams 37.8 MB
         // a call, moved by each JVM's placement as the streaming kernels are; the cache of halves reads half of it and

@@ -25,7 +25,7 @@ class GateSuiteTest {
     void coversEveryKernelTypeTheLayerAttentionTheHopAndThePipeline() {
         Set<String> names = new HashSet<>();
         metrics.forEach(m -> names.add(m.name()));
-        for (String type : List.of("f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q2_k")) {
+        for (String type : List.of("f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k", "q2_k", "q4_1", "q5_0", "q5_k")) {
             assertTrue(names.stream().anyMatch(n -> n.startsWith("time.kernel." + type + ".")), type);
         }
         for (String n : List.of("time.layer.decode", "time.layer.prefill", "alloc.layer.decode", "alloc.layer.prefill",
@@ -41,7 +41,8 @@ class GateSuiteTest {
     void everyWeightTypeTheLayerAndTheCodecHaveAFigureThatFailsATenPercentSlowdown() {
         // F32's batched kernel is the layer prefill's work (128 tokens).
         for (String prefix : List.of("time.layer.prefill", "time.kernel.f16.", "time.kernel.q8_0.", "time.kernel.q4_0.",
-                "time.kernel.q4_k.", "time.kernel.q6_k.", "time.kernel.q2_k.", "time.layer.decode", "time.codec.decodeHeader",
+                "time.kernel.q4_k.", "time.kernel.q6_k.", "time.kernel.q2_k.", "time.kernel.q4_1.", "time.kernel.q5_0.",
+                "time.kernel.q5_k.", "time.layer.decode", "time.codec.decodeHeader",
                 "time.attention.f16.")) {
             assertTrue(metrics.stream().anyMatch(m -> m.name().startsWith(prefix) && 1.10 > (1 + m.tolerance()) * 1.03),
                     prefix + ": no figure with a tolerance that leaves a margin below 10%");
