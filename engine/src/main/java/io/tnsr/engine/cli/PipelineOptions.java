@@ -8,6 +8,7 @@ import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.PipelineConfig;
 import io.tnsr.engine.pipeline.SpinPolicy;
 import io.tnsr.engine.pipeline.ThreadBudget;
+import io.tnsr.engine.pipeline.WaitMode;
 import io.tnsr.engine.synth.ModelCache;
 import io.tnsr.engine.synth.ModelSpec;
 import io.tnsr.engine.util.ConsoleLog;
@@ -32,9 +33,11 @@ final class PipelineOptions {
     Path model;
 
     @Option(names = "--threads-per-stage", paramLabel = "N|auto", description = {"Threads sharing the rows of each stage's"
-            + " matmuls, 1 to 256, or auto: this machine's CPUs shared among the stages it starts, at least one each"
+            + " matmuls, 1 to 256, or auto: this machine's CPUs shared among the stages it starts that compute at once"
+            + " (with M micro-batches in flight, at most M of them), at least one each"
             + " (default: auto, or the --config file's threads_per_stage).",
-            "Stages x N should not exceed the cores: e.g. 16 sequences on 2 cores run best as --stages 1 (2 threads, auto)."})
+            "Stages computing at once x N should not exceed the cores: e.g. 16 sequences on 2 cores run best as"
+                    + " --stages 1 (2 threads, auto)."})
     String threadsPerStage;
 
     @Option(names = "--kv-cache-type", paramLabel = "TYPE", description = {"How each stage's KV cache stores keys and"
@@ -159,12 +162,18 @@ final class PipelineOptions {
      * does advice when the stages' threads do not fit the cores ({@link ThreadBudget}).
      */
     SpinPolicy spinPolicy(PipelineConfig pc, String tool) {
+        return spinPolicy(pc, tool, pc.localStages());
+    }
+
+    /** {@link #spinPolicy(PipelineConfig, String)} for a coordinator that keeps {@code microBatches} in flight. */
+    SpinPolicy spinPolicy(PipelineConfig pc, String tool, int microBatches) {
         int cores = Runtime.getRuntime().availableProcessors();
         SpinPolicy policy = SpinPolicy.decide(pc, spin, cores);
         if (policy.warning() != null) {
             System.err.println(tool + ": --" + policy.warning());
         }
-        String advice = ThreadBudget.advice(pc, cores);
+        // spinning stages hold their cores between micro-batches too
+        String advice = ThreadBudget.advice(pc, cores, policy.waits().contains(WaitMode.SPIN) ? pc.localStages() : microBatches);
         if (advice != null) {
             System.err.println(tool + ": " + advice);
         }

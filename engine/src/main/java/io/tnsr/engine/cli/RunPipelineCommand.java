@@ -89,21 +89,23 @@ public final class RunPipelineCommand implements Callable<Integer> {
         }
         pc.checkFrames(mc);
         int n = pc.stages().size();
-        SpinPolicy policy = pipeline.spinPolicy(pc, "run-pipeline");
+        Sampler sampler = new Sampler(gen.sampling(), mc.vocabSize());
+        List<SequenceState> seqs = gen.sequences(cycle(gen.prompts("Once upon a time"), requests), tok, mc.contextLength(), sampler);
+        int m = microBatches != null ? microBatches : Math.max(1, Math.min(n, seqs.size()));
+        SpinPolicy policy = pipeline.spinPolicy(pc, "run-pipeline", m);
         if (policy.pinning() != null) {
             System.err.println("run-pipeline: spinning compute threads pinned: " + policy.pinning());
         }
         List<WaitMode> waits = policy.waits();
         List<Integer> cpus = policy.cpus();
-
-        Sampler sampler = new Sampler(gen.sampling(), mc.vocabSize());
-        List<SequenceState> seqs = gen.sequences(cycle(gen.prompts("Once upon a time"), requests), tok, mc.contextLength(), sampler);
-        int m = microBatches != null ? microBatches : Math.max(1, Math.min(n, seqs.size()));
+        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), waits, m);
+        // the stages get the number auto chose for this run's micro-batches (a replacement stage too)
+        PipelineConfig stages = pc.withThreadsPerStage(threads);
         TextOutput text = new TextOutput(out, tok, seqs, gen.json());
         PipelineRun.Outcome outcome;
         // The run's metrics: kept in --histograms DIR, else in a temporary directory deleted when the run ends.
         try (RunDirectory dir = RunDirectory.namedOrTemporary(histograms, "tnsr-run")) {
-            PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, waits, cpus,
+            PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, stages, waits, cpus,
                     new Coordinator.Options(m, batchSize, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes(),
                             rate == null ? 0 : rate).withSampleInLastStage(pipeline.sampleInLastStage()),
                     dir.path(), pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0,
@@ -125,7 +127,7 @@ public final class RunPipelineCommand implements Callable<Integer> {
             }
             return 3;
         }
-        report(out, System.err, modelPath, mc, pc, waits, m, seqs, text, outcome);
+        report(out, System.err, modelPath, mc, pc, waits, m, threads, seqs, text, outcome);
         return seqs.stream().anyMatch(s -> s.error() != null) ? 1 : 0;
     }
 
@@ -150,12 +152,11 @@ public final class RunPipelineCommand implements Callable<Integer> {
      * stage's compute share and the whole latency table.
      */
     private void report(PrintStream out, PrintStream err, Path modelPath, LlamaConfig mc, PipelineConfig pc, List<WaitMode> waits, int m,
-                        List<SequenceState> seqs, TextOutput text, PipelineRun.Outcome o) {
+                        int threads, List<SequenceState> seqs, TextOutput text, PipelineRun.Outcome o) {
         double tps = o.result().tokensPerSecond();
         double[] ttft = seqs.stream().filter(s -> s.timeToFirstTokenNanos() > 0)
                 .mapToDouble(s -> s.timeToFirstTokenNanos() / 1e6).sorted().toArray();
         double ttftP50 = ttft.length == 0 ? 0 : ttft[ttft.length / 2];
-        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), waits);
         if (gen.json()) {
             List<Object> split = new ArrayList<>();
             for (StageSpec s : pc.stages()) {

@@ -186,6 +186,14 @@ public final class LayerRange implements AutoCloseable {
         return threads.threads();
     }
 
+    /**
+     * No forward pass comes for now (a stage's ring is empty): the matmul workers park at once rather than spin
+     * ({@link RowParallel#rest}); the next pass wakes them.
+     */
+    public void rest() {
+        threads.rest();
+    }
+
     /** Stops the matmul threads (none with one thread). */
     @Override
     public void close() {

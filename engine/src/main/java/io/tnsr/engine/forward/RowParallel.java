@@ -7,6 +7,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.agrona.concurrent.Agent;
 import org.agrona.concurrent.AgentRunner;
 import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
 
 /**
  * Threads that share the rows of every matmul with the thread that calls {@link #matmul}: the caller and the workers
@@ -25,8 +26,11 @@ import org.agrona.concurrent.BackoffIdleStrategy;
  * </pre>
  *
  * Workers spin between the matmuls of a step (a step's matmuls come tens of microseconds apart) and back off to
- * yielding, then parking, when no work comes for about half a millisecond, as between the steps of a pipeline stage;
- * each call unparks them, so a parked worker starts at once rather than at the end of its park. A caller waiting for
+ * yielding, then parking, when no work comes for about half a millisecond; each call unparks them, so a parked
+ * worker starts at once rather than at the end of its park. A caller that knows no work is coming (a pipeline stage
+ * whose ring is empty after a frame) says so with {@link #rest}, and the workers park at once: when the stages of one
+ * machine take turns (one micro-batch in flight) the next stage's threads need those cores straight away, where a
+ * worker's half millisecond of spinning after every step held one (docs/pipelining.md). A caller waiting for
  * the workers spins briefly, then yields its core at each check. Give a process no more threads in all than it has
  * cores: with a busy process beside it on a 2-core host, two threads decoded one F32 sequence at 29-35 tokens/s (with a
  * fixed share per thread and a caller that only spins: 17-19), one thread at 38 (docs/pipelining.md).
@@ -45,11 +49,16 @@ public final class RowParallel implements AutoCloseable {
      * between the matmuls of a step, short enough not to hold a core that another process needs between steps.
      */
     private static final int IDLE_SPINS = 10_000;
+    /** A backed-off worker's longest park. */
+    private static final long MAX_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** A resting worker's park: the next call or {@link #close} unparks it sooner; the bound only caps a lost wake-up. */
+    private static final long REST_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
     private final int threads;
     private final Worker[] workers;   // [threads - 1]
     private final AgentRunner[] runners;
     private volatile long posted;     // written by the caller only, after the job's fields
+    private volatile boolean resting; // set by rest(), cleared by the next call before it posts
     private Parts job;                // the work posted last
     private final Matmul matmul = new Matmul();
     private volatile Throwable failure;
@@ -64,8 +73,7 @@ public final class RowParallel implements AutoCloseable {
         this.runners = new AgentRunner[threads - 1];
         for (int k = 1; k < threads; k++) {
             workers[k - 1] = new Worker(k, name + "-matmul-" + k);
-            runners[k - 1] = new AgentRunner(new BackoffIdleStrategy(IDLE_SPINS, 100, TimeUnit.MICROSECONDS.toNanos(1),
-                    TimeUnit.MILLISECONDS.toNanos(1)), this::failed, null, workers[k - 1]);
+            runners[k - 1] = new AgentRunner(new WorkerIdle(), this::failed, null, workers[k - 1]);
             AgentRunner.startOnThread(runners[k - 1], r -> {
                 Thread t = new Thread(r);
                 t.setDaemon(true);
@@ -76,6 +84,16 @@ public final class RowParallel implements AutoCloseable {
 
     public int threads() {
         return threads;
+    }
+
+    /**
+     * No work comes until the next call: the workers park at once rather than spin for their half millisecond. The
+     * next call wakes them as usual (it unparks every worker), so nothing is lost but that wake-up.
+     */
+    public void rest() {
+        if (threads > 1) {
+            resting = true;
+        }
     }
 
     /** Work in parts: {@code run(part, parts)} does part {@code part} of {@code parts}, all parts disjoint. */
@@ -93,8 +111,9 @@ public final class RowParallel implements AutoCloseable {
             return;
         }
         this.job = job;
+        resting = false;
         long p = posted + 1;
-        posted = p;   // publishes the job and its fields
+        posted = p;   // publishes the job and its fields (and the end of a rest)
         for (AgentRunner r : runners) {
             LockSupport.unpark(r.thread());   // a worker parked since the last step starts now, not at its next wake-up
         }
@@ -166,11 +185,44 @@ public final class RowParallel implements AutoCloseable {
         failure = t;
     }
 
-    /** Stops the workers (bounded by AgentRunner's close). */
+    /** Stops the workers (bounded by AgentRunner's close); resting ones are woken to see it. */
     @Override
     public void close() {
+        resting = false;
         for (AgentRunner r : runners) {
+            LockSupport.unpark(r.thread());
             r.close();
+        }
+    }
+
+    /**
+     * A worker's wait for work: spins, then yields, then parks ({@link BackoffIdleStrategy}); while the caller
+     * {@link #rest}s, parks at once. A post after the worker read {@code resting} still wakes it: the caller unparks
+     * every worker after posting, and a park that follows an unpark returns at once.
+     */
+    private final class WorkerIdle implements IdleStrategy {
+        private final BackoffIdleStrategy backoff = new BackoffIdleStrategy(IDLE_SPINS, 100,
+                TimeUnit.MICROSECONDS.toNanos(1), MAX_PARK_NANOS);
+
+        @Override
+        public void idle(int workCount) {
+            if (workCount > 0) {
+                backoff.reset();
+            } else if (resting) {
+                LockSupport.parkNanos(REST_PARK_NANOS);
+            } else {
+                backoff.idle();
+            }
+        }
+
+        @Override
+        public void idle() {
+            backoff.idle();
+        }
+
+        @Override
+        public void reset() {
+            backoff.reset();
         }
     }
 

@@ -20,18 +20,27 @@ public final class ThreadBudget {
      * {@code cores} and some stage has more than one, else null.
      */
     public static String advice(PipelineConfig pc, int cores) {
+        return advice(pc, cores, pc.localStages());
+    }
+
+    /**
+     * {@link #advice(PipelineConfig, int)} for a coordinator that keeps {@code microBatches} in flight through blocking
+     * stages: only {@link PipelineConfig#computingStages} of them compute at once, so only their threads need cores.
+     */
+    public static String advice(PipelineConfig pc, int cores, int microBatches) {
         int local = pc.localStages();
+        int computing = pc.computingStages(microBatches);
         int threads = pc.threadsPerStage(cores);
-        if (threads < 2 || local * threads <= cores) {
+        if (threads < 2 || computing * threads <= cores) {
             return null;
         }
-        int fit = Math.max(1, cores / local);
+        int fit = Math.max(1, cores / computing);
         String instead = local == 1 || fit > 1 ? "--threads-per-stage " + fit
                 : "--threads-per-stage 1, or fewer stages of more threads (for many sequences on " + cores
                         + " cores: --stages 1 --threads-per-stage " + cores + "),";
         return String.format(Locale.ROOT, "%d stage%s x %d threads = %d compute threads on %d CPUs: every matmul's"
-                + " threads wait for one that is off its core; %s keeps them within the cores", local,
-                local == 1 ? "" : "s", threads, local * threads, cores, instead);
+                + " threads wait for one that is off its core; %s keeps them within the cores", computing,
+                computing == 1 ? "" : "s", threads, computing * threads, cores, instead);
     }
 
     /**

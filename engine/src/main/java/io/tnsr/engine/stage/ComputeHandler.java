@@ -133,6 +133,9 @@ final class ComputeHandler implements EventHandler<FrameSlot> {
         kvPagesUsed.setRelease(range.cache().usedPages());
         idleSince = System.nanoTime();
         busySinceNanos.lazySet(0);
+        if (endOfBatch) {
+            range.rest();   // the ring is empty: the matmul workers leave the cores to other stages and the links
+        }
     }
 
     /** KV cache pages still held when SHUTDOWN reached this stage (every sequence ended: 0), or -1 before it has. */

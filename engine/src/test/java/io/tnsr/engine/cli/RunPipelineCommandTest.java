@@ -49,6 +49,9 @@ class RunPipelineCommandTest {
         assertEquals(0, r[0], (String) r[2]);
         Map<?, ?> json = (Map<?, ?>) TestJson.parse(((String) r[1]).strip());
         assertEquals(2L, json.get("stages"));
+        assertEquals(1L, json.get("micro_batches"));
+        assertEquals((long) Runtime.getRuntime().availableProcessors(), json.get("threads_per_stage"),
+                "one micro-batch: the stages take turns, each on every CPU (auto)");
         Map<?, ?> seq = (Map<?, ?>) ((List<?>) json.get("sequences")).get(0);
         assertArrayEquals(c.generatedTokens(), TestJson.ints(seq.get("generated_tokens")));
         assertEquals(c.stoppedBy(), seq.get("stopped_by"));

@@ -58,6 +58,38 @@ class ThreadBudgetTest {
     }
 
     @Test
+    void autoGivesStagesThatTakeTurnsEveryCpu() {
+        PipelineConfig two = PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(0);
+        List<WaitMode> blocking = List.of(WaitMode.BLOCK, WaitMode.BLOCK);
+        assertEquals(2, two.threadsPerStage(2, blocking, 1), "one micro-batch: one stage computes at a time, on both cores");
+        assertEquals(1, two.threadsPerStage(2, blocking, 2), "two micro-batches: both stages compute at once");
+        assertEquals(1, two.threadsPerStage(2, blocking, 16));
+        assertEquals(4, two.threadsPerStage(4, blocking, 1));
+        assertEquals(1, two.computingStages(1));
+        assertEquals(2, two.computingStages(5));
+        PipelineConfig four = PipelineConfig.defaults(12, 4, WaitMode.BLOCK).withThreadsPerStage(0);
+        assertEquals(4, four.threadsPerStage(8, List.of(WaitMode.BLOCK), 2), "8 CPUs over the 2 stages computing at once");
+        assertEquals(1, two.withThreadsPerStage(1).threadsPerStage(2, blocking, 1), "a number given is kept");
+        List<WaitMode> spinning = SpinPolicy.decide(two, true, 4).waits();
+        assertEquals(1, two.threadsPerStage(4, spinning, 1), "spinning stages hold their cores between turns: 3 of 4 over 2");
+    }
+
+    @Test
+    void stagesThatTakeTurnsAreAdvisedOnTheThreadsComputingAtOnce() {
+        PipelineConfig twoOfTwo = PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(2);
+        assertNull(ThreadBudget.advice(twoOfTwo, 2, 1), "one micro-batch: 2 threads compute at a time");
+        assertEquals(ThreadBudget.advice(twoOfTwo, 2), ThreadBudget.advice(twoOfTwo, 2, 2));
+        assertEquals("2 stages x 2 threads = 4 compute threads on 2 CPUs: every matmul's threads wait for one that is off"
+                        + " its core; --threads-per-stage 1, or fewer stages of more threads (for many sequences on 2 cores: --stages 1"
+                        + " --threads-per-stage 2), keeps them within the cores",
+                ThreadBudget.advice(PipelineConfig.defaults(12, 4, WaitMode.BLOCK).withThreadsPerStage(2), 2, 2),
+                "4 stages, 2 micro-batches: 2 of them compute at once");
+        assertEquals("1 stage x 3 threads = 3 compute threads on 2 CPUs: every matmul's threads wait for one that is off"
+                        + " its core; --threads-per-stage 2 keeps them within the cores",
+                ThreadBudget.advice(PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(3), 2, 1));
+    }
+
+    @Test
     void oneProcessWithMoreThreadsThanCoresIsAdvisedAgainstAndWithinThemLeftAlone() {
         assertEquals("3 threads on 2 CPUs: every matmul's threads wait for one that is off its core; --threads 2 keeps"
                 + " them within the cores", ThreadBudget.advice(3, 2));
