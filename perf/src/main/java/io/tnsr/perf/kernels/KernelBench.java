@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -31,7 +32,8 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code tools/kernel-bench}: runs {@link KernelBenchmark} (JMH) and prints GFLOP/s and GB/s per type, shape and
- * token count, skipping with a message the types the engine cannot load yet. {@code --from-json} turns the
+ * token count, skipping with a message the types the engine cannot load yet. A benchmark whose fork fails is named
+ * on stderr with its exception, and the exit code is 1. {@code --from-json} turns the
  * result file of an earlier {@code tools/jmh -rf json -rff FILE KernelBenchmark} run into the same table.
  * <pre>
  *   GFLOP/s = 2 x rows x cols x tokens / time per call
@@ -98,11 +100,13 @@ public final class KernelBench implements Callable<Integer> {
             long workloads = (long) supported.size() * shapes.size() * tokens.size();
             try (TaskProgress progress = TaskProgress.start("kernel-bench", workloads, TaskProgress.ITEMS)) {
                 OutputFormat silent = OutputFormatFactory.createFormatInstance(System.out, VerboseMode.SILENT);
-                for (RunResult r : new Runner(o.build(), new Counting(silent, progress)).run()) {
+                Counting counting = new Counting(silent, progress);
+                for (RunResult r : new Runner(o.build(), counting).run()) {
                     rows.add(new Row(r.getParams().getParam("type"), r.getParams().getParam("shape"),
                             Integer.parseInt(r.getParams().getParam("tokens")),
                             r.getPrimaryResult().getScore() * JmhUnits.nanosPer(r.getPrimaryResult().getScoreUnit())));
                 }
+                failures = counting.failures;
             }
         }
         System.out.printf(Locale.ROOT, "%n%-6s %-10s %7s %12s %10s %10s%n", "type", "shape", "tokens", "us/call", "GFLOP/s", "GB/s");
@@ -112,11 +116,39 @@ public final class KernelBench implements Callable<Integer> {
                     KernelBenchmark.flops(rc[0], rc[1], r.tokens) / r.nanos,
                     KernelBenchmark.weightBytes(GgmlType.valueOf(r.type), rc[0], rc[1]) / r.nanos);
         }
-        return 0;
+        failures.forEach((workload, text) -> System.err.println("kernel-bench: " + workload + " failed: " + cause(text)));
+        return failures.isEmpty() ? 0 : 1;
+    }
+
+    /**
+     * The exception a failed benchmark's fork reported, from what JMH printed for it: its first line after
+     * {@code <failure>} and the first frame in the engine, or all of it when it is not in that shape.
+     */
+    static String cause(String printed) {
+        String[] lines = printed.split("\\R");
+        int at = 0;
+        while (at < lines.length && !lines[at].contains("<failure>")) {
+            at++;
+        }
+        String exception = null;
+        for (int i = at + 1; i < lines.length; i++) {
+            String l = lines[i].strip();
+            if (exception == null) {
+                if (!l.isEmpty()) {
+                    exception = l;
+                }
+            } else if (l.startsWith("at io.tnsr.")) {
+                return exception + " (" + l + ")";
+            }
+        }
+        return exception != null ? exception : printed.strip();
     }
 
     private record Row(String type, String shape, int tokens, double nanos) {
     }
+
+    /** Workloads whose fork failed ("TYPE SHAPE xN"), with what JMH printed for each. */
+    private Map<String, String> failures = Map.of();
 
     /**
      * JMH's silent output, plus the progress bar: the benchmark in flight as its message, one step as each ends. What
@@ -127,6 +159,10 @@ public final class KernelBench implements Callable<Integer> {
         private final OutputFormat silent;
         private final TaskProgress progress;
         private final PrintStream forks;
+        /** What JMH printed for the benchmark in flight: where a fork's failure and its stack trace arrive. */
+        private final StringBuilder printed = new StringBuilder();
+        private final Map<String, String> failures = new LinkedHashMap<>();
+        private String workload = "";
 
         Counting(OutputFormat silent, TaskProgress progress) {
             this.silent = silent;
@@ -136,14 +172,25 @@ public final class KernelBench implements Callable<Integer> {
 
         @Override
         public void startBenchmark(BenchmarkParams params) {
-            progress.message(" " + params.getParam("type") + " " + params.getParam("shape") + " x" + params.getParam("tokens"));
+            settle();
+            workload = params.getParam("type") + " " + params.getParam("shape") + " x" + params.getParam("tokens");
+            progress.message(" " + workload);
             silent.startBenchmark(params);
         }
 
         @Override
         public void endBenchmark(BenchmarkResult result) {
+            settle();
             silent.endBenchmark(result);
             progress.stepBy(1);
+        }
+
+        /** Records the benchmark in flight as failed if JMH printed a failure for it, and starts afresh. */
+        private void settle() {
+            if (printed.indexOf("<failure>") >= 0) {
+                failures.put(workload, printed.toString());
+            }
+            printed.setLength(0);
         }
 
         @Override
@@ -163,16 +210,19 @@ public final class KernelBench implements Callable<Integer> {
 
         @Override
         public void endRun(Collection<RunResult> result) {
+            settle();
             silent.endRun(result);
         }
 
         @Override
         public void print(String s) {
+            printed.append(s);
             silent.print(s);
         }
 
         @Override
         public void println(String s) {
+            printed.append(s).append('\n');
             silent.println(s);
         }
 
