@@ -12,6 +12,7 @@ import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.model.RowParts;
 import io.tnsr.engine.model.WeightMatrix;
 import io.tnsr.engine.util.TaskProgress;
+import java.util.function.Consumer;
 
 /**
  * Layers [from, to) of a model of one of the {@link io.tnsr.engine.model.Architecture}s (llama, qwen2, qwen3): the
@@ -594,21 +595,21 @@ public final class LayerRange implements AutoCloseable {
      * to the mode given, their probes going on ({@link RowParts#useTouch}): the warm-up sets each mode in turn.
      */
     void useTouch(boolean touch) {
-        for (RowParts p : parts) {
-            p.useTouch(touch);
-        }
-        if (classifierParts != null) {
-            classifierParts.useTouch(touch);
-        }
+        forEachMatmul(p -> p.useTouch(touch));
     }
 
     /** Every matmul's choices timed again from the start, each in the mode it starts in. */
     void restartTouch() {
+        forEachMatmul(RowParts::restartTouch);
+    }
+
+    /** {@code action} on every matmul's parts, the classifier's last. */
+    private void forEachMatmul(Consumer<RowParts> action) {
         for (RowParts p : parts) {
-            p.restartTouch();
+            action.accept(p);
         }
         if (classifierParts != null) {
-            classifierParts.restartTouch();
+            action.accept(classifierParts);
         }
     }
 

@@ -1,5 +1,7 @@
 package io.tnsr.engine.model;
 
+import java.util.function.Consumer;
+
 /**
  * A matrix's output rows cut into {@code parts} contiguous shares on panel boundaries, one per thread of a row split:
  * part k computes only its rows, with scratch of its own (a {@link PanelMatrix#view}), so the parts of one matmul run
@@ -129,23 +131,22 @@ public final class RowParts {
      * compiled both before a real call takes either. Nothing for a type not stored in panels.
      */
     public void useTouch(boolean touch) {
-        if (views != null) {
-            for (PanelMatrix v : views) {
-                v.useTouch(touch);
-            }
-        } else if (whole instanceof PanelMatrix p) {
-            p.useTouch(touch);
-        }
+        forEachPanelMatrix(p -> p.useTouch(touch));
     }
 
     /** Every part's choices timed again from the start, each in the mode it starts in ({@link PanelMatrix#restartTouch}). */
     public void restartTouch() {
+        forEachPanelMatrix(PanelMatrix::restartTouch);
+    }
+
+    /** {@code action} on each part's view, or on the whole matrix when it is not split; none if it is not in panels. */
+    private void forEachPanelMatrix(Consumer<PanelMatrix> action) {
         if (views != null) {
             for (PanelMatrix v : views) {
-                v.restartTouch();
+                action.accept(v);
             }
         } else if (whole instanceof PanelMatrix p) {
-            p.restartTouch();
+            action.accept(p);
         }
     }
 }
