@@ -111,7 +111,9 @@ public final class RowParallel implements AutoCloseable {
             return;
         }
         this.job = job;
-        resting = false;
+        if (resting) {   // rest() and run() are called by this thread only: a read, not a fenced write, per call
+            resting = false;
+        }
         long p = posted + 1;
         posted = p;   // publishes the job and its fields (and the end of a rest)
         for (AgentRunner r : runners) {
