@@ -55,6 +55,11 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--max-sequences", paramLabel = "S", defaultValue = "16", description = "Requests running at once (default: ${DEFAULT-VALUE}).")
     int maxSequences;
 
+    @Option(names = "--micro-batches", paramLabel = "M", description = {"Micro-batches taking turns in the pipeline, the running",
+            "requests spread over them (default: one per stage, so every stage computes at once).",
+            "1: the stages take turns, and auto gives each every CPU of this machine."})
+    Integer microBatches;
+
     @Option(names = "--max-queued", paramLabel = "Q", defaultValue = "64", description = "Requests waiting for a place; beyond, 429 (default: ${DEFAULT-VALUE}).")
     int maxQueued;
 
@@ -82,6 +87,10 @@ public final class ServeCommand implements Callable<Integer> {
         if (maxSequences < 1 || maxQueued < 0 || !(maxWait >= 0) || prefillChunk < 1) {
             throw new IllegalArgumentException("--max-sequences and --prefill-chunk must be >= 1, --max-queued and --max-wait >= 0");
         }
+        if (microBatches != null && (microBatches < 1 || microBatches > maxSequences)) {
+            throw new IllegalArgumentException("--micro-batches must be from 1 to --max-sequences (" + maxSequences + "), got "
+                    + microBatches);
+        }
         String apiKey = apiKey();
         if (apiKey == null && !InetAddress.getByName(host).isLoopbackAddress()) {
             if (!pipeline.insecure) {
@@ -103,21 +112,24 @@ public final class ServeCommand implements Callable<Integer> {
         PipelineConfig pc = pipeline.pipeline(mc);
         pc.checkFrames(mc);
         int n = pc.stages().size();
-        SpinPolicy policy = pipeline.spinPolicy(pc, "serve");
+        int m = microBatches != null ? microBatches : n;
+        SpinPolicy policy = pipeline.spinPolicy(pc, "serve", m);
+        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), policy.waits(), m);
+        PipelineConfig stages = pc.withThreadsPerStage(threads); // auto resolved for m micro-batches (replacements too)
         int perStep = Math.min(pc.maxSequencesPerFrame(), FrameHeader.MAX_SEQUENCE_COUNT);
-        int perBatch = Math.min(perStep, (maxSequences + n - 1) / n);
+        int perBatch = Math.min(perStep, (maxSequences + m - 1) / m);
         // A step carries each member's decode token first, then prompt chunks up to --prefill-chunk tokens: so a long
         // prompt arriving delays the running sequences' next token by at most one step of perBatch + chunk rows.
         int stepTokens = Math.min(pc.maxTokensPerFrame(), perBatch + prefillChunk);
-        Scheduler.Limits limits = new Scheduler.Limits(n, perBatch, stepTokens, perStep);
-        int running = Math.min(maxSequences, n * perBatch);
+        Scheduler.Limits limits = new Scheduler.Limits(m, perBatch, stepTokens, perStep);
+        int running = Math.min(maxSequences, m * perBatch);
         String name = modelPath.getFileName().toString().replaceFirst("\\.gguf$", "");
         RunDirectory dir = RunDirectory.temporary("tnsr-serve"); // the stages' and this process's metrics, while serving
         Path runDir = dir.path();
         CompletionService service = new CompletionService(tok, mc.contextLength(), mc.vocabSize(),
                 new CompletionService.Limits(running, maxQueued, Math.round(maxWait * 1000)), runDir, n);
-        PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, pc, policy.waits(), policy.cpus(),
-                new Coordinator.Options(n, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes())
+        PipelineRun.Settings settings = new PipelineRun.Settings(modelPath, stages, policy.waits(), policy.cpus(),
+                new Coordinator.Options(m, perBatch, pc.maxTokensPerFrame(), pc.maxSequencesPerFrame(), pc.maxFrameBytes())
                         .withSampleInLastStage(pipeline.sampleInLastStage()),
                 runDir, pipeline.startupMillis(), pipeline.stallMillis(), pipeline.connectMillis(), 0, pipeline.link(pc, "serve"), pipeline.recovery());
 
@@ -146,12 +158,12 @@ public final class ServeCommand implements Callable<Integer> {
             };
             sun.misc.Signal.handle(new sun.misc.Signal("TERM"), sig -> stop.run());
             sun.misc.Signal.handle(new sun.misc.Signal("INT"), sig -> stop.run());
-            int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), policy.waits());
             System.err.println("serve: listening on http://" + host + ":" + bound + " (starting " + n + " stage"
                     + (n == 1 ? "" : "s") + " of " + name + ", " + threads + " thread" + (threads == 1 ? "" : "s")
-                    + (n == 1 ? "" : " each") + (pc.threadsPerStage() == 0 ? " (auto)" : "") + "; /health says when ready)");
+                    + (n == 1 ? "" : " each") + (pc.threadsPerStage() == 0 ? " (auto)" : "")
+                    + (m == n ? "" : ", " + m + " micro-batch" + (m == 1 ? "" : "es")) + "; /health says when ready)");
             try {
-                PipelineRun.serve(new StageProcesses(pc, modelPath, runDir, policy.waits(), policy.cpus(), settings.link()), settings,
+                PipelineRun.serve(new StageProcesses(stages, modelPath, runDir, policy.waits(), policy.cpus(), settings.link()), settings,
                         mc, limits, service, s -> {
                             service.attach(s);
                             System.err.println(String.format(java.util.Locale.ROOT, "serve: %d stage%s ready in %.1f s; up to %d requests at once, %d waiting", n,

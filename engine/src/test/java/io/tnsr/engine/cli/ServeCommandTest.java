@@ -45,16 +45,31 @@ class ServeCommandTest {
     }
 
     @Test
+    void microBatchesOutsideOneToMaxSequencesAreRefused() {
+        for (String m : List.of("0", "17")) {
+            Object[] r = CliRun.run(new ServeCommand(), "--micro-batches", m, "--max-sequences", "16", "--port", "0");
+            String err = (String) r[2];
+            assertEquals(2, r[0], err);
+            assertTrue(err.contains("--micro-batches must be from 1 to --max-sequences (16), got " + m), err);
+        }
+    }
+
+    @Test
     void anAddressBeyondLoopbackWithInsecureServesAndSaysSoLoudly() throws Exception {
-        // 0.0.0.0, every address of the host, is not loopback: without a key it needs --insecure
+        // 0.0.0.0, every address of the host, is not loopback: without a key it needs --insecure. One micro-batch
+        // through two stages: they take turns, so auto gives each every CPU.
         Path model = TestModels.get(ModelSpec.tiny());
-        Process serve = new ProcessBuilder(serve("--stages", "2", "--model", model.toString(), "--host", "0.0.0.0",
-                "--port", "0", "--insecure")).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        Process serve = new ProcessBuilder(serve("--stages", "2", "--micro-batches", "1", "--model", model.toString(),
+                "--host", "0.0.0.0", "--port", "0", "--insecure")).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         BlockingQueue<String> lines = stderr(serve);
         try {
             Started started = awaitReady(lines, "0.0.0.0");
             String port = started.port();
             List<String> seen = started.lines();
+            int cpus = Runtime.getRuntime().availableProcessors();
+            assertTrue(seen.stream().anyMatch(l -> l.startsWith("serve: listening on http://0.0.0.0:" + port)
+                    && l.endsWith(", " + cpus + (cpus == 1 ? " thread" : " threads") + " each (auto), 1 micro-batch;"
+                    + " /health says when ready)")), () -> "every CPU for each of the stages that take turns: " + seen);
             assertTrue(seen.stream().anyMatch(l -> l.startsWith("serve: WARNING: --insecure: listening on 0.0.0.0 with no API key")
                     && l.contains("anyone who can reach this address can use the model")), () -> "the warning, on stderr: " + seen);
             HttpClient http = HttpClient.newHttpClient();
@@ -65,6 +80,12 @@ class ServeCommandTest {
             HttpResponse<String> health = http.send(HttpRequest.newBuilder(base.resolve("/health")).timeout(Duration.ofSeconds(10))
                     .build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, health.statusCode(), health.body());
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"once\", \"max_tokens\": 6, \"temperature\": 0}"))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, r.statusCode(), r.body());
+            assertTrue(Jackson.MAPPER.readTree(r.body()).at("/usage/completion_tokens").asInt() > 0, r.body());
             serve.destroy();                                   // SIGTERM
             assertTrue(serve.waitFor(60, TimeUnit.SECONDS), "serve ends");
             assertEquals(0, serve.exitValue(), () -> "exit status 0 after SIGTERM: " + String.join("\n", lines));
