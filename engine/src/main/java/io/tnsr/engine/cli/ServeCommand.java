@@ -55,9 +55,9 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--max-sequences", paramLabel = "S", defaultValue = "16", description = "Requests running at once (default: ${DEFAULT-VALUE}).")
     int maxSequences;
 
-    @Option(names = "--micro-batches", paramLabel = "M", description = {"Micro-batches taking turns in the pipeline, the running",
-            "requests spread over them (default: one per stage, so every stage computes at once).",
-            "1: the stages take turns, and auto gives each every CPU of this machine."})
+    @Option(names = "--micro-batches", paramLabel = "M", description = {"Micro-batches in flight, the running requests spread over them",
+            "(default: one per stage, so that every stage computes at once); with 1 the stages",
+            "take turns, and auto threads per stage give each every CPU of this machine."})
     Integer microBatches;
 
     @Option(names = "--max-queued", paramLabel = "Q", defaultValue = "64", description = "Requests waiting for a place; beyond, 429 (default: ${DEFAULT-VALUE}).")
