@@ -123,14 +123,21 @@ public final class GgufWriter {
         });
     }
 
-    /** Writes the file atomically (temporary file in the same folder, then a move). */
+    /**
+     * Writes the file atomically: a temporary file in the same folder (created with the umask's permissions, as the
+     * file itself would be), then a move; on any failure the temporary file is deleted and {@code path} is untouched.
+     */
     public void write(Path path) throws IOException {
+        if (Files.isDirectory(path)) {
+            throw new java.nio.file.FileSystemException(path.toString(), null, "is a directory, not a file to write");
+        }
         Path dir = path.toAbsolutePath().getParent();
         if (dir != null) {
             Files.createDirectories(dir);
         }
-        Path tmp = Files.createTempFile(dir, path.getFileName().toString(), ".tmp");
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+        Path tmp = path.toAbsolutePath().resolveSibling("." + path.getFileName() + "." + ProcessHandle.current().pid() + ".tmp");
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
             Out out = new Out(ch);
             out.i32(GgufFile.MAGIC);
             out.i32(version);
@@ -172,7 +179,12 @@ public final class GgufWriter {
             Files.deleteIfExists(tmp);
             throw e;
         }
-        Files.move(tmp, path, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        try {
+            Files.move(tmp, path, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(tmp);
+            throw e;
+        }
     }
 
     private long align(long v) {

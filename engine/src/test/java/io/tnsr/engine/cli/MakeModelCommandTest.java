@@ -57,6 +57,27 @@ class MakeModelCommandTest {
     }
 
     @Test
+    void anOutputThatCannotBeWrittenIsOneLineAndLeavesNoTemporaryFile() throws Exception {
+        Path dir = Files.createDirectory(tmp.resolve("models"));
+        Object[] r = run("--preset", "tiny", "--out", dir.toString());
+        assertEquals(2, r[0], (String) r[2]);
+        assertTrue(((String) r[2]).strip().endsWith("\nmake-model: " + dir + ": is a directory, not a file to write"), (String) r[2]);
+        Path file = Files.writeString(tmp.resolve("plain"), "x");
+        r = run("--preset", "tiny", "--out", file.resolve("x.gguf").toString());
+        assertEquals(2, r[0], (String) r[2]);
+        assertTrue(((String) r[2]).contains("\nmake-model: " + file), (String) r[2]);
+        try (var left = Files.list(tmp)) {
+            assertEquals(List.of("models", "plain"), left.map(p -> p.getFileName().toString()).sorted().toList(),
+                    "nothing beside them");
+        }
+        // the file gets the permissions any new file here gets (the umask's), not a temporary file's 0600
+        Path out = tmp.resolve("m.gguf");
+        assertEquals(0, run("--preset", "tiny", "--out", out.toString())[0]);
+        Path plain = Files.createFile(tmp.resolve("new"));
+        assertEquals(Files.getPosixFilePermissions(plain), Files.getPosixFilePermissions(out));
+    }
+
+    @Test
     void writesQwenModelsOfAnyHeadSizeAndRefusesOtherArchitectures() {
         Path out = tmp.resolve("qwen3.gguf");
         Object[] r = run("--preset", "tiny", "--arch", "qwen3", "--head-dim", "32", "--type", "q8_0", "--out", out.toString());
