@@ -112,15 +112,28 @@ public final class LatencySummary {
         return new LatencySummary(h, info, c, cd, run);
     }
 
-    /** All intervals of one .hlog file, added up. */
+    /**
+     * All intervals of one .hlog file, added up. A file the reader cannot parse (cut short, edited, not a log) is an
+     * {@link IllegalArgumentException} naming it, not the reader's own exception.
+     */
     public static Histogram readLog(Path file) throws FileNotFoundException {
         Histogram total = new Histogram(1, LatencyMetric.HIGHEST, LatencyMetric.DIGITS);
         HistogramLogReader r = new HistogramLogReader(file.toFile());
         try {
             EncodableHistogram e;
             while ((e = r.nextIntervalHistogram()) != null) {
-                total.add((Histogram) e);
+                if (!(e instanceof Histogram h)) {
+                    throw new IllegalArgumentException(file + ": holds a " + e.getClass().getSimpleName()
+                            + " interval, where a latency log holds integer histograms");
+                }
+                total.add(h);
             }
+        } catch (RuntimeException e) {
+            if (e instanceof IllegalArgumentException && String.valueOf(e.getMessage()).startsWith(file.toString())) {
+                throw e;
+            }
+            throw new IllegalArgumentException(file + ": not a complete HdrHistogram interval log (cut short or corrupt?): "
+                    + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()), e);
         } finally {
             r.close();
         }

@@ -142,4 +142,16 @@ class LatencyReportCommandTest {
         assertTrue(r[2].startsWith("latency-report: ") && r[2].contains("no .hlog files"), r[2]);
         assertEquals(1, r[2].strip().lines().count(), r[2]);
     }
+
+    @Test
+    void aLogCutShortIsAOneLineErrorNamingItsFile() throws Exception {
+        Path a = run("run-cut", 1, 0);
+        Path log = a.resolve("request.hlog");
+        byte[] whole = Files.readAllBytes(log);
+        Files.write(log, java.util.Arrays.copyOf(whole, whole.length - 40));
+        String[] r = report(a.toString(), "--no-chart");
+        assertEquals("2", r[0], r[2]);
+        assertTrue(r[2].startsWith("latency-report: " + log + ": not a complete HdrHistogram interval log"), r[2]);
+        assertEquals(1, r[2].strip().lines().count(), r[2]);
+    }
 }
