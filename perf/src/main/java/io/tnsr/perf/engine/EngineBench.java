@@ -143,8 +143,25 @@ public final class EngineBench implements Callable<Integer> {
             GgmlType.Q8_0, Map.of("decode1", 0.9),
             GgmlType.Q4_0, Map.of("decode1", 0.8));
 
+    /** A usage error (before anything runs) unless {@code value >= min}. */
+    private void atLeast(String option, int value, int min) {
+        if (value < min) {
+            throw new CommandLine.ParameterException(spec.commandLine(), option + " must be " + min + " or more, got " + value);
+        }
+    }
+
     @Override
     public Integer call() throws Exception {
+        atLeast("--decode-tokens", decodeSteps, 1);
+        atLeast("--prefill", prefill, 1);
+        atLeast("--repeats", repeats, 1);
+        atLeast("--probe-runs", probeRuns, 1);
+        for (int b : batches) {
+            atLeast("--batches", b, 1);
+        }
+        if (!(warmupSeconds >= 0)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--warmup must be 0 or more seconds, got " + warmupSeconds);
+        }
         List<ModelSpec> specs = new ArrayList<>(); // every type checked against the preset before the probes run
         Architecture a = Architecture.fromGgufName(arch.trim().toLowerCase(java.util.Locale.ROOT));
         if (a == null) {

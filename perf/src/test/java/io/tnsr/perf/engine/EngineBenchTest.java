@@ -158,6 +158,17 @@ class EngineBenchTest {
     }
 
     @Test
+    void countsBelowOneAndANegativeWarmUpAreUsageErrorsNamingTheOption() {
+        for (String[] args : new String[][] {{"--repeats", "0"}, {"--decode-tokens", "0"}, {"--prefill", "0"},
+                {"--probe-runs", "0"}, {"--batches", "8,0"}, {"--warmup", "-1"}}) {
+            StringWriter err = new StringWriter();
+            int status = new CommandLine(new EngineBench()).setErr(new PrintWriter(err, true)).execute(args);
+            assertEquals(2, status, String.join(" ", args));
+            assertTrue(err.toString().startsWith(args[0] + " must be "), err.toString());
+        }
+    }
+
+    @Test
     void aDecodePositionPastTheContextIsAUsageError() {
         for (String[] args : new String[][] {{"--decode-at", "1000"}, {"--decode-at", "-1"},
                 {"--preset", "tiny", "--decode-at", "250"}}) {
