@@ -50,6 +50,9 @@ public final class GenerateCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        if (maxBatchTokens < 1) {
+            throw new IllegalArgumentException("--max-batch-tokens must be 1 or more, got " + maxBatchTokens);
+        }
         int parsed = ThreadCount.parse("--threads", threads);
         int threadCount = parsed == 0 ? ThreadCount.cpus() : parsed;
         String advice = ThreadBudget.advice(threadCount, Runtime.getRuntime().availableProcessors());

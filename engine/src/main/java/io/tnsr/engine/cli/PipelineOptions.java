@@ -50,8 +50,8 @@ final class PipelineOptions {
             "cannot give every stage a core (plus one for the rest), stages back off (spin, yield, park) instead."})
     boolean spin;
 
-    @Option(names = {"-v", "--verbose"}, description = {"Show every stage's start-up and session lines on stderr and, at the end",
-            "of run-pipeline, the full summary: compute share per stage and the latency table."})
+    @Option(names = {"-v", "--verbose"}, description = {"Show every stage's start-up and session lines on stderr",
+            "(run-pipeline: and, at the end, the full summary: compute share per stage and the latency table)."})
     boolean verbose;
 
     @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")

@@ -84,8 +84,20 @@ public final class ServeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         pipeline.applyVerbosity();
-        if (maxSequences < 1 || maxQueued < 0 || !(maxWait >= 0) || prefillChunk < 1) {
-            throw new IllegalArgumentException("--max-sequences and --prefill-chunk must be >= 1, --max-queued and --max-wait >= 0");
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("--port must be from 0 (any free port) to 65535, got " + port);
+        }
+        if (maxSequences < 1) {
+            throw new IllegalArgumentException("--max-sequences must be 1 or more, got " + maxSequences);
+        }
+        if (prefillChunk < 1) {
+            throw new IllegalArgumentException("--prefill-chunk must be 1 or more, got " + prefillChunk);
+        }
+        if (maxQueued < 0) {
+            throw new IllegalArgumentException("--max-queued must be 0 or more, got " + maxQueued);
+        }
+        if (!(maxWait >= 0)) {
+            throw new IllegalArgumentException("--max-wait must be 0 (no limit) or more seconds, got " + maxWait);
         }
         if (microBatches != null && (microBatches < 1 || microBatches > maxSequences)) {
             throw new IllegalArgumentException("--micro-batches must be from 1 to --max-sequences (" + maxSequences + "), got "

@@ -26,8 +26,8 @@ final class ThreadCount {
         } catch (NumberFormatException e) {
             // the message below
         }
-        throw new IllegalArgumentException(option + ": must be auto or a number of threads from 1 to " + MAX + ", got '"
-                + value + "'");
+        throw new IllegalArgumentException(option + ": must be auto (or 0, the same) or a number of threads from 1 to " + MAX
+                + ", got '" + value + "'");
     }
 
     /** The CPUs this process may use, at most {@value #MAX}: what auto gives one process. */

@@ -89,7 +89,7 @@ class GenerateCommandTest {
         }
         Object[] bad = run("--model", model, "--prompt", "x", "--threads", "many");
         assertEquals(2, bad[0]);
-        assertTrue(((String) bad[2]).contains("--threads: must be auto or a number of threads from 1 to 256, got 'many'"),
+        assertTrue(((String) bad[2]).contains("--threads: must be auto (or 0, the same) or a number of threads from 1 to 256, got 'many'"),
                 (String) bad[2]);
     }
 

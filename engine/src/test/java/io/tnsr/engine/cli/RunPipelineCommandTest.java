@@ -90,7 +90,7 @@ class RunPipelineCommandTest {
             Object[] bad = runCli("--stages", "1", "--threads-per-stage", value, "--model",
                     SharedData.path("models/stories260K.gguf").toString(), "--prompt", c.prompt());
             assertEquals(2, bad[0], "a usage error");
-            assertTrue(((String) bad[2]).contains("--threads-per-stage: must be auto or a number of threads from 1 to 256, got '"
+            assertTrue(((String) bad[2]).contains("--threads-per-stage: must be auto (or 0, the same) or a number of threads from 1 to 256, got '"
                     + value + "'"), (String) bad[2]);
         }
     }

@@ -45,12 +45,24 @@ class ServeCommandTest {
     }
 
     @Test
-    void microBatchesOutsideOneToMaxSequencesAreRefused() {
-        for (String m : List.of("0", "17")) {
-            Object[] r = CliRun.run(new ServeCommand(), "--micro-batches", m, "--max-sequences", "16", "--port", "0");
+    void aValueOutOfRangeIsRefusedNamingItsOptionBeforeTheModelLoads() {
+        String[][] cases = {
+            {"--micro-batches", "0", "--micro-batches must be from 1 to --max-sequences (16), got 0"},
+            {"--micro-batches", "17", "--micro-batches must be from 1 to --max-sequences (16), got 17"},
+            {"--port", "70000", "--port must be from 0 (any free port) to 65535, got 70000"},
+            {"--max-sequences", "0", "--max-sequences must be 1 or more, got 0"},
+            {"--prefill-chunk", "0", "--prefill-chunk must be 1 or more, got 0"},
+            {"--max-queued", "-1", "--max-queued must be 0 or more, got -1"},
+            {"--max-wait", "-2", "--max-wait must be 0 (no limit) or more seconds, got -2.0"}};
+        for (String[] c : cases) {
+            List<String> args = new ArrayList<>(List.of(c[0], c[1]));
+            if (!c[0].equals("--max-sequences")) {
+                args.addAll(List.of("--max-sequences", "16"));
+            }
+            Object[] r = CliRun.run(new ServeCommand(), args.toArray(String[]::new));
             String err = (String) r[2];
             assertEquals(2, r[0], err);
-            assertTrue(err.contains("--micro-batches must be from 1 to --max-sequences (16), got " + m), err);
+            assertEquals("serve: " + c[2], err.strip());
         }
     }
 
