@@ -445,6 +445,9 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
             }
             String where = e.getLocation() == null || e.getLocation().getLineNr() < 0 ? ""
                     : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
+            if (e instanceof com.fasterxml.jackson.databind.exc.MismatchedInputException mi && mi.getTargetType() != null) {
+                return key + ": must be " + Jackson.kind(mi.getTargetType()) + where;
+            }
             return key + ": " + e.getOriginalMessage() + where;
         }
         return Jackson.describe(e);

@@ -9,6 +9,10 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.cfg.CoercionAction;
+import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
+import com.fasterxml.jackson.databind.type.LogicalType;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -16,14 +20,22 @@ import java.util.stream.Collectors;
 
 /**
  * The one Jackson mapper every JSON file and line goes through: unknown keys are errors (a typo in a config file must
- * not be ignored), a missing value for a primitive is an error, and output keeps the order in which keys were put.
+ * not be ignored), a missing value for a primitive is an error, a number or a boolean written as a string ("16") is
+ * an error rather than quietly converted, and output keeps the order in which keys were put.
  */
 public final class Jackson {
     /** Reads and writes; thread-safe once configured. */
-    public static final ObjectMapper MAPPER = new ObjectMapper()
+    public static final ObjectMapper MAPPER = strictScalars(new ObjectMapper()
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
-            .disable(SerializationFeature.FAIL_ON_EMPTY_BEANS);
+            .disable(SerializationFeature.FAIL_ON_EMPTY_BEANS));
+
+    private static ObjectMapper strictScalars(ObjectMapper m) {
+        for (LogicalType t : new LogicalType[] {LogicalType.Integer, LogicalType.Float, LogicalType.Boolean}) {
+            m.coercionConfigFor(t).setCoercion(CoercionInputShape.String, CoercionAction.Fail);
+        }
+        return m;
+    }
 
     /** Spaces after ':' and ',', nothing else: {"text": "Hi", "ids": [1, 2]}. */
     private static final Separators SPACED = Separators.createDefaultInstance()
@@ -115,6 +127,27 @@ public final class Jackson {
         }
         String where = e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ", column "
                 + e.getLocation().getColumnNr() + ")";
+        if (e instanceof MismatchedInputException m && m.getTargetType() != null) {
+            return "expected " + kind(m.getTargetType()) + where;
+        }
         return "not valid JSON: " + e.getOriginalMessage() + where;
+    }
+
+    /** What a value of {@code type} looks like in JSON, for an error: "a number", "an object", ... */
+    public static String kind(Class<?> type) {
+        if (Number.class.isAssignableFrom(type) || type == int.class || type == long.class || type == double.class
+                || type == float.class || type == short.class || type == byte.class) {
+            return "a number";
+        }
+        if (type == boolean.class || type == Boolean.class) {
+            return "true or false";
+        }
+        if (type == String.class || type.isEnum()) {
+            return "a string";
+        }
+        if (type.isArray() || java.util.Collection.class.isAssignableFrom(type)) {
+            return "a list ([...])";
+        }
+        return "an object ({...})";
     }
 }

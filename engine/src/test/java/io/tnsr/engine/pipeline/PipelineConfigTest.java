@@ -86,6 +86,9 @@ class PipelineConfigTest {
         assertError("{\"threads_per_stage\": -1}", "threads_per_stage must be from 0 (auto) to 256, got -1");
         assertError("{\"threads_per_stage\": 4294967298}", "threads_per_stage must be from 0 (auto) to 256, got 4294967298");
         assertError("{\"ring_size\": true}", "ring_size: ");
+        assertError("{\"ring_size\": \"16\"}", "ring_size: must be a number (line 1, column 15)");
+        assertError("[1, 2]", "expected an object ({...}) (line 1, column 1)");
+        assertError("{\"stages\": [{\"layers\": [0, 5], \"port\": \"9000\"}]}", "port");
         assertError("{\"warmup_ms\": -1}", "warmup_ms must be from 0 (no warm-up) to 600000, got -1");
         Path f = Files.writeString(tmp.resolve("ok.json"),
                 "{\"ring_size\": 8.0, \"kv_cache_tokens\": 4294967296, \"threads_per_stage\": 2, \"warmup_ms\": 5000}");
