@@ -103,11 +103,12 @@ public final class GenerateCommand implements Callable<Integer> {
                 .mapToDouble(s -> s.timeToFirstTokenNanos() / 1e6).sorted().toArray();
         double ttftP50 = ttft.length == 0 ? 0 : ttft[ttft.length / 2];
         long failed = seqs.stream().filter(s -> s.error() != null).count();
+        String firstError = seqs.stream().map(SequenceState::error).filter(e -> e != null).findFirst().orElse("");
         int n = seqs.size();
         return String.format(Locale.ROOT,
                 "generate: %d tokens for %d sequence%s%s on %d thread%s in %.2f s: %.1f tokens/s (prefill %.1f tokens/s,"
                         + " decode %.1f tokens/s), time to first token %.0f ms%s",
-                generated, n, n == 1 ? "" : "s", failed > 0 ? " (" + failed + " failed)" : "", threads, threads == 1 ? "" : "s",
+                generated, n, n == 1 ? "" : "s", failed == 0 ? "" : " (" + failed + " failed" + (failed == 1 ? ": " : ", the first: ") + firstError + ")", threads, threads == 1 ? "" : "s",
                 st.wallNanos() / 1e9, tps,
                 st.prefillTokensPerSecond(), st.decodeTokensPerSecond(), ttftP50, n == 1 ? "" : " (p50)");
     }

@@ -69,7 +69,8 @@ public final class GenerationOptions {
         List<String> all = new ArrayList<>(prompts);
         if (promptsFile != null) {
             if (!Files.isRegularFile(promptsFile)) {
-                throw new IllegalArgumentException("--prompts-file " + promptsFile + ": no such file");
+                throw new IllegalArgumentException("--prompts-file " + promptsFile + ": "
+                        + (Files.isDirectory(promptsFile) ? "a directory, not a file of prompts" : "no such file"));
             }
             for (String line : Files.readAllLines(promptsFile, StandardCharsets.UTF_8)) {
                 if (!line.isBlank()) {

@@ -27,7 +27,8 @@ public record LlamaConfig(Architecture arch, int dim, int layers, int heads, int
     public LlamaConfig {
         require(arch != null, "no architecture");
         require(dim > 0 && layers > 0 && heads > 0 && kvHeads > 0 && ffnDim > 0 && vocabSize > 0 && contextLength > 0,
-                "every size must be positive");
+                "every size must be positive, got dim " + dim + ", layers " + layers + ", heads " + heads + ", KV heads " + kvHeads
+                        + ", FFN " + ffnDim + ", vocab " + vocabSize + ", context " + contextLength);
         require(heads % kvHeads == 0, "head count " + heads + " is not a multiple of KV head count " + kvHeads);
         require(headDim > 0, "head dim " + headDim + " must be positive");
         require(ropeDim > 0 && ropeDim <= headDim && ropeDim % 2 == 0,

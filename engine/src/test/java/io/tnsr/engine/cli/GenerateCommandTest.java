@@ -137,6 +137,7 @@ class GenerateCommandTest {
         Map<?, ?> good = (Map<?, ?>) seqs.get(1);
         assertEquals("limit", good.get("stopped_by"));
         assertEquals(5, ((List<?>) good.get("generated_tokens")).size());
+        assertTrue(((String) r[2]).contains("(1 failed: " + bad.get("error") + ")"), "stderr says why too: " + r[2]);
     }
 
     /**
