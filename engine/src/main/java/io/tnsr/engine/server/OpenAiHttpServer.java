@@ -39,7 +39,7 @@ import org.eclipse.jetty.util.Callback;
 /**
  * OpenAI's completions and chat completions API over a {@link CompletionService}, on Jetty (TCP_NODELAY on every connection):
  * <ul>
- * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} (default 16),
+ * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} or {@code max_completion_tokens} (default 16),
  * {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop} (a string or
  * a list of up to 4), {@code stream} with {@code stream_options.include_usage}, {@code ignore_eos} (extension, as
  * llama-server has it: generate {@code max_tokens} whatever the model says, for benchmarks); {@code n} other than 1 is
@@ -47,7 +47,8 @@ import org.eclipse.jetty.util.Callback;
  * Streams are Server-Sent Events, one {@code text_completion} chunk per piece of text (whole characters), a last chunk
  * with {@code finish_reason}, the usage chunk when asked for, then {@code data: [DONE]}.</li>
  * <li>{@code POST /v1/chat/completions}: the same, with {@code messages} ({@code role}, {@code content} as a string or
- * a list of text parts) instead of {@code prompt}, rendered by the model's {@link ChatTemplate} with the generation
+ * a list of text parts) instead of {@code prompt}, and no default {@code max_tokens} (the answer runs to its end of
+ * text or the full context), rendered by the model's {@link ChatTemplate} with the generation
  * prompt and tokenized with its special tokens; {@code chat.completion} objects, or {@code chat.completion.chunk}
  * events whose first delta names the role. {@code POST /apply-template} answers the rendered prompt,
  * {@code {"prompt": ...}}.</li>
@@ -62,6 +63,8 @@ import org.eclipse.jetty.util.Callback;
  * client that goes away has its sequence cancelled (its KV cache freed in every stage).
  */
 public final class OpenAiHttpServer implements AutoCloseable {
+    /** {@code max_tokens} of a completion that names none (OpenAI's default); a chat completion has no default bound. */
+    static final int COMPLETION_MAX_TOKENS = 16;
     /** Largest request body accepted. */
     public static final int MAX_BODY_BYTES = 1 << 20;
     /** Most bytes of a body over {@link #MAX_BODY_BYTES} read and dropped so that its client reads the 413. */
@@ -745,7 +748,10 @@ public final class OpenAiHttpServer implements AutoCloseable {
         if (n != 1) {
             throw new CompletionService.InvalidRequestException("'n' must be 1, got " + n);
         }
-        int maxTokens = integer(root, "max_tokens", integer(root, "max_completion_tokens", 16));
+        // Without a limit a chat answer runs to its end of text or the full context (the sequence stops there), as
+        // OpenAI's and llama-server's do; the completions API keeps OpenAI's default of 16.
+        int maxTokens = integer(root, "max_tokens", integer(root, "max_completion_tokens",
+                special ? Integer.MAX_VALUE : COMPLETION_MAX_TOKENS));
         double temperature = number(root, "temperature", 1.0);
         double topP = number(root, "top_p", 1.0);
         int topK = integer(root, "top_k", 0);

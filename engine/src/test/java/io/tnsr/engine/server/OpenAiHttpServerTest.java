@@ -460,6 +460,23 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void withoutMaxTokensAChatAnswerRunsToTheFullContextAndACompletionStopsAt16Tokens() throws Exception {
+        chatServer();
+        HttpResponse<String> chat = post("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \""
+                + PROMPT + "\"}], \"temperature\": 0, \"ignore_eos\": true}");
+        assertEquals(200, chat.statusCode(), chat.body());
+        JsonNode usage = json(chat).get("usage");
+        // the context holds the prompt and every generated token but the last, which is never fed back
+        assertEquals(pipeline.cfg.contextLength(), usage.get("prompt_tokens").asInt() + usage.get("completion_tokens").asInt() - 1,
+                chat.body());
+        assertEquals("length", json(chat).at("/choices/0/finish_reason").asText());
+        HttpResponse<String> completion = post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"temperature\": 0, "
+                + "\"ignore_eos\": true}");
+        assertEquals(200, completion.statusCode(), completion.body());
+        assertEquals(16, json(completion).at("/usage/completion_tokens").asInt(), completion.body());
+    }
+
+    @Test
     void topKAndTopPChangeNothingForGreedyAndAreAppliedWhenSampling() throws Exception {
         String greedy = pipeline.alone(PROMPT, 24, SamplingConfig.GREEDY, true, -1, new ArrayList<>());
         String request = "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 24, \"ignore_eos\": true, ";
