@@ -61,12 +61,33 @@ public final class CompletionService implements Generator.Listener {
         }
     }
 
-    /** A request that cannot be served as asked (an HTTP server answers 400). */
+    /**
+     * A request that cannot be served as asked (an HTTP server answers 400), with the request parameter it is about
+     * and a code that says what is wrong with it (OpenAI's {@code param} and {@code code}; either may be null).
+     */
     public static final class InvalidRequestException extends RuntimeException {
         private static final long serialVersionUID = 1L;
+        private final String param;
+        private final String code;
 
         public InvalidRequestException(String message) {
+            this(message, null, null);
+        }
+
+        public InvalidRequestException(String message, String param, String code) {
             super(message);
+            this.param = param;
+            this.code = code;
+        }
+
+        /** The parameter the request got wrong, such as {@code max_tokens} or {@code messages[1].role}; null if none. */
+        public String param() {
+            return param;
+        }
+
+        /** What is wrong, such as {@code invalid_type} or {@code context_length_exceeded}; null if nothing more precise. */
+        public String code() {
+            return code;
         }
     }
 
@@ -217,7 +238,7 @@ public final class CompletionService implements Generator.Listener {
         }
         if (prompt.length >= contextLength) {
             throw new InvalidRequestException("the prompt has " + prompt.length + " tokens; the model's context holds "
-                    + contextLength + " with the generated ones");
+                    + contextLength + " with the generated ones", null, "context_length_exceeded");
         }
         if (active.incrementAndGet() > limits.maxRunning() + limits.maxWaiting()) {
             active.decrementAndGet();

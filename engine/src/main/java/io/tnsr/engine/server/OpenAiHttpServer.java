@@ -57,10 +57,12 @@ import org.eclipse.jetty.util.Callback;
  * <li>{@code POST /tokenize} ({@code content}, {@code add_special}, {@code with_pieces}) and {@code POST /detokenize}
  * ({@code tokens}), as llama-server has them.</li>
  * </ul>
- * Errors are OpenAI's error object, {@code {"error": {"message", "type", "code"}}}: 400 for a bad body, 401 without
- * the API key (when one is set), 404 for an unknown model or path, 413 for a body over {@link #MAX_BODY_BYTES}, 429
- * with {@code Retry-After} when every place is taken, 503 when a request waited longer than the service allows. A
- * client that goes away has its sequence cancelled (its KV cache freed in every stage).
+ * Errors are OpenAI's error object, {@code {"error": {"message", "type", "param", "code"}}} ({@code param} names the
+ * request field at fault, {@code code} says what is wrong, such as {@code invalid_type}, {@code invalid_value},
+ * {@code unsupported_value}, {@code context_length_exceeded}; either is null when none applies): 400 for a bad body,
+ * 401 without the API key (when one is set), 404 for an unknown model or path, 413 for a body over
+ * {@link #MAX_BODY_BYTES}, 429 with {@code Retry-After} when every place is taken, 503 when a request waited longer
+ * than the service allows. A client that goes away has its sequence cancelled (its KV cache freed in every stage).
  */
 public final class OpenAiHttpServer implements AutoCloseable {
     /** {@code max_tokens} of a completion that names none (OpenAI's default); a chat completion has no default bound. */
@@ -213,7 +215,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return true;
         }
         response.getHeaders().put(HttpHeader.ALLOW, "POST");
-        error(response, callback, 405, "invalid_request_error", path + " takes POST, not " + method);
+        error(response, callback, 405, "invalid_request_error", "method_not_allowed", path + " takes POST, not " + method);
         return false;
     }
 
@@ -241,7 +243,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         try {
             return object(body);
         } catch (CompletionService.InvalidRequestException e) {
-            error(response, callback, 400, "invalid_request_error", e.getMessage());
+            invalid(response, callback, e);
             return null;
         }
     }
@@ -277,7 +279,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             }
             json(response, callback, 200, Map.of("tokens", tokens));
         } catch (CompletionService.InvalidRequestException e) {
-            error(response, callback, 400, "invalid_request_error", e.getMessage());
+            invalid(response, callback, e);
         }
     }
 
@@ -290,14 +292,14 @@ public final class OpenAiHttpServer implements AutoCloseable {
         JsonNode tokens = root.get("tokens");
         int vocab = service.tokenizer().vocabSize();
         if (tokens == null || !tokens.isArray()) {
-            error(response, callback, 400, "invalid_request_error", "'tokens' must be a list of token ids");
+            error(response, callback, 400, "invalid_request_error", "invalid_type", "tokens", "'tokens' must be a list of token ids");
             return;
         }
         int[] ids = new int[tokens.size()];
         for (int i = 0; i < ids.length; i++) {
             JsonNode t = tokens.get(i);
             if (!t.canConvertToInt() || !t.isIntegralNumber() || t.intValue() < 0 || t.intValue() >= vocab) {
-                error(response, callback, 400, "invalid_request_error", "'tokens'[" + i + "] = " + t
+                error(response, callback, 400, "invalid_request_error", "invalid_value", "tokens", "'tokens'[" + i + "] = " + t
                         + " is not a token id (0 to " + (vocab - 1) + ")");
                 return;
             }
@@ -315,7 +317,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         try {
             json(response, callback, 200, Map.of("prompt", chatPrompt(root)));
         } catch (CompletionService.InvalidRequestException e) {
-            error(response, callback, 400, "invalid_request_error", e.getMessage());
+            invalid(response, callback, e);
         }
     }
 
@@ -326,22 +328,26 @@ public final class OpenAiHttpServer implements AutoCloseable {
                     + "start serve with --chat-template FILE, or use /v1/completions");
         }
         JsonNode messages = root.get("messages");
-        if (messages == null || !messages.isArray() || messages.isEmpty()) {
-            throw new CompletionService.InvalidRequestException("'messages' must be a non-empty list of {role, content}");
+        if (messages == null || messages.isNull()) {
+            throw missing("messages");
+        }
+        if (!messages.isArray() || messages.isEmpty()) {
+            throw invalidValue("messages", "'messages' must be a non-empty list of {role, content}");
         }
         List<ChatMessage> conversation = new ArrayList<>(messages.size());
         for (int i = 0; i < messages.size(); i++) {
             JsonNode m = messages.get(i);
             JsonNode role = m.get("role");
             if (!m.isObject() || role == null || !role.isTextual()) {
-                throw new CompletionService.InvalidRequestException("'messages'[" + i + "] needs a string 'role'");
+                throw invalidType("messages[" + i + "].role", "'messages'[" + i + "] needs a string 'role'");
             }
             conversation.add(new ChatMessage(role.asText(), content(m.get("content"), i)));
         }
         try {
             return chatTemplate.render(conversation, true);
         } catch (ChatTemplateException e) {
-            throw new CompletionService.InvalidRequestException("the chat template refused the conversation: " + e.getMessage());
+            throw new CompletionService.InvalidRequestException("the chat template refused the conversation: " + e.getMessage(),
+                    "messages", null);
         }
     }
 
@@ -358,13 +364,14 @@ public final class OpenAiHttpServer implements AutoCloseable {
             for (JsonNode part : c) {
                 if (!part.isObject() || !"text".equals(part.path("type").asText()) || !part.path("text").isTextual()) {
                     throw new CompletionService.InvalidRequestException("'messages'[" + index + "].content: only text parts "
-                            + "({\"type\": \"text\", \"text\": ...}) are served");
+                            + "({\"type\": \"text\", \"text\": ...}) are served", "messages[" + index + "].content",
+                            "unsupported_value");
                 }
                 text.append(part.get("text").asText());
             }
             return text.toString();
         }
-        throw new CompletionService.InvalidRequestException("'messages'[" + index + "].content must be a string or a list of text parts");
+        throw invalidType("messages[" + index + "].content", "'messages'[" + index + "].content must be a string or a list of text parts");
     }
 
     private void completions(Request request, Response response, Callback callback, boolean chat) throws Exception {
@@ -378,11 +385,12 @@ public final class OpenAiHttpServer implements AutoCloseable {
             p = chat ? parse(root, chatPrompt(root), true) : parse(root, completionPrompt(root), false);
         } catch (CompletionService.InvalidRequestException e) {
             service.metrics().rejected(400);
-            error(response, callback, 400, "invalid_request_error", e.getMessage());
+            invalid(response, callback, e);
             return;
         }
         if (p.model != null && !p.model.equals(modelName)) {
-            error(response, callback, 404, "model_not_found", "no model '" + p.model + "' here; this server runs '" + modelName + "'");
+            error(response, callback, 404, "invalid_request_error", "model_not_found", "model",
+                    "no model '" + p.model + "' here; this server runs '" + modelName + "'");
             return;
         }
         if (!service.accepting()) {
@@ -394,13 +402,15 @@ public final class OpenAiHttpServer implements AutoCloseable {
         try {
             c = service.submit(p.request);
         } catch (CompletionService.InvalidRequestException e) {
+            // what submit refuses is the prompt: empty, or too long for the context
             service.metrics().rejected(400);
-            error(response, callback, 400, "invalid_request_error", e.getMessage());
+            error(response, callback, 400, "invalid_request_error", e.code(),
+                    e.param() != null ? e.param() : chat ? "messages" : "prompt", e.getMessage());
             return;
         } catch (CompletionService.OverloadedException e) {
             service.metrics().rejected(429);
             response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
-            error(response, callback, 429, "rate_limit_exceeded", e.getMessage());
+            error(response, callback, 429, "rate_limit_exceeded", "rate_limit_exceeded", e.getMessage());   // OpenAI's code
             return;
         }
         Shape shape = new Shape((chat ? "chatcmpl-" : "cmpl-") + ids.incrementAndGet(), System.currentTimeMillis() / 1000, chat,
@@ -518,8 +528,8 @@ public final class OpenAiHttpServer implements AutoCloseable {
                 }
             }
             if (c.finish() == Completion.Finish.ERROR) {
-                event(out, Jackson.write(Map.of("error", Map.of("message", "the pipeline could not run the request: "
-                        + c.error(), "type", "server_error", "code", "server_error"))));
+                event(out, Jackson.write(errorObject("server_error", null, null, "the pipeline could not run the request: "
+                        + c.error())));
             } else {
                 event(out, Jackson.write(shape.chunk(null, c.finish().json(), c.takeLogprobs())));
             }
@@ -702,12 +712,49 @@ public final class OpenAiHttpServer implements AutoCloseable {
         Content.Sink.write(response, true, Jackson.write(body), callback);
     }
 
+    /** An error answer without a code or a parameter. */
     private static void error(Response response, Callback callback, int status, String type, String message) {
-        error(response, callback, status, type, type, message);
+        error(response, callback, status, type, null, null, message);
     }
 
+    /** An error answer with a code (or null), about no parameter. */
     private static void error(Response response, Callback callback, int status, String type, String code, String message) {
-        json(response, callback, status, Map.of("error", Map.of("message", message, "type", type, "code", code)));
+        error(response, callback, status, type, code, null, message);
+    }
+
+    private static void error(Response response, Callback callback, int status, String type, String code, String param,
+                              String message) {
+        json(response, callback, status, errorObject(type, code, param, message));
+    }
+
+    /** A 400 for a request that cannot be served as asked, naming its parameter and what is wrong with it. */
+    private static void invalid(Response response, Callback callback, CompletionService.InvalidRequestException e) {
+        error(response, callback, 400, "invalid_request_error", e.code(), e.param(), e.getMessage());
+    }
+
+    /**
+     * OpenAI's error object, {@code {"error": {"message", "type", "param", "code"}}}: {@code param} names the request
+     * parameter the error is about and {@code code} says what is wrong (null when none applies); both are always there.
+     */
+    static Map<String, Object> errorObject(String type, String code, String param, String message) {
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("message", message);
+        e.put("type", type);
+        e.put("param", param);
+        e.put("code", code);
+        return Map.of("error", e);
+    }
+
+    private static CompletionService.InvalidRequestException missing(String param) {
+        return new CompletionService.InvalidRequestException("'" + param + "' is required", param, "missing_required_parameter");
+    }
+
+    private static CompletionService.InvalidRequestException invalidType(String param, String message) {
+        return new CompletionService.InvalidRequestException(message, param, "invalid_type");
+    }
+
+    private static CompletionService.InvalidRequestException invalidValue(String param, String message) {
+        return new CompletionService.InvalidRequestException(message, param, "invalid_value");
     }
 
     /** A request body, checked. */
@@ -732,13 +779,13 @@ public final class OpenAiHttpServer implements AutoCloseable {
     private static String completionPrompt(JsonNode root) {
         JsonNode promptNode = root.get("prompt");
         if (promptNode == null || promptNode.isNull()) {
-            throw new CompletionService.InvalidRequestException("'prompt' is required");
+            throw missing("prompt");
         } else if (promptNode.isTextual()) {
             return promptNode.asText();
         } else if (promptNode.isArray() && promptNode.size() == 1 && promptNode.get(0).isTextual()) {
             return promptNode.get(0).asText();
         }
-        throw new CompletionService.InvalidRequestException("'prompt' must be a string (or a list of one string)");
+        throw invalidType("prompt", "'prompt' must be a string (or a list of one string)");
     }
 
     /** The request's parameters around its prompt ({@code special}: a rendered chat prompt, with special tokens). */
@@ -746,7 +793,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         String model = text(root, "model", false);
         int n = integer(root, "n", 1);
         if (n != 1) {
-            throw new CompletionService.InvalidRequestException("'n' must be 1, got " + n);
+            throw new CompletionService.InvalidRequestException("'n' must be 1, got " + n, "n", "unsupported_value");
         }
         // Without a limit a chat answer runs to its end of text or the full context (the sequence stops there), as
         // OpenAI's and llama-server's do; the completions API keeps OpenAI's default of 16.
@@ -764,22 +811,34 @@ public final class OpenAiHttpServer implements AutoCloseable {
             } else if (stop.isArray() && stop.size() <= 4) {
                 for (JsonNode s : stop) {
                     if (!s.isTextual()) {
-                        throw new CompletionService.InvalidRequestException("'stop' must hold strings");
+                        throw invalidType("stop", "'stop' must hold strings");
                     }
                     stops.add(s.asText());
                 }
             } else {
-                throw new CompletionService.InvalidRequestException("'stop' must be a string or a list of up to 4 strings");
+                throw invalidValue("stop", "'stop' must be a string or a list of up to 4 strings");
             }
+        }
+        if (stops.stream().anyMatch(String::isEmpty)) {
+            throw invalidValue("stop", "a stop string must not be empty");
         }
         boolean stream = bool(root, "stream");
         JsonNode so = root.get("stream_options");
         boolean includeUsage = so != null && so.isObject() && bool(so, "include_usage");
+        if (!(temperature >= 0) || Double.isInfinite(temperature)) {
+            throw invalidValue("temperature", "'temperature' must be a finite number >= 0, got " + temperature);
+        }
+        if (!(topP > 0 && topP <= 1)) {
+            throw invalidValue("top_p", "'top_p' must be in (0, 1], got " + topP);
+        }
+        if (topK < 0) {
+            throw invalidValue("top_k", "'top_k' must be >= 0 (0 = off), got " + topK);
+        }
         SamplingConfig sampling;
         try {
             sampling = new SamplingConfig((float) temperature, topK, (float) topP, seed);
-        } catch (IllegalArgumentException e) {
-            throw new CompletionService.InvalidRequestException(e.getMessage());
+        } catch (IllegalArgumentException e) {   // a temperature beyond float's range
+            throw new CompletionService.InvalidRequestException(e.getMessage(), null, "invalid_value");
         }
         boolean ignoreEos = bool(root, "ignore_eos");
         int logprobs = special ? chatLogprobs(root) : completionLogprobs(root);
@@ -792,12 +851,11 @@ public final class OpenAiHttpServer implements AutoCloseable {
         boolean want = bool(root, "logprobs");
         JsonNode top = root.get("top_logprobs");
         if (top != null && !top.isNull() && !want) {
-            throw new CompletionService.InvalidRequestException("'top_logprobs' needs 'logprobs': true");
+            throw invalidValue("top_logprobs", "'top_logprobs' needs 'logprobs': true");
         }
         int k = integer(root, "top_logprobs", 0);
         if (k < 0 || k > TokenLogprobs.MAX_TOP) {
-            throw new CompletionService.InvalidRequestException("'top_logprobs' must be 0 to " + TokenLogprobs.MAX_TOP
-                    + ", got " + k);
+            throw invalidValue("top_logprobs", "'top_logprobs' must be 0 to " + TokenLogprobs.MAX_TOP + ", got " + k);
         }
         return want ? k : -1;
     }
@@ -809,8 +867,8 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return -1;
         }
         if (!v.isIntegralNumber() || !v.canConvertToInt() || v.intValue() < 0 || v.intValue() > TokenLogprobs.MAX_TOP) {
-            throw new CompletionService.InvalidRequestException("'logprobs' of a completion is how many top tokens to report "
-                    + "with each token, 0 to " + TokenLogprobs.MAX_TOP + ", got " + v);
+            throw invalidValue("logprobs", "'logprobs' of a completion is how many top tokens to report with each token, 0 to "
+                    + TokenLogprobs.MAX_TOP + ", got " + v);
         }
         return v.intValue();
     }
@@ -819,12 +877,12 @@ public final class OpenAiHttpServer implements AutoCloseable {
         JsonNode v = root.get(field);
         if (v == null || v.isNull()) {
             if (required) {
-                throw new CompletionService.InvalidRequestException("'" + field + "' is required");
+                throw missing(field);
             }
             return null;
         }
         if (!v.isTextual()) {
-            throw new CompletionService.InvalidRequestException("'" + field + "' must be a string");
+            throw invalidType(field, "'" + field + "' must be a string");
         }
         return v.asText();
     }
@@ -835,7 +893,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return dflt;
         }
         if (!v.isIntegralNumber() || !v.canConvertToInt()) {
-            throw new CompletionService.InvalidRequestException("'" + field + "' must be an integer, got " + v);
+            throw invalidType(field, "'" + field + "' must be an integer, got " + v);
         }
         return v.intValue();
     }
@@ -843,7 +901,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
     private static long longValue(JsonNode root, String field) {
         JsonNode v = root.get(field);
         if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-            throw new CompletionService.InvalidRequestException("'" + field + "' must be an integer, got " + v);
+            throw invalidType(field, "'" + field + "' must be an integer, got " + v);
         }
         return v.longValue();
     }
@@ -854,7 +912,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return dflt;
         }
         if (!v.isNumber()) {
-            throw new CompletionService.InvalidRequestException("'" + field + "' must be a number, got " + v);
+            throw invalidType(field, "'" + field + "' must be a number, got " + v);
         }
         return v.doubleValue();
     }
@@ -865,7 +923,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
             return false;
         }
         if (!v.isBoolean()) {
-            throw new CompletionService.InvalidRequestException("'" + field + "' must be true or false, got " + v);
+            throw invalidType(field, "'" + field + "' must be true or false, got " + v);
         }
         return v.booleanValue();
     }

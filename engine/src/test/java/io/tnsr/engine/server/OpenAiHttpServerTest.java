@@ -145,24 +145,37 @@ class OpenAiHttpServerTest {
 
     @Test
     void badRequestsGetOpenAisErrorObject() throws Exception {
-        record Case(String body, int status, String says) {
+        // param: the parameter the error is about; code: what is wrong with it (null when nothing more precise)
+        record Case(String body, int status, String says, String param, String code) {
         }
         for (Case c : List.of(
-                new Case("{\"prompt\": ", 400, "not JSON"),
-                new Case("{\"max_tokens\": 5}", 400, "'prompt' is required"),
-                new Case("{\"prompt\": \"x\", \"max_tokens\": \"five\"}", 400, "'max_tokens' must be an integer"),
-                new Case("{\"prompt\": \"x\", \"n\": 2}", 400, "'n' must be 1"),
-                new Case("{\"prompt\": \"x\", \"temperature\": -1}", 400, "temperature"),
-                new Case("{\"prompt\": \"x\", \"model\": \"gpt-4\"}", 404, "no model 'gpt-4'"),
-                new Case("{\"prompt\": \"" + "a b ".repeat(pipeline.cfg.contextLength()) + "\"}", 400, "context holds"))) {
+                new Case("{\"prompt\": ", 400, "not JSON", null, null),
+                new Case("{\"max_tokens\": 5}", 400, "'prompt' is required", "prompt", "missing_required_parameter"),
+                new Case("{\"prompt\": \"x\", \"max_tokens\": \"five\"}", 400, "'max_tokens' must be an integer", "max_tokens",
+                        "invalid_type"),
+                new Case("{\"prompt\": \"x\", \"n\": 2}", 400, "'n' must be 1", "n", "unsupported_value"),
+                new Case("{\"prompt\": \"x\", \"temperature\": -1}", 400, "temperature", "temperature", "invalid_value"),
+                new Case("{\"prompt\": \"x\", \"top_p\": 0}", 400, "top_p", "top_p", "invalid_value"),
+                new Case("{\"prompt\": \"x\", \"stop\": [\"\"]}", 400, "stop string", "stop", "invalid_value"),
+                new Case("{\"prompt\": \"x\", \"model\": \"gpt-4\"}", 404, "no model 'gpt-4'", "model", "model_not_found"),
+                new Case("{\"prompt\": \"" + "a b ".repeat(pipeline.cfg.contextLength()) + "\"}", 400, "context holds", "prompt",
+                        "context_length_exceeded"))) {
             HttpResponse<String> r = post("/v1/completions", c.body());
             assertEquals(c.status(), r.statusCode(), c.body() + " -> " + r.body());
-            String message = json(r).at("/error/message").asText();
+            JsonNode error = json(r).get("error");
+            String message = error.get("message").asText();
             assertTrue(message.contains(c.says()), message);
-            assertTrue(json(r).at("/error/type").isTextual());
+            assertEquals("invalid_request_error", error.get("type").asText(), r.body());
+            assertTrue(error.has("param") && error.has("code"), r.body());
+            assertEquals(c.param(), error.get("param").textValue(), r.body());
+            assertEquals(c.code(), error.get("code").textValue(), r.body());
         }
-        assertEquals(404, get("/v1/nothing").statusCode());
-        assertEquals(405, get("/v1/completions").statusCode());
+        HttpResponse<String> nowhere = get("/v1/nothing");
+        assertEquals(404, nowhere.statusCode());
+        assertTrue(json(nowhere).at("/error/param").isNull() && json(nowhere).at("/error/code").isNull(), nowhere.body());
+        HttpResponse<String> wrongMethod = get("/v1/completions");
+        assertEquals(405, wrongMethod.statusCode());
+        assertEquals("method_not_allowed", json(wrongMethod).at("/error/code").asText(), wrongMethod.body());
         assertEquals(0, pipeline.service.active(), "no request was left running");
     }
 
