@@ -149,7 +149,7 @@ class OpenAiHttpServerTest {
         record Case(String body, int status, String says, String param, String code) {
         }
         for (Case c : List.of(
-                new Case("{\"prompt\": ", 400, "not JSON", null, null),
+                new Case("{\"prompt\": ", 400, "the body is not valid JSON: unexpected end of input at line 1, column 12", null, null),
                 new Case("{\"max_tokens\": 5}", 400, "'prompt' is required", "prompt", "missing_required_parameter"),
                 new Case("{\"prompt\": \"x\", \"max_tokens\": \"five\"}", 400, "'max_tokens' must be an integer", "max_tokens",
                         "invalid_type"),
