@@ -820,17 +820,22 @@ public final class OpenAiHttpServer implements AutoCloseable {
     /** The request's parameters around its prompt ({@code special}: a rendered chat prompt, with special tokens). */
     static Parsed parse(JsonNode root, String prompt, boolean special) {
         String model = text(root, "model", false);
-        int n = integer(root, "n", 1);
-        if (n != 1) {
-            throw new CompletionService.InvalidRequestException("'n' must be 1, got " + n, "n", "unsupported_value");
+        JsonNode n = root.get("n");
+        if (n != null && !n.isNull()) {
+            if (!n.isIntegralNumber()) {
+                throw invalidType("n", "'n' must be an integer, got " + n);
+            }
+            if (!n.canConvertToInt() || n.intValue() != 1) {
+                throw new CompletionService.InvalidRequestException("'n' must be 1, got " + n, "n", "unsupported_value");
+            }
         }
         // Without a limit a chat answer runs to its end of text or the full context (the sequence stops there), as
         // OpenAI's and llama-server's do; the completions API keeps OpenAI's default of 16.
         int maxTokens = integer(root, "max_tokens", integer(root, "max_completion_tokens",
-                special ? Integer.MAX_VALUE : COMPLETION_MAX_TOKENS));
+                special ? Integer.MAX_VALUE : COMPLETION_MAX_TOKENS, 1, Integer.MAX_VALUE), 1, Integer.MAX_VALUE);
         double temperature = number(root, "temperature", 1.0);
         double topP = number(root, "top_p", 1.0);
-        int topK = integer(root, "top_k", 0);
+        int topK = integer(root, "top_k", 0, 0, Integer.MAX_VALUE);   // 0: off
         long seed = root.hasNonNull("seed") ? longValue(root, "seed") : ThreadLocalRandom.current().nextLong();
         List<String> stops = new ArrayList<>();
         JsonNode stop = root.get("stop");
@@ -860,9 +865,6 @@ public final class OpenAiHttpServer implements AutoCloseable {
         if (!(topP > 0 && topP <= 1)) {
             throw invalidValue("top_p", "'top_p' must be in (0, 1], got " + topP);
         }
-        if (topK < 0) {
-            throw invalidValue("top_k", "'top_k' must be >= 0 (0 = off), got " + topK);
-        }
         SamplingConfig sampling;
         try {
             sampling = new SamplingConfig((float) temperature, topK, (float) topP, seed);
@@ -882,10 +884,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         if (top != null && !top.isNull() && !want) {
             throw invalidValue("top_logprobs", "'top_logprobs' needs 'logprobs': true");
         }
-        int k = integer(root, "top_logprobs", 0);
-        if (k < 0 || k > TokenLogprobs.MAX_TOP) {
-            throw invalidValue("top_logprobs", "'top_logprobs' must be 0 to " + TokenLogprobs.MAX_TOP + ", got " + k);
-        }
+        int k = integer(root, "top_logprobs", 0, 0, TokenLogprobs.MAX_TOP);
         return want ? k : -1;
     }
 
@@ -916,23 +915,34 @@ public final class OpenAiHttpServer implements AutoCloseable {
         return v.asText();
     }
 
-    private static int integer(JsonNode root, String field, int dflt) {
+    /** An integer field from min to max (an integer beyond them, even beyond a long's range, is out of range), or dflt. */
+    private static int integer(JsonNode root, String field, int dflt, int min, int max) {
         JsonNode v = root.get(field);
         if (v == null || v.isNull()) {
             return dflt;
         }
-        if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+        if (!v.isIntegralNumber()) {
             throw invalidType(field, "'" + field + "' must be an integer, got " + v);
+        }
+        if (!v.canConvertToInt() || v.intValue() < min || v.intValue() > max) {
+            throw outOfRange(field, v, min, max);
         }
         return v.intValue();
     }
 
     private static long longValue(JsonNode root, String field) {
         JsonNode v = root.get(field);
-        if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+        if (!v.isIntegralNumber()) {
             throw invalidType(field, "'" + field + "' must be an integer, got " + v);
         }
+        if (!v.canConvertToLong()) {
+            throw outOfRange(field, v, Long.MIN_VALUE, Long.MAX_VALUE);
+        }
         return v.longValue();
+    }
+
+    private static CompletionService.InvalidRequestException outOfRange(String field, JsonNode v, long min, long max) {
+        return invalidValue(field, "'" + field + "' is out of range: it must be " + min + " to " + max + ", got " + v);
     }
 
     private static double number(JsonNode root, String field, double dflt) {

@@ -170,6 +170,6 @@ class LogprobsTest {
         JsonNode tooMany = OpenAiHttpServer.object("{\"logprobs\": true, \"top_logprobs\": 21}".getBytes(StandardCharsets.UTF_8));
         e = assertThrows(CompletionService.InvalidRequestException.class,
                 () -> OpenAiHttpServer.parse(tooMany, "x", true));
-        assertTrue(e.getMessage().contains("'top_logprobs' must be 0 to 20"), e.getMessage());
+        assertTrue(e.getMessage().contains("'top_logprobs' is out of range: it must be 0 to 20"), e.getMessage());
     }
 }

@@ -16,6 +16,39 @@ class OpenAiRequestTest {
                 () -> OpenAiHttpServer.object(body.getBytes(StandardCharsets.UTF_8)), body);
     }
 
+    /** What parse refuses in a completion ({@code chat} false) or chat request of this body. */
+    private static CompletionService.InvalidRequestException parseRefused(String body, boolean chat) {
+        return assertThrows(CompletionService.InvalidRequestException.class,
+                () -> OpenAiHttpServer.parse(OpenAiHttpServer.object(body.getBytes(StandardCharsets.UTF_8)), "x", chat), body);
+    }
+
+    @Test
+    void anIntegerBeyondItsRangeIsOutOfRangeAndNamesTheRange() {
+        record Case(String body, String param, String says) {
+        }
+        for (Case c : List.of(
+                new Case("{\"max_tokens\": 99999999999999999999}", "max_tokens",
+                        "'max_tokens' is out of range: it must be 1 to 2147483647, got 99999999999999999999"),
+                new Case("{\"max_tokens\": 2147483648}", "max_tokens", "'max_tokens' is out of range: it must be 1 to 2147483647"),
+                new Case("{\"max_tokens\": 0}", "max_tokens", "'max_tokens' is out of range: it must be 1 to 2147483647, got 0"),
+                new Case("{\"max_completion_tokens\": -5}", "max_completion_tokens", "'max_completion_tokens' is out of range"),
+                new Case("{\"top_k\": -1}", "top_k", "'top_k' is out of range: it must be 0 to 2147483647, got -1"),
+                new Case("{\"seed\": 99999999999999999999}", "seed",
+                        "'seed' is out of range: it must be -9223372036854775808 to 9223372036854775807"))) {
+            CompletionService.InvalidRequestException e = parseRefused(c.body(), false);
+            assertTrue(e.getMessage().startsWith(c.says()), e.getMessage());
+            assertEquals(c.param(), e.param());
+            assertEquals("invalid_value", e.code());
+        }
+        for (String notAnInteger : List.of("{\"max_tokens\": \"five\"}", "{\"max_tokens\": 5.5}", "{\"seed\": true}")) {
+            CompletionService.InvalidRequestException e = parseRefused(notAnInteger, false);
+            assertTrue(e.getMessage().contains("must be an integer"), e.getMessage());
+            assertEquals("invalid_type", e.code());
+        }
+        CompletionService.InvalidRequestException n = parseRefused("{\"n\": 99999999999999999999}", true);
+        assertEquals("'n' must be 1, got 99999999999999999999", n.getMessage());
+    }
+
     @Test
     void aBodyThatIsNotJsonIsNamedInOneSentenceWithItsPlace() {
         assertEquals("the body is not valid JSON: unexpected end of input at line 1, column 12",
