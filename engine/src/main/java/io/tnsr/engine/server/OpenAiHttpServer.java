@@ -43,14 +43,17 @@ import org.eclipse.jetty.util.Callback;
  * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} or {@code max_completion_tokens} (default 16),
  * {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop} (a string or
  * a list of up to 4), {@code stream} with {@code stream_options.include_usage}, {@code ignore_eos} (extension, as
- * llama-server has it: generate {@code max_tokens} whatever the model says, for benchmarks); {@code n} other than 1 is
- * refused.
+ * llama-server has it: generate {@code max_tokens} whatever the model says, for benchmarks); {@code n} other than 1,
+ * and OpenAI's other parameters that are not implemented ({@code presence_penalty}, {@code echo}, {@code best_of},
+ * {@code logit_bias}, ...: {@code refuseUnsupported}) unless they hold their default, are refused; fields OpenAI does
+ * not define are ignored.
  * Streams are Server-Sent Events, one {@code text_completion} chunk per piece of text (whole characters), a last chunk
  * with {@code finish_reason}, the usage chunk when asked for, then {@code data: [DONE]}.</li>
  * <li>{@code POST /v1/chat/completions}: the same, with {@code messages} ({@code role}, {@code content} as a string or
  * a list of text parts) instead of {@code prompt}, and no default {@code max_tokens} (the answer runs to its end of
  * text or the full context), rendered by the model's {@link ChatTemplate} with the generation
- * prompt and tokenized with its special tokens; {@code chat.completion} objects, or {@code chat.completion.chunk}
+ * prompt and tokenized with its special tokens ({@code response_format}, {@code tools} and the like refused unless
+ * they hold their default); {@code chat.completion} objects, or {@code chat.completion.chunk}
  * events whose first delta names the role. {@code POST /apply-template} answers the rendered prompt,
  * {@code {"prompt": ...}}.</li>
  * <li>{@code GET /v1/models}; {@code GET /health} (503 until the pipeline is up, while it recovers a lost stage, naming it, and after it failed); {@code GET /metrics} (Prometheus
@@ -829,6 +832,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
                 throw new CompletionService.InvalidRequestException("'n' must be 1, got " + n, "n", "unsupported_value");
             }
         }
+        refuseUnsupported(root, special);
         // Without a limit a chat answer runs to its end of text or the full context (the sequence stops there), as
         // OpenAI's and llama-server's do; the completions API keeps OpenAI's default of 16.
         int maxTokens = integer(root, "max_tokens", integer(root, "max_completion_tokens",
@@ -875,6 +879,96 @@ public final class OpenAiHttpServer implements AutoCloseable {
         int logprobs = special ? chatLogprobs(root) : completionLogprobs(root);
         return new Parsed(model, new CompletionService.Request(prompt, maxTokens, sampling, stops, special, ignoreEos,
                 logprobs), stream, includeUsage);
+    }
+
+    /**
+     * Refuses OpenAI's parameters that this server does not implement when they ask for something other than their
+     * default: ignored, they would give an answer other than the one asked for. Their defaults pass, as clients such
+     * as the openai SDK and LangChain send them ({@code "presence_penalty": 0}, {@code "tools": []}). Fields OpenAI
+     * does not define are not looked at (llama-server's extensions among them).
+     */
+    private static void refuseUnsupported(JsonNode root, boolean chat) {
+        if (number(root, "presence_penalty", 0) != 0) {
+            throw unsupported("presence_penalty", "0", root);
+        }
+        if (number(root, "frequency_penalty", 0) != 0) {
+            throw unsupported("frequency_penalty", "0", root);
+        }
+        if (!emptyOrNull(root, "logit_bias", true)) {
+            throw unsupported("logit_bias", "an empty object", root);
+        }
+        if (chat) {
+            JsonNode format = root.get("response_format");
+            if (format != null && !format.isNull()) {
+                if (!format.isObject()) {
+                    throw invalidType("response_format", "'response_format' must be an object, got " + format);
+                }
+                if (!"text".equals(format.path("type").textValue())) {
+                    throw unsupported("response_format", "{\"type\": \"text\"}", root);
+                }
+            }
+            for (String list : List.of("tools", "functions")) {
+                if (!emptyOrNull(root, list, false)) {
+                    throw unsupported(list, "an empty list (this server calls no tools)", root);
+                }
+            }
+            for (String choice : List.of("tool_choice", "function_call")) {
+                JsonNode v = root.get(choice);   // with no tools, "auto" calls none as "none" does
+                if (v != null && !v.isNull() && !"none".equals(v.textValue()) && !"auto".equals(v.textValue())) {
+                    throw unsupported(choice, "\"none\" or \"auto\" (this server calls no tools)", root);
+                }
+            }
+            JsonNode modalities = root.get("modalities");
+            if (modalities != null && !modalities.isNull()
+                    && !(modalities.isArray() && modalities.size() == 1 && "text".equals(modalities.get(0).textValue()))) {
+                throw unsupported("modalities", "[\"text\"]", root);
+            }
+            if (root.hasNonNull("audio")) {
+                throw unsupported("audio", "null (this server answers in text)", root);
+            }
+        } else {
+            if (bool(root, "echo")) {
+                throw unsupported("echo", "false", root);
+            }
+            JsonNode bestOf = root.get("best_of");
+            if (bestOf != null && !bestOf.isNull()) {
+                if (!bestOf.isIntegralNumber()) {
+                    throw invalidType("best_of", "'best_of' must be an integer, got " + bestOf);
+                }
+                if (!bestOf.canConvertToInt() || bestOf.intValue() != 1) {
+                    throw unsupported("best_of", "1", root);
+                }
+            }
+            String suffix = text(root, "suffix", false);
+            if (suffix != null && !suffix.isEmpty()) {
+                throw unsupported("suffix", "an empty string", root);
+            }
+        }
+    }
+
+    /** Whether a field is absent, null, or an empty object ({@code object}) or list; of another kind it is refused. */
+    private static boolean emptyOrNull(JsonNode root, String field, boolean object) {
+        JsonNode v = root.get(field);
+        if (v == null || v.isNull()) {
+            return true;
+        }
+        if (object ? !v.isObject() : !v.isArray()) {
+            throw invalidType(field, "'" + field + "' must be " + (object ? "an object" : "a list") + ", got "
+                    + shortly(v));
+        }
+        return v.isEmpty();
+    }
+
+    /** A known parameter asking for what this server does not do; {@code dflt}: what it takes. */
+    private static CompletionService.InvalidRequestException unsupported(String field, String dflt, JsonNode root) {
+        return new CompletionService.InvalidRequestException("'" + field + "' is not supported by this server: only "
+                + dflt + " is taken, got " + shortly(root.get(field)), field, "unsupported_value");
+    }
+
+    /** A value as JSON, cut after 60 characters (a tool's schema can be long). */
+    private static String shortly(JsonNode v) {
+        String json = v.toString();
+        return json.length() <= 60 ? json : json.substring(0, 57) + "...";
     }
 
     /** Chat's {@code logprobs} (true/false) and {@code top_logprobs} (0..20, only with logprobs): -1 for none. */

@@ -490,6 +490,29 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void openAiParametersNotImplementedHereAre400UnlessTheyHoldTheirDefault() throws Exception {
+        chatServer();
+        String messages = "\"messages\": [{\"role\": \"user\", \"content\": \"" + PROMPT + "\"}], \"max_tokens\": 3";
+        HttpResponse<String> defaults = post("/v1/chat/completions", "{" + messages + ", \"presence_penalty\": 0, "
+                + "\"frequency_penalty\": 0, \"n\": 1, \"logit_bias\": {}, \"tools\": [], \"response_format\": {\"type\": \"text\"}, "
+                + "\"mirostat\": 0}");
+        assertEquals(200, defaults.statusCode(), defaults.body());
+        HttpResponse<String> penalty = post("/v1/chat/completions", "{" + messages + ", \"presence_penalty\": 0.6}");
+        assertEquals(400, penalty.statusCode(), penalty.body());
+        JsonNode error = json(penalty).get("error");
+        assertEquals("invalid_request_error", error.get("type").asText());
+        assertEquals("presence_penalty", error.get("param").asText());
+        assertEquals("unsupported_value", error.get("code").asText());
+        assertTrue(error.get("message").asText().contains("not supported"), penalty.body());
+        HttpResponse<String> echo = post("/v1/completions", "{\"prompt\": \"x\", \"echo\": true}");
+        assertEquals(400, echo.statusCode(), echo.body());
+        assertEquals("echo", json(echo).at("/error/param").asText());
+        assertEquals(200, post("/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 2, \"echo\": false, \"best_of\": 1}")
+                .statusCode());
+        assertEquals(0, pipeline.service.active());
+    }
+
+    @Test
     void topKAndTopPChangeNothingForGreedyAndAreAppliedWhenSampling() throws Exception {
         String greedy = pipeline.alone(PROMPT, 24, SamplingConfig.GREEDY, true, -1, new ArrayList<>());
         String request = "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 24, \"ignore_eos\": true, ";

@@ -50,6 +50,45 @@ class OpenAiRequestTest {
     }
 
     @Test
+    void openAisParametersThisServerDoesNotImplementPassAtTheirDefaultAndAreRefusedOtherwise() {
+        // what the openai SDK and LangChain send when nobody asked for these
+        String chatDefaults = "{\"presence_penalty\": 0, \"frequency_penalty\": 0.0, \"n\": 1, \"logit_bias\": null, "
+                + "\"tools\": [], \"functions\": null, \"tool_choice\": \"none\", \"function_call\": \"auto\", "
+                + "\"response_format\": {\"type\": \"text\"}, \"modalities\": [\"text\"], \"audio\": null, "
+                + "\"user\": \"u1\", \"min_p\": 0.05, \"repeat_penalty\": 1.1}";
+        OpenAiHttpServer.parse(OpenAiHttpServer.object(chatDefaults.getBytes(StandardCharsets.UTF_8)), "x", true);
+        String completionDefaults = "{\"presence_penalty\": 0, \"frequency_penalty\": 0, \"n\": 1, \"logit_bias\": {}, "
+                + "\"echo\": false, \"best_of\": 1, \"suffix\": null, \"logprobs\": null, \"user\": \"u1\"}";
+        OpenAiHttpServer.parse(OpenAiHttpServer.object(completionDefaults.getBytes(StandardCharsets.UTF_8)), "x", false);
+        OpenAiHttpServer.parse(OpenAiHttpServer.object("{\"suffix\": \"\"}".getBytes(StandardCharsets.UTF_8)), "x", false);
+
+        record Case(String field, String value, boolean chat) {
+        }
+        for (Case c : List.of(
+                new Case("presence_penalty", "0.5", true), new Case("frequency_penalty", "-1", false),
+                new Case("logit_bias", "{\"50256\": -100}", true), new Case("logit_bias", "{\"7\": 5}", false),
+                new Case("response_format", "{\"type\": \"json_object\"}", true),
+                new Case("response_format", "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\"}}", true),
+                new Case("tools", "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}]", true),
+                new Case("functions", "[{\"name\": \"get_weather\"}]", true),
+                new Case("tool_choice", "\"required\"", true),
+                new Case("tool_choice", "{\"type\": \"function\", \"function\": {\"name\": \"f\"}}", true),
+                new Case("function_call", "{\"name\": \"f\"}", true),
+                new Case("modalities", "[\"text\", \"audio\"]", true), new Case("audio", "{\"voice\": \"alloy\"}", true),
+                new Case("echo", "true", false), new Case("best_of", "3", false), new Case("suffix", "\"}\"", false))) {
+            String body = "{\"" + c.field() + "\": " + c.value() + "}";
+            CompletionService.InvalidRequestException e = parseRefused(body, c.chat());
+            assertTrue(e.getMessage().startsWith("'" + c.field() + "' is not supported by this server"), body + " -> " + e.getMessage());
+            assertEquals(c.field(), e.param(), body);
+            assertEquals("unsupported_value", e.code(), body);
+        }
+        for (String body : List.of("{\"presence_penalty\": \"high\"}", "{\"logit_bias\": [1]}", "{\"tools\": {}}",
+                "{\"echo\": 1}")) {
+            assertEquals("invalid_type", parseRefused(body, body.contains("tools")).code(), body);
+        }
+    }
+
+    @Test
     void aBodyThatIsNotJsonIsNamedInOneSentenceWithItsPlace() {
         assertEquals("the body is not valid JSON: unexpected end of input at line 1, column 12",
                 refused("{\"prompt\": ").getMessage());
