@@ -49,8 +49,8 @@ import org.eclipse.jetty.util.Callback;
  * not define are ignored.
  * Streams are Server-Sent Events, one {@code text_completion} chunk per piece of text (whole characters), a last chunk
  * with {@code finish_reason}, the usage chunk when asked for, then {@code data: [DONE]}.</li>
- * <li>{@code POST /v1/chat/completions}: the same, with {@code messages} ({@code role}, {@code content} as a string or
- * a list of text parts) instead of {@code prompt}, and no default {@code max_tokens} (the answer runs to its end of
+ * <li>{@code POST /v1/chat/completions}: the same, with {@code messages} ({@code role}, one of {@link #ROLES}, and
+ * {@code content}, required, as a string or a list of text parts; no {@code tool_calls}) instead of {@code prompt}, and no default {@code max_tokens} (the answer runs to its end of
  * text or the full context), rendered by the model's {@link ChatTemplate} with the generation
  * prompt and tokenized with its special tokens ({@code response_format}, {@code tools} and the like refused unless
  * they hold their default); {@code chat.completion} objects, or {@code chat.completion.chunk}
@@ -69,6 +69,8 @@ import org.eclipse.jetty.util.Callback;
  * than the service allows. A client that goes away has its sequence cancelled (its KV cache freed in every stage).
  */
 public final class OpenAiHttpServer implements AutoCloseable {
+    /** The roles a chat message may have (OpenAI's); the chat template sees them as they are. */
+    static final List<String> ROLES = List.of("system", "user", "assistant", "developer", "tool");
     /** {@code max_tokens} of a completion that names none (OpenAI's default); a chat completion has no default bound. */
     static final int COMPLETION_MAX_TOKENS = 16;
     /** Largest request body accepted. */
@@ -341,9 +343,29 @@ public final class OpenAiHttpServer implements AutoCloseable {
         List<ChatMessage> conversation = new ArrayList<>(messages.size());
         for (int i = 0; i < messages.size(); i++) {
             JsonNode m = messages.get(i);
+            String at = "messages[" + i + "]";
+            if (!m.isObject()) {
+                throw invalidType(at, at + " must be an object with 'role' and 'content'");
+            }
             JsonNode role = m.get("role");
-            if (!m.isObject() || role == null || !role.isTextual()) {
-                throw invalidType("messages[" + i + "].role", "'messages'[" + i + "] needs a string 'role'");
+            if (role == null || role.isNull()) {
+                throw new CompletionService.InvalidRequestException(at + ".role is required", at + ".role",
+                        "missing_required_parameter");
+            }
+            if (!role.isTextual()) {
+                throw invalidType(at + ".role", at + ".role must be a string, got " + shortly(role));
+            }
+            if (!ROLES.contains(role.asText())) {
+                throw invalidValue(at + ".role", at + ".role '" + role.asText() + "' is not one of " + String.join(", ", ROLES));
+            }
+            // Tool calls would be lost on the way to the template, which sees role and content only; this server
+            // calls no tools, so a conversation that holds some did not come from it.
+            for (String calls : List.of("tool_calls", "function_call")) {
+                JsonNode v = m.get(calls);
+                if (v != null && !v.isNull() && !(v.isArray() && v.isEmpty())) {
+                    throw new CompletionService.InvalidRequestException(at + "." + calls + " is not supported by this "
+                            + "server: it calls no tools", at + "." + calls, "unsupported_value");
+                }
             }
             conversation.add(new ChatMessage(role.asText(), content(m.get("content"), i)));
         }
@@ -355,10 +377,15 @@ public final class OpenAiHttpServer implements AutoCloseable {
         }
     }
 
-    /** A message's content: a string, or OpenAI's list of parts of which only {@code text} parts are taken. */
+    /**
+     * A message's content: a string, or OpenAI's list of parts of which only {@code text} parts are taken. It is
+     * required: OpenAI lets only an assistant turn with tool calls go without, and this server serves no tool calls.
+     */
     private static String content(JsonNode c, int index) {
+        String at = "messages[" + index + "].content";
         if (c == null || c.isNull()) {
-            return "";
+            throw new CompletionService.InvalidRequestException(at + " is required: a string or a list of text parts", at,
+                    "missing_required_parameter");
         }
         if (c.isTextual()) {
             return c.asText();
@@ -367,15 +394,14 @@ public final class OpenAiHttpServer implements AutoCloseable {
             StringBuilder text = new StringBuilder();
             for (JsonNode part : c) {
                 if (!part.isObject() || !"text".equals(part.path("type").asText()) || !part.path("text").isTextual()) {
-                    throw new CompletionService.InvalidRequestException("'messages'[" + index + "].content: only text parts "
-                            + "({\"type\": \"text\", \"text\": ...}) are served", "messages[" + index + "].content",
-                            "unsupported_value");
+                    throw new CompletionService.InvalidRequestException(at + ": only text parts "
+                            + "({\"type\": \"text\", \"text\": ...}) are served", at, "unsupported_value");
                 }
                 text.append(part.get("text").asText());
             }
             return text.toString();
         }
-        throw invalidType("messages[" + index + "].content", "'messages'[" + index + "].content must be a string or a list of text parts");
+        throw invalidType(at, at + " must be a string or a list of text parts");
     }
 
     private void completions(Request request, Response response, Callback callback, boolean chat) throws Exception {

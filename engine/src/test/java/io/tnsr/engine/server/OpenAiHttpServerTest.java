@@ -698,6 +698,48 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void aMessageWithoutContentOrWithARoleOpenAiDoesNotHaveIs400NamingTheMessage() throws Exception {
+        chatServer();
+        record Case(String messages, String param, String code, String says) {
+        }
+        for (Case c : List.of(
+                new Case("[{\"role\": \"user\"}]", "messages[0].content", "missing_required_parameter",
+                        "messages[0].content is required"),
+                new Case("[{\"role\": \"system\", \"content\": \"x\"}, {\"role\": \"user\", \"content\": null}]",
+                        "messages[1].content", "missing_required_parameter", "messages[1].content is required"),
+                new Case("[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"wizard\", \"content\": \"x\"}]",
+                        "messages[1].role", "invalid_value",
+                        "messages[1].role 'wizard' is not one of system, user, assistant, developer, tool"),
+                new Case("[{\"role\": \"User\", \"content\": \"hi\"}]", "messages[0].role", "invalid_value", "'User' is not one of"),
+                new Case("[{\"role\": 5, \"content\": \"hi\"}]", "messages[0].role", "invalid_type", "must be a string"),
+                new Case("[{\"content\": \"hi\"}]", "messages[0].role", "missing_required_parameter", "messages[0].role is required"),
+                new Case("[\"hi\"]", "messages[0]", "invalid_type", "must be an object"),
+                new Case("[{\"role\": \"user\", \"content\": 5}]", "messages[0].content", "invalid_type", "a string or a list"),
+                new Case("[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": null, "
+                        + "\"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{}\"}}]}]",
+                        "messages[1].tool_calls", "unsupported_value", "messages[1].tool_calls is not supported"))) {
+            for (String path : List.of("/v1/chat/completions", "/apply-template")) {
+                HttpResponse<String> r = post(path, "{\"messages\": " + c.messages() + ", \"max_tokens\": 2}");
+                assertEquals(400, r.statusCode(), path + " " + c.messages() + " -> " + r.body());
+                JsonNode error = json(r).get("error");
+                assertTrue(error.get("message").asText().contains(c.says()), r.body());
+                assertEquals(c.param(), error.get("param").asText(), r.body());
+                assertEquals(c.code(), error.get("code").asText(), r.body());
+            }
+        }
+        // every role OpenAI has, empty content, text parts, and an assistant turn with no tool calls
+        String valid = "[{\"role\": \"developer\", \"content\": \"\"}, {\"role\": \"system\", \"content\": [{\"type\": \"text\", "
+                + "\"text\": \"be brief\"}]}, {\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"hello\", "
+                + "\"tool_calls\": []}, {\"role\": \"user\", \"content\": \"" + PROMPT + "\"}]";
+        HttpResponse<String> applied = post("/apply-template", "{\"messages\": " + valid + "}");
+        assertEquals(200, applied.statusCode(), applied.body());
+        assertTrue(json(applied).get("prompt").asText().contains("<|im_start|>developer\n<|im_end|>"), applied.body());
+        HttpResponse<String> r = post("/v1/chat/completions", "{\"messages\": " + valid + ", \"max_tokens\": 2}");
+        assertEquals(200, r.statusCode(), r.body());
+        assertEquals(0, pipeline.service.active());
+    }
+
+    @Test
     void whenAStageIsLostAndRecoveryGivesUpStreamsEndWithAnErrorAndHealthNamesTheStage() throws Exception {
         serveOn(new ServingPipeline(io.tnsr.engine.synth.ModelSpec.stories15M(), 2, 1, 0));
         java.util.concurrent.CompletableFuture<HttpResponse<String>> whole = http.sendAsync(
