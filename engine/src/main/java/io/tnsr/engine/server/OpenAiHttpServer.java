@@ -61,6 +61,7 @@ import org.eclipse.jetty.util.Callback;
  * <li>{@code POST /tokenize} ({@code content}, {@code add_special}, {@code with_pieces}) and {@code POST /detokenize}
  * ({@code tokens}), as llama-server has them.</li>
  * </ul>
+ * Another method than an endpoint's gets 405 with {@code Allow} ({@code GET} endpoints also take {@code HEAD}).
  * Errors are OpenAI's error object, {@code {"error": {"message", "type", "param", "code"}}} ({@code param} names the
  * request field at fault, {@code code} says what is wrong, such as {@code invalid_type}, {@code invalid_value},
  * {@code unsupported_value}, {@code context_length_exceeded}; either is null when none applies): 400 for a bad body,
@@ -168,6 +169,9 @@ public final class OpenAiHttpServer implements AutoCloseable {
         }
         switch (path) {
             case "/health" -> {
+                if (!get(method, path, response, callback)) {
+                    return;
+                }
                 if (service.ready()) {
                     json(response, callback, 200, Map.of("status", "ok"));
                 } else if (service.down() != null) {
@@ -178,8 +182,12 @@ public final class OpenAiHttpServer implements AutoCloseable {
                     error(response, callback, 503, "unavailable", "the pipeline is starting");
                 }
             }
-            case "/v1/models" -> json(response, callback, 200, Map.of("object", "list", "data",
-                    List.of(Map.of("id", modelName, "object", "model", "owned_by", "tnsr"))));
+            case "/v1/models" -> {
+                if (get(method, path, response, callback)) {
+                    json(response, callback, 200, Map.of("object", "list", "data",
+                            List.of(Map.of("id", modelName, "object", "model", "owned_by", "tnsr"))));
+                }
+            }
             case "/v1/completions" -> {
                 if (post(method, path, response, callback)) {
                     completions(request, response, callback, false);
@@ -206,6 +214,9 @@ public final class OpenAiHttpServer implements AutoCloseable {
                 }
             }
             case "/metrics" -> {
+                if (!get(method, path, response, callback)) {
+                    return;
+                }
                 ByteArrayOutputStream text = new ByteArrayOutputStream(16 << 10);
                 service.metrics().write(text);
                 response.setStatus(200);
@@ -216,12 +227,23 @@ public final class OpenAiHttpServer implements AutoCloseable {
         }
     }
 
+    /** Whether the request is a POST; else it is answered 405 with {@code Allow: POST}. */
     private static boolean post(String method, String path, Response response, Callback callback) {
-        if ("POST".equals(method)) {
+        return allowed(method, path, response, callback, "POST");
+    }
+
+    /** Whether the request is a GET (or a HEAD, which Jetty answers without the body); else a 405. */
+    private static boolean get(String method, String path, Response response, Callback callback) {
+        return allowed(method, path, response, callback, "GET", "HEAD");
+    }
+
+    private static boolean allowed(String method, String path, Response response, Callback callback, String... methods) {
+        if (List.of(methods).contains(method)) {
             return true;
         }
-        response.getHeaders().put(HttpHeader.ALLOW, "POST");
-        error(response, callback, 405, "invalid_request_error", "method_not_allowed", path + " takes POST, not " + method);
+        response.getHeaders().put(HttpHeader.ALLOW, String.join(", ", methods));
+        error(response, callback, 405, "invalid_request_error", "method_not_allowed", path + " takes " + methods[0]
+                + ", not " + method);
         return false;
     }
 

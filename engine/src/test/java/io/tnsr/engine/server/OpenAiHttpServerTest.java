@@ -190,6 +190,28 @@ class OpenAiHttpServerTest {
     }
 
     @Test
+    void theGetEndpointsRefuseOtherMethodsWith405AndAllow() throws Exception {
+        for (String[] c : List.of(new String[] {"DELETE", "/v1/models"}, new String[] {"POST", "/health"},
+                new String[] {"PUT", "/metrics"}, new String[] {"POST", "/v1/models"})) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(base.resolve(c[1])).timeout(Duration.ofSeconds(10))
+                    .method(c[0], HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(405, r.statusCode(), c[0] + " " + c[1] + " -> " + r.body());
+            assertEquals("GET, HEAD", r.headers().firstValue("Allow").orElse(""), c[0] + " " + c[1]);
+            assertEquals("method_not_allowed", json(r).at("/error/code").asText(), r.body());
+            assertEquals(c[1] + " takes GET, not " + c[0], json(r).at("/error/message").asText());
+        }
+        HttpResponse<String> head = http.send(HttpRequest.newBuilder(base.resolve("/health")).timeout(Duration.ofSeconds(10))
+                .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, head.statusCode());
+        assertEquals("", head.body());
+        HttpResponse<String> delete = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(10))
+                .DELETE().build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(405, delete.statusCode());
+        assertEquals("POST", delete.headers().firstValue("Allow").orElse(""));
+        assertEquals(200, get("/metrics").statusCode());
+    }
+
+    @Test
     void beyondEveryPlaceTheAnswerIs429WithRetryAfter() throws Exception {
         List<Completion> running = new ArrayList<>();
         for (int i = 0; i < 3; i++) {   // 2 running + 1 waiting
