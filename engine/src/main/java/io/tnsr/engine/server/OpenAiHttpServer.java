@@ -65,7 +65,7 @@ import org.eclipse.jetty.util.Callback;
  * Errors are OpenAI's error object, {@code {"error": {"message", "type", "param", "code"}}} ({@code param} names the
  * request field at fault, {@code code} says what is wrong, such as {@code invalid_type}, {@code invalid_value},
  * {@code unsupported_value}, {@code context_length_exceeded}; either is null when none applies): 400 for a bad body,
- * 401 without the API key (when one is set), 404 for an unknown model or path, 413 for a body over
+ * 401 without the API key (when one is set) or with a wrong one, 404 for an unknown model or path, 413 for a body over
  * {@link #MAX_BODY_BYTES}, 429 with {@code Retry-After} when every place is taken, 503 when a request waited longer
  * than the service allows. A client that goes away has its sequence cancelled (its KV cache freed in every stage).
  */
@@ -161,10 +161,10 @@ public final class OpenAiHttpServer implements AutoCloseable {
     private void route(Request request, Response response, Callback callback) throws Exception {
         String path = Request.getPathInContext(request);
         String method = request.getMethod();
-        if (apiKey != null && !path.equals("/health") && !authorized(request)) {
+        String unauthorized = apiKey == null || path.equals("/health") ? null : unauthorized(request);
+        if (unauthorized != null) {
             response.getHeaders().put(HttpHeader.WWW_AUTHENTICATE, "Bearer");
-            error(response, callback, 401, "invalid_request_error", "invalid_api_key",
-                    "this server needs an API key: send it as 'Authorization: Bearer KEY'");
+            error(response, callback, 401, "invalid_request_error", "invalid_api_key", unauthorized);
             return;
         }
         switch (path) {
@@ -247,12 +247,14 @@ public final class OpenAiHttpServer implements AutoCloseable {
         return false;
     }
 
-    private boolean authorized(Request request) {
+    /** Why a request may not be served: it carries no Bearer token, or another than the API key; null if it may. */
+    private String unauthorized(Request request) {
         String h = request.getHeaders().get(HttpHeader.AUTHORIZATION);
-        if (h == null || !h.regionMatches(true, 0, "Bearer ", 0, 7)) {
-            return false;
+        String token = h != null && h.regionMatches(true, 0, "Bearer ", 0, 7) ? h.substring(7).trim() : "";
+        if (token.isEmpty()) {
+            return "this server needs an API key: send it as 'Authorization: Bearer KEY'";
         }
-        return MessageDigest.isEqual(apiKey, h.substring(7).trim().getBytes(StandardCharsets.UTF_8));
+        return MessageDigest.isEqual(apiKey, token.getBytes(StandardCharsets.UTF_8)) ? null : "the API key is not valid";
     }
 
     /** The request body as JSON, or null when an error was answered (413 too large, 400 not a JSON object). */

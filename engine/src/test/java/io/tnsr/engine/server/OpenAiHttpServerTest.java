@@ -626,8 +626,17 @@ class OpenAiHttpServerTest {
         HttpResponse<String> none = get("/v1/models");
         assertEquals(401, none.statusCode());
         assertEquals("invalid_api_key", json(none).at("/error/code").asText());
+        assertEquals("this server needs an API key: send it as 'Authorization: Bearer KEY'",
+                json(none).at("/error/message").asText());
         HttpRequest.Builder wrong = HttpRequest.newBuilder(base.resolve("/v1/models")).header("Authorization", "Bearer nope");
-        assertEquals(401, http.send(wrong.build(), HttpResponse.BodyHandlers.ofString()).statusCode());
+        HttpResponse<String> refused = http.send(wrong.build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(401, refused.statusCode());
+        assertEquals("invalid_api_key", json(refused).at("/error/code").asText());
+        assertEquals("the API key is not valid", json(refused).at("/error/message").asText(), "a wrong key is told apart from none");
+        HttpResponse<String> basic = http.send(HttpRequest.newBuilder(base.resolve("/v1/models"))
+                .header("Authorization", "Basic czNjcmV0").build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(401, basic.statusCode());
+        assertTrue(json(basic).at("/error/message").asText().startsWith("this server needs an API key"), basic.body());
         HttpRequest.Builder right = HttpRequest.newBuilder(base.resolve("/v1/completions")).header("Authorization", "Bearer s3cret")
                 .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"x\", \"max_tokens\": 2}"));
         assertEquals(200, http.send(right.build(), HttpResponse.BodyHandlers.ofString()).statusCode());
