@@ -40,21 +40,21 @@ import org.eclipse.jetty.util.Callback;
 /**
  * OpenAI's completions and chat completions API over a {@link CompletionService}, on Jetty (TCP_NODELAY on every connection):
  * <ul>
- * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} or {@code max_completion_tokens} (default 16),
- * {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop} (a string or
- * a list of up to 4), {@code stream} with {@code stream_options.include_usage}, {@code ignore_eos} (extension, as
- * llama-server has it: generate {@code max_tokens} whatever the model says, for benchmarks); {@code n} other than 1,
- * and OpenAI's other parameters that are not implemented ({@code presence_penalty}, {@code echo}, {@code best_of},
- * {@code logit_bias}, ...: {@code refuseUnsupported}) unless they hold their default, are refused; fields OpenAI does
- * not define are ignored.
+ * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} or {@code max_completion_tokens}
+ * (default 16), {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop}
+ * (a string or a list of up to 4), {@code stream} with {@code stream_options.include_usage}, {@code ignore_eos}
+ * (extension, as llama-server has it: generate {@code max_tokens} whatever the model says, for benchmarks);
+ * {@code n} other than 1, and OpenAI's other parameters that are not implemented ({@code presence_penalty},
+ * {@code echo}, {@code best_of}, {@code logit_bias}, ...: {@code refuseUnsupported}) unless they hold their default,
+ * are refused; fields OpenAI does not define are ignored.
  * Streams are Server-Sent Events, one {@code text_completion} chunk per piece of text (whole characters), a last chunk
  * with {@code finish_reason}, the usage chunk when asked for, then {@code data: [DONE]}.</li>
  * <li>{@code POST /v1/chat/completions}: the same, with {@code messages} ({@code role}, one of {@link #ROLES}, and
- * {@code content}, required, as a string or a list of text parts; no {@code tool_calls}) instead of {@code prompt}, and no default {@code max_tokens} (the answer runs to its end of
- * text or the full context), rendered by the model's {@link ChatTemplate} with the generation
- * prompt and tokenized with its special tokens ({@code response_format}, {@code tools} and the like refused unless
- * they hold their default); {@code chat.completion} objects, or {@code chat.completion.chunk}
- * events whose first delta names the role. {@code POST /apply-template} answers the rendered prompt,
+ * {@code content}, required, as a string or a list of text parts; no {@code tool_calls}) instead of {@code prompt},
+ * and no default {@code max_tokens} (the answer runs to its end of text or the full context), rendered by the model's
+ * {@link ChatTemplate} with the generation prompt and tokenized with its special tokens ({@code response_format},
+ * {@code tools} and the like refused unless they hold their default); {@code chat.completion} objects, or
+ * {@code chat.completion.chunk} events whose first delta names the role. {@code POST /apply-template} answers the rendered prompt,
  * {@code {"prompt": ...}}.</li>
  * <li>{@code GET /v1/models}; {@code GET /health} (503 until the pipeline is up, while it recovers a lost stage, naming it, and after it failed); {@code GET /metrics} (Prometheus
  * text format, {@link ServingMetrics}).</li>
@@ -790,7 +790,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
      * OpenAI's error object, {@code {"error": {"message", "type", "param", "code"}}}: {@code param} names the request
      * parameter the error is about and {@code code} says what is wrong (null when none applies); both are always there.
      */
-    static Map<String, Object> errorObject(String type, String code, String param, String message) {
+    private static Map<String, Object> errorObject(String type, String code, String param, String message) {
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("message", message);
         e.put("type", type);
