@@ -33,9 +33,10 @@ final class PipelineOptions {
     Path model;
 
     @Option(names = "--threads-per-stage", paramLabel = "N|auto", description = {"Threads sharing the rows of each stage's"
-            + " matmuls, 1 to 256, or auto: this machine's CPUs shared among the stages it starts that compute at once"
-            + " (with M micro-batches in flight, at most M of them), at least one each"
-            + " (default: auto, or the --config file's threads_per_stage).",
+            + " matmuls, 1 to 256, or auto: this machine's CPUs shared among the stages it starts, at least one each"
+            + " (default: auto, or the --config file's threads_per_stage). Stages that take turns (--micro-batches 1)"
+            + " may each take every CPU: F32 weights gain from it, quantized ones of a small model lose"
+            + " (docs/pipelining.md).",
             "Stages computing at once x N should not exceed the cores: e.g. 16 sequences on 2 cores run best as"
                     + " --stages 1 (2 threads, auto)."})
     String threadsPerStage;

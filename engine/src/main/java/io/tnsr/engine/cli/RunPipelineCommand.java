@@ -98,8 +98,8 @@ public final class RunPipelineCommand implements Callable<Integer> {
         }
         List<WaitMode> waits = policy.waits();
         List<Integer> cpus = policy.cpus();
-        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), waits, m);
-        // the stages get the number auto chose for this run's micro-batches (a replacement stage too)
+        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), waits);
+        // the stages get the number auto chose (a replacement stage too)
         PipelineConfig stages = pc.withThreadsPerStage(threads);
         TextOutput text = new TextOutput(out, tok, seqs, gen.json());
         PipelineRun.Outcome outcome;

@@ -57,7 +57,7 @@ public final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--micro-batches", paramLabel = "M", description = {"Micro-batches in flight, the running requests spread over them",
             "(default: one per stage, so that every stage computes at once); with 1 the stages",
-            "take turns, and auto threads per stage give each every CPU of this machine."})
+            "take turns, and --threads-per-stage can give each every CPU of this machine."})
     Integer microBatches;
 
     @Option(names = "--max-queued", paramLabel = "Q", defaultValue = "64", description = "Requests waiting for a place; beyond, 429 (default: ${DEFAULT-VALUE}).")
@@ -126,8 +126,8 @@ public final class ServeCommand implements Callable<Integer> {
         int n = pc.stages().size();
         int m = microBatches != null ? microBatches : n;
         SpinPolicy policy = pipeline.spinPolicy(pc, "serve", m);
-        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), policy.waits(), m);
-        PipelineConfig stages = pc.withThreadsPerStage(threads); // auto resolved for m micro-batches (replacements too)
+        int threads = pc.threadsPerStage(Runtime.getRuntime().availableProcessors(), policy.waits());
+        PipelineConfig stages = pc.withThreadsPerStage(threads); // auto resolved once (replacement stages too)
         int perStep = Math.min(pc.maxSequencesPerFrame(), FrameHeader.MAX_SEQUENCE_COUNT);
         int perBatch = Math.min(perStep, (maxSequences + m - 1) / m);
         // A step carries each member's decode token first, then prompt chunks up to --prefill-chunk tokens: so a long

@@ -309,20 +309,6 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         return threadsPerStage(waits.contains(WaitMode.SPIN) ? Math.max(1, cpus - 1) : cpus);
     }
 
-    /**
-     * {@link #threadsPerStage(int, List)} for a coordinator that keeps {@code microBatches} in flight. A blocking
-     * stage computes only while it holds a micro-batch, so at most {@link #computingStages} of this machine's stages
-     * compute at once, and auto shares the CPUs among those: one micro-batch through two stages on two cores gives
-     * each stage two threads, the stages taking turns (one sequence 1.2-1.4x as fast as with one thread each,
-     * docs/pipelining.md). Spinning stages hold their cores whether they compute or not: as the two-argument form.
-     */
-    public int threadsPerStage(int cpus, List<WaitMode> waits, int microBatches) {
-        if (threadsPerStage > 0 || waits.contains(WaitMode.SPIN)) {
-            return threadsPerStage(cpus, waits);
-        }
-        return (int) Math.min(THREADS_PER_STAGE.max(), Math.max(1, cpus / computingStages(microBatches)));
-    }
-
     /** The most stages of this machine computing at once with {@code microBatches} in flight: each holds one. */
     public int computingStages(int microBatches) {
         return Math.max(1, Math.min(localStages(), microBatches));

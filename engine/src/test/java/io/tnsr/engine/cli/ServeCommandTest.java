@@ -69,19 +69,20 @@ class ServeCommandTest {
     @Test
     void anAddressBeyondLoopbackWithInsecureServesAndSaysSoLoudly() throws Exception {
         // 0.0.0.0, every address of the host, is not loopback: without a key it needs --insecure. One micro-batch
-        // through two stages: they take turns, so auto gives each every CPU.
+        // through two stages: they take turns, each with as many threads as the machine has CPUs.
         Path model = TestModels.get(ModelSpec.tiny());
-        Process serve = new ProcessBuilder(serve("--stages", "2", "--micro-batches", "1", "--model", model.toString(),
-                "--host", "0.0.0.0", "--port", "0", "--insecure")).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        int cpus = Runtime.getRuntime().availableProcessors();
+        Process serve = new ProcessBuilder(serve("--stages", "2", "--micro-batches", "1", "--threads-per-stage",
+                String.valueOf(cpus), "--model", model.toString(), "--host", "0.0.0.0", "--port", "0", "--insecure"))
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         BlockingQueue<String> lines = stderr(serve);
         try {
             Started started = awaitReady(lines, "0.0.0.0");
             String port = started.port();
             List<String> seen = started.lines();
-            int cpus = Runtime.getRuntime().availableProcessors();
             assertTrue(seen.stream().anyMatch(l -> l.startsWith("serve: listening on http://0.0.0.0:" + port)
-                    && l.endsWith(", " + cpus + (cpus == 1 ? " thread" : " threads") + " each (auto), 1 micro-batch;"
-                    + " /health says when ready)")), () -> "every CPU for each of the stages that take turns: " + seen);
+                    && l.endsWith(", " + cpus + (cpus == 1 ? " thread" : " threads") + " each, 1 micro-batch;"
+                    + " /health says when ready)")), () -> "the layout, on stderr: " + seen);
             assertTrue(seen.stream().anyMatch(l -> l.startsWith("serve: WARNING: --insecure: listening on 0.0.0.0 with no API key")
                     && l.contains("anyone who can reach this address can use the model")), () -> "the warning, on stderr: " + seen);
             HttpClient http = HttpClient.newHttpClient();

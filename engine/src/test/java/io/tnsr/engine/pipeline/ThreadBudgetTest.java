@@ -58,20 +58,16 @@ class ThreadBudgetTest {
     }
 
     @Test
-    void autoGivesStagesThatTakeTurnsEveryCpu() {
+    void autoSharesTheCpusAmongEveryLocalStageWhateverTheMicroBatches() {
+        // stages that take turns could each take every CPU, but a second thread per stage cost quantized weights of a
+        // small model more than it gave (docs/pipelining.md): auto does not count turns, the option can
         PipelineConfig two = PipelineConfig.defaults(12, 2, WaitMode.BLOCK).withThreadsPerStage(0);
         List<WaitMode> blocking = List.of(WaitMode.BLOCK, WaitMode.BLOCK);
-        assertEquals(2, two.threadsPerStage(2, blocking, 1), "one micro-batch: one stage computes at a time, on both cores");
-        assertEquals(1, two.threadsPerStage(2, blocking, 2), "two micro-batches: both stages compute at once");
-        assertEquals(1, two.threadsPerStage(2, blocking, 16));
-        assertEquals(4, two.threadsPerStage(4, blocking, 1));
+        assertEquals(1, two.threadsPerStage(2, blocking));
+        assertEquals(2, two.threadsPerStage(4, blocking));
+        assertEquals(2, two.withThreadsPerStage(2).threadsPerStage(2, blocking), "a number given is kept");
         assertEquals(1, two.computingStages(1));
         assertEquals(2, two.computingStages(5));
-        PipelineConfig four = PipelineConfig.defaults(12, 4, WaitMode.BLOCK).withThreadsPerStage(0);
-        assertEquals(4, four.threadsPerStage(8, List.of(WaitMode.BLOCK), 2), "8 CPUs over the 2 stages computing at once");
-        assertEquals(1, two.withThreadsPerStage(1).threadsPerStage(2, blocking, 1), "a number given is kept");
-        List<WaitMode> spinning = SpinPolicy.decide(two, true, 4).waits();
-        assertEquals(1, two.threadsPerStage(4, spinning, 1), "spinning stages hold their cores between turns: 3 of 4 over 2");
     }
 
     @Test
