@@ -213,9 +213,12 @@ class OpenAiHttpServerTest {
 
     @Test
     void beyondEveryPlaceTheAnswerIs429WithRetryAfter() throws Exception {
+        // places held by sequences that cannot end before the request arrives: no end of text, 4000 tokens to go
+        serveOn(new ServingPipeline(io.tnsr.engine.synth.ModelSpec.tiny().withContext(4096), 2, 1, 0));
         List<Completion> running = new ArrayList<>();
         for (int i = 0; i < 3; i++) {   // 2 running + 1 waiting
-            running.add(pipeline.service.submit(new CompletionService.Request(PROMPT, 200, SamplingConfig.GREEDY, List.of())));
+            running.add(pipeline.service.submit(new CompletionService.Request(PROMPT, 4000, SamplingConfig.GREEDY, List.of(),
+                    false, true, -1)));
         }
         HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 3}");
         assertEquals(429, r.statusCode(), r.body());
