@@ -8,8 +8,10 @@ import java.nio.file.AccessDeniedException;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
+import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
+import java.nio.file.Path;
 import picocli.CommandLine;
 
 /**
@@ -78,9 +80,9 @@ public final class Cli {
                 reason = "permission denied";
             } else if (f instanceof FileAlreadyExistsException) {
                 // also what creating a directory says when a file holds its name
-                java.nio.file.Path p = java.nio.file.Path.of(f.getFile());
-                reason = "already exists" + (java.nio.file.Files.isDirectory(p) ? " (a directory)"
-                        : java.nio.file.Files.exists(p) ? " (a file)" : "");
+                Path p = Path.of(f.getFile());
+                reason = "already exists" + (Files.isDirectory(p) ? " (a directory)"
+                        : Files.exists(p) ? " (a file)" : "");
             } else if (f instanceof NotDirectoryException) {
                 reason = "not a directory";
             } else if (f instanceof DirectoryNotEmptyException) {

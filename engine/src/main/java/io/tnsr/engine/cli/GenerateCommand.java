@@ -10,6 +10,7 @@ import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.pipeline.ThreadBudget;
 import io.tnsr.engine.sampling.Sampler;
+import io.tnsr.engine.sampling.SamplingConfig;
 import io.tnsr.engine.tokenizer.Tokenizer;
 import io.tnsr.engine.tokenizer.Tokenizers;
 import java.io.PrintStream;
@@ -53,6 +54,7 @@ public final class GenerateCommand implements Callable<Integer> {
         if (maxBatchTokens < 1) {
             throw new IllegalArgumentException("--max-batch-tokens must be 1 or more, got " + maxBatchTokens);
         }
+        SamplingConfig sampling = gen.sampling();   // a bad setting is named before the model loads
         int parsed = ThreadCount.parse("--threads", threads);
         int threadCount = parsed == 0 ? ThreadCount.cpus() : parsed;
         String advice = ThreadBudget.advice(threadCount, Runtime.getRuntime().availableProcessors());
@@ -62,7 +64,7 @@ public final class GenerateCommand implements Callable<Integer> {
         try (GgufFile file = GgufFile.open(model)) {
             LlamaConfig c = LlamaConfig.fromGguf(file);
             Tokenizer tok = Tokenizers.fromGguf(file);
-            Sampler sampler = new Sampler(gen.sampling(), c.vocabSize());
+            Sampler sampler = new Sampler(sampling, c.vocabSize());
             List<String> prompts = gen.prompts(null);
             List<SequenceState> seqs = gen.sequences(prompts, tok, c.contextLength(), sampler);
             int maxSeqs = Math.min(255, seqs.size());

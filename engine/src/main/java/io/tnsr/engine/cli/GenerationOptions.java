@@ -24,10 +24,10 @@ public final class GenerationOptions {
     int maxTokens;
 
     @Option(names = "--temperature", defaultValue = "0.8", paramLabel = "T", description = "0 = greedy (default: ${DEFAULT-VALUE}).")
-    float temperature;
+    double temperature;
 
     @Option(names = "--top-p", defaultValue = "0.95", paramLabel = "P", description = "Nucleus sampling threshold, 1 = off (default: ${DEFAULT-VALUE}).")
-    float topP;
+    double topP;
 
     @Option(names = "--top-k", defaultValue = "40", paramLabel = "K", description = "Keep the K most likely tokens, 0 = off (default: ${DEFAULT-VALUE}).")
     int topK;
@@ -61,7 +61,11 @@ public final class GenerationOptions {
             throw new IllegalArgumentException("--max-tokens must be >= 0, got " + maxTokens);
         }
         resolvedSeed = seed != null ? seed : System.nanoTime() ^ ProcessHandle.current().pid();
-        return new SamplingConfig(temperature, topK, topP, resolvedSeed);
+        try {
+            return SamplingConfig.of(temperature, topK, topP, resolvedSeed);
+        } catch (SamplingConfig.InvalidSamplingException e) {
+            throw new IllegalArgumentException(e.option() + " " + e.problem(), e);
+        }
     }
 
     /** Every prompt: --prompt ones then the file's; {@code fallback} when there are none (null: error). */

@@ -30,7 +30,8 @@ public final class CompletionService implements Generator.Listener {
 
     /**
      * @param prompt    the text to continue
-     * @param maxTokens most tokens to generate
+     * @param maxTokens most tokens to generate: at most what the context has room for after the prompt, or
+     *                  {@link #TO_CONTEXT} to run until the context is full
      * @param sampling  how tokens are chosen (a seed gives the tokens the same prompt gives alone with that seed)
      * @param stops     strings that end the text (not included in it)
      * @param special   whether special tokens written in the prompt ({@code <|eot_id|>}, a leading {@code <s>}) are
@@ -42,6 +43,9 @@ public final class CompletionService implements Generator.Listener {
      */
     public record Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops, boolean special,
                           boolean ignoreEos, int logprobs) {
+        /** {@code maxTokens} of a request without a bound: it ends at its end of text or when the context is full. */
+        public static final int TO_CONTEXT = Integer.MAX_VALUE;
+
         public Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops) {
             this(prompt, maxTokens, sampling, stops, false, false, -1);
         }
@@ -223,7 +227,8 @@ public final class CompletionService implements Generator.Listener {
     /**
      * Starts a completion.
      *
-     * @throws InvalidRequestException the prompt does not fit the model's context (with one token to generate)
+     * @throws InvalidRequestException the prompt does not fit the model's context (with one token to generate), or
+     *                                 {@code maxTokens} asks for more tokens than the context has room for after it
      * @throws OverloadedException     every running and waiting place is taken
      * @throws IllegalStateException   the pipeline is not up
      */
@@ -239,6 +244,13 @@ public final class CompletionService implements Generator.Listener {
         if (prompt.length >= contextLength) {
             throw new InvalidRequestException("the prompt has " + prompt.length + " tokens; the model's context holds "
                     + contextLength + " with the generated ones", null, "context_length_exceeded");
+        }
+        // The last token generated is never fed back, so the context holds it beyond the prompt's positions.
+        int room = contextLength - prompt.length + 1;
+        if (r.maxTokens() != Request.TO_CONTEXT && r.maxTokens() > room) {
+            throw new InvalidRequestException("max_tokens is " + r.maxTokens() + ", but after the prompt's " + prompt.length
+                    + " tokens the model's context of " + contextLength + " has room for " + room,
+                    "max_tokens", "context_length_exceeded");
         }
         if (active.incrementAndGet() > limits.maxRunning() + limits.maxWaiting()) {
             active.decrementAndGet();

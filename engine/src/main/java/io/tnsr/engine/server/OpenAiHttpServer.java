@@ -41,7 +41,7 @@ import org.eclipse.jetty.util.Callback;
  * OpenAI's completions and chat completions API over a {@link CompletionService}, on Jetty (TCP_NODELAY on every connection):
  * <ul>
  * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} or {@code max_completion_tokens}
- * (default 16), {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop}
+ * (default 16; more than the context has room for after the prompt is refused), {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop}
  * (a string or a list of up to 4), {@code stream} with {@code stream_options.include_usage}, {@code ignore_eos}
  * (extension, as llama-server has it: generate {@code max_tokens} whatever the model says, for benchmarks);
  * {@code n} other than 1, and OpenAI's other parameters that are not implemented ({@code presence_penalty},
@@ -839,6 +839,8 @@ public final class OpenAiHttpServer implements AutoCloseable {
         String what = e.getOriginalMessage() == null ? "unreadable input" : e.getOriginalMessage();
         if (what.startsWith("Unexpected end-of-input")) {
             what = "unexpected end of input";
+        } else if (what.startsWith("Trailing token")) {
+            what = "more data after the JSON value";
         }
         for (String tail : List.of("\n", ": was expecting (JSON String", " (for ", " (start marker at", ": enable `",
                 " at [Source", "[Source")) {
@@ -886,7 +888,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         // Without a limit a chat answer runs to its end of text or the full context (the sequence stops there), as
         // OpenAI's and llama-server's do; the completions API keeps OpenAI's default of 16.
         int maxTokens = integer(root, "max_tokens", integer(root, "max_completion_tokens",
-                special ? Integer.MAX_VALUE : COMPLETION_MAX_TOKENS, 1, Integer.MAX_VALUE), 1, Integer.MAX_VALUE);
+                special ? CompletionService.Request.TO_CONTEXT : COMPLETION_MAX_TOKENS, 1, Integer.MAX_VALUE), 1, Integer.MAX_VALUE);
         double temperature = number(root, "temperature", 1.0);
         double topP = number(root, "top_p", 1.0);
         int topK = integer(root, "top_k", 0, 0, Integer.MAX_VALUE);   // 0: off
@@ -913,17 +915,11 @@ public final class OpenAiHttpServer implements AutoCloseable {
         boolean stream = bool(root, "stream");
         JsonNode so = root.get("stream_options");
         boolean includeUsage = so != null && so.isObject() && bool(so, "include_usage");
-        if (!(temperature >= 0) || Double.isInfinite(temperature)) {
-            throw invalidValue("temperature", "'temperature' must be a finite number >= 0, got " + temperature);
-        }
-        if (!(topP > 0 && topP <= 1)) {
-            throw invalidValue("top_p", "'top_p' must be in (0, 1], got " + topP);
-        }
         SamplingConfig sampling;
         try {
-            sampling = new SamplingConfig((float) temperature, topK, (float) topP, seed);
-        } catch (IllegalArgumentException e) {   // a temperature beyond float's range
-            throw new CompletionService.InvalidRequestException(e.getMessage(), null, "invalid_value");
+            sampling = SamplingConfig.of(temperature, topK, topP, seed);
+        } catch (SamplingConfig.InvalidSamplingException e) {
+            throw invalidValue(e.parameter(), "'" + e.parameter() + "' " + e.problem());
         }
         boolean ignoreEos = bool(root, "ignore_eos");
         int logprobs = special ? chatLogprobs(root) : completionLogprobs(root);

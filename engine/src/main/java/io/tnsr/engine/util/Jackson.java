@@ -21,13 +21,15 @@ import java.util.stream.Collectors;
 /**
  * The one Jackson mapper every JSON file and line goes through: unknown keys are errors (a typo in a config file must
  * not be ignored), a missing value for a primitive is an error, a number or a boolean written as a string ("16") is
- * an error rather than quietly converted, and output keeps the order in which keys were put.
+ * an error rather than quietly converted, anything after the one value a file or body holds is an error, and output
+ * keeps the order in which keys were put.
  */
 public final class Jackson {
     /** Reads and writes; thread-safe once configured. */
     public static final ObjectMapper MAPPER = strictScalars(new ObjectMapper()
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
             .disable(SerializationFeature.FAIL_ON_EMPTY_BEANS));
 
     private static ObjectMapper strictScalars(ObjectMapper m) {

@@ -23,6 +23,18 @@ class GenerateCommandTest {
     }
 
     @Test
+    void aSamplingSettingOutOfRangeIsNamedByItsOptionBeforeTheModelLoads() {
+        for (String[] c : List.of(new String[] {"--top-p", "1.5", "--top-p must be in (0, 1], got 1.5"},
+                new String[] {"--temperature", "-1", "--temperature must be a finite number >= 0, got -1.0"},
+                new String[] {"--temperature", "1e39", "--temperature must be a finite number >= 0, got 1.0E39"},
+                new String[] {"--top-k", "-3", "--top-k must be >= 0 (0 = off), got -3"})) {
+            Object[] r = run("--model", "/nonexistent/model.gguf", "--prompt", "x", c[0], c[1]);
+            assertEquals(2, r[0], (String) r[2]);
+            assertTrue(((String) r[2]).startsWith("generate: " + c[2]), (String) r[2]);
+        }
+    }
+
+    @Test
     void reproducesEveryGoldenCase() {
         String model = SharedData.path("models/stories260K.gguf").toString();
         for (Golden.Case c : Golden.greedyCases()) {

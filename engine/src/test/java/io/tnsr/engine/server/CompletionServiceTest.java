@@ -96,4 +96,27 @@ class CompletionServiceTest {
         assertTrue(e.getMessage().contains("the model's context holds " + pipeline.cfg.contextLength()), e.getMessage());
         assertEquals(0, service.active());
     }
+
+    @Test
+    void maxTokensMayFillTheContextAfterThePromptButNotAskForMore() throws Exception {
+        int context = pipeline.cfg.contextLength();
+        Completion full = service.submit(new CompletionService.Request(PROMPT, CompletionService.Request.TO_CONTEXT,
+                SamplingConfig.GREEDY, List.of(), false, true, -1));
+        drain(full);
+        int room = context - full.promptTokens() + 1;
+        assertEquals(room, full.completionTokens(), "without a bound the sequence runs until the context is full");
+        assertEquals(Completion.Finish.LENGTH, full.finish());
+
+        Completion exact = service.submit(new CompletionService.Request(PROMPT, room, SamplingConfig.GREEDY, List.of(),
+                false, true, -1));
+        drain(exact);
+        assertEquals(room, exact.completionTokens());
+        CompletionService.InvalidRequestException e = assertThrows(CompletionService.InvalidRequestException.class,
+                () -> service.submit(new CompletionService.Request(PROMPT, room + 1, SamplingConfig.GREEDY, List.of())));
+        assertEquals("max_tokens is " + (room + 1) + ", but after the prompt's " + full.promptTokens()
+                + " tokens the model's context of " + context + " has room for " + room, e.getMessage());
+        assertEquals("max_tokens", e.param());
+        assertEquals("context_length_exceeded", e.code());
+        assertEquals(0, service.active());
+    }
 }

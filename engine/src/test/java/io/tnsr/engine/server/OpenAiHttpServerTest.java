@@ -155,7 +155,14 @@ class OpenAiHttpServerTest {
                         "invalid_type"),
                 new Case("{\"prompt\": \"x\", \"n\": 2}", 400, "'n' must be 1", "n", "unsupported_value"),
                 new Case("{\"prompt\": \"x\", \"temperature\": -1}", 400, "temperature", "temperature", "invalid_value"),
-                new Case("{\"prompt\": \"x\", \"top_p\": 0}", 400, "top_p", "top_p", "invalid_value"),
+                new Case("{\"prompt\": \"x\", \"top_p\": 0}", 400, "'top_p' must be in (0, 1], got 0.0", "top_p", "invalid_value"),
+                new Case("{\"prompt\": \"x\", \"temperature\": 1e39}", 400, "'temperature' must be a finite number >= 0, got 1.0E39",
+                        "temperature", "invalid_value"),
+                new Case("{\"prompt\": \"x\"} {\"prompt\": \"y\"}", 400,
+                        "the body is not valid JSON: more data after the JSON value at line 1, column 17", null, null),
+                new Case("{\"prompt\": \"x\", \"max_tokens\": " + pipeline.cfg.contextLength() + "}", 400,
+                        "max_tokens is " + pipeline.cfg.contextLength() + ", but after the prompt's", "max_tokens",
+                        "context_length_exceeded"),
                 new Case("{\"prompt\": \"x\", \"stop\": [\"\"]}", 400, "stop string", "stop", "invalid_value"),
                 new Case("{\"prompt\": \"x\", \"model\": \"gpt-4\"}", 404, "no model 'gpt-4'", "model", "model_not_found"),
                 new Case("{\"prompt\": \"" + "a b ".repeat(pipeline.cfg.contextLength()) + "\"}", 400, "context holds", "prompt",
@@ -778,10 +785,10 @@ class OpenAiHttpServerTest {
         serveOn(new ServingPipeline(io.tnsr.engine.synth.ModelSpec.stories15M(), 2, 1, 0));
         java.util.concurrent.CompletableFuture<HttpResponse<String>> whole = http.sendAsync(
                 HttpRequest.newBuilder(base.resolve("/v1/completions")).timeout(Duration.ofSeconds(60)).POST(
-                        HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250, \"ignore_eos\": true}")).build(),
+                        HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 240, \"ignore_eos\": true}")).build(),
                 HttpResponse.BodyHandlers.ofString());
         HttpResponse<InputStream> r = http.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
-                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 250, \"stream\": true, \"ignore_eos\": true}"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 240, \"stream\": true, \"ignore_eos\": true}"))
                 .build(), HttpResponse.BodyHandlers.ofInputStream());
         List<String> events = new ArrayList<>();
         try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {

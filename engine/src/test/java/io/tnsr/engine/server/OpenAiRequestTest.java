@@ -106,5 +106,8 @@ class OpenAiRequestTest {
             }
         }
         assertEquals("the body must be a JSON object", refused("[1]").getMessage());
+        assertEquals("the body is not valid JSON: more data after the JSON value at line 1, column 17",
+                refused("{\"prompt\": \"x\"} 7").getMessage());
+        assertTrue(refused("{\"prompt\": \"x\"} x").getMessage().startsWith("the body is not valid JSON: "));
     }
 }
