@@ -25,8 +25,8 @@ import picocli.CommandLine.Option;
 
 /** {@code tools/generate}: the whole model in one process, one compute thread. */
 @Command(name = "generate", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Generates text with a GGUF model (llama, qwen2, qwen3) in one process and streams it as it is produced.",
-                "Several prompts run together as one batch. --json prints one JSON object at the end instead."})
+        description = {"Generates text with a GGUF model (llama, qwen2, qwen3) in one process and streams it as it is produced."
+                + " Several prompts run together as one batch. --json prints one JSON object at the end instead."})
 public final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--model", required = true, paramLabel = "FILE.gguf", description = "The model.")
     Path model;

@@ -17,14 +17,14 @@ import picocli.CommandLine.Parameters;
 
 /** {@code tools/latency-report}: the percentile table and chart of a run directory, or of two side by side. */
 @Command(name = "latency-report", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Reads the HdrHistogram interval logs (.hlog) that",
-            "run-pipeline --histograms DIR wrote, adds up each metric over the run,",
-            "prints a percentile table (microseconds) and writes a latency-by-",
-            "percentile chart (SVG). With two directories: the runs side by side with",
-            "the ratio DIR2/DIR1 per percentile (above 1: DIR2 is slower), and both",
-            "in one chart (DIR solid, DIR2 dashed). Column co: yes = corrected for",
-            "coordinated omission (measured from each sequence's intended start);",
-            "no = per-frame times recorded as they happened."})
+        description = {"Reads the HdrHistogram interval logs (.hlog) that"
+            + " run-pipeline --histograms DIR wrote, adds up each metric over the run,"
+            + " prints a percentile table (microseconds) and writes a latency-by-"
+            + "percentile chart (SVG). With two directories: the runs side by side with"
+            + " the ratio DIR2/DIR1 per percentile (above 1: DIR2 is slower), and both"
+            + " in one chart (DIR solid, DIR2 dashed). Column co: yes = corrected for"
+            + " coordinated omission (measured from each sequence's intended start);"
+            + " no = per-frame times recorded as they happened."})
 public final class LatencyReportCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "DIR", description = "A run directory (run-pipeline --histograms DIR).")
     Path dir;

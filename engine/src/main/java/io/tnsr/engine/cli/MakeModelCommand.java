@@ -17,8 +17,8 @@ import picocli.CommandLine.Option;
 
 /** {@code tools/make-model}: writes a synthetic llama GGUF model with seeded random weights. */
 @Command(name = "make-model", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Writes a GGUF file (llama, or qwen2 / qwen3 with --arch) with seeded random weights and a working vocabulary,",
-                "so tests and benchmarks need no downloads. Start from a preset and override any size."})
+        description = {"Writes a GGUF file (llama, or qwen2 / qwen3 with --arch) with seeded random weights and a working vocabulary,"
+                + " so tests and benchmarks need no downloads. Start from a preset and override any size."})
 public final class MakeModelCommand implements Callable<Integer> {
 
     @Option(names = {"-o", "--out"}, required = true, paramLabel = "FILE", description = "Where to write the .gguf file.")

@@ -47,12 +47,12 @@ final class PipelineOptions {
             + " stored, as llama.cpp's default cache is)."})
     String kvCacheType;
 
-    @Option(names = "--spin", description = {"Busy-spin the compute threads, each pinned to its own CPU. When the machine",
-            "cannot give every stage a core (plus one for the rest), stages back off (spin, yield, park) instead."})
+    @Option(names = "--spin", description = {"Busy-spin the compute threads, each pinned to its own CPU. When the machine"
+            + " cannot give every stage a core (plus one for the rest), stages back off (spin, yield, park) instead."})
     boolean spin;
 
-    @Option(names = {"-v", "--verbose"}, description = {"Show every stage's start-up and session lines on stderr",
-            "(run-pipeline: and, at the end, the full summary: compute share per stage and the latency table)."})
+    @Option(names = {"-v", "--verbose"}, description = {"Show every stage's start-up and session lines on stderr"
+            + " (run-pipeline: and, at the end, the full summary: compute share per stage and the latency table)."})
     boolean verbose;
 
     @Option(names = "--startup-timeout", paramLabel = "SECONDS", defaultValue = "90", description = "Bound on starting the stages (default: ${DEFAULT-VALUE}).")
@@ -64,21 +64,21 @@ final class PipelineOptions {
     @Option(names = "--connect-timeout", paramLabel = "SECONDS", defaultValue = "20", description = "Bound on reaching a stage (default: ${DEFAULT-VALUE}).")
     int connectTimeout;
 
-    @Option(names = "--key-file", paramLabel = "FILE", description = {"The pipeline's shared key: every link's handshake proves",
-            "it (HMAC). Needed when stages use a non-loopback address; external stages need the same file."})
+    @Option(names = "--key-file", paramLabel = "FILE", description = {"The pipeline's shared key: every link's handshake proves"
+            + " it (HMAC). Needed when stages use a non-loopback address; external stages need the same file."})
     Path keyFile;
 
-    @Option(names = "--liveness", paramLabel = "SECONDS", defaultValue = "3", description = {"Report a stage or link that sent nothing,",
-            "not even a heartbeat, for this long (default: ${DEFAULT-VALUE})."})
+    @Option(names = "--liveness", paramLabel = "SECONDS", defaultValue = "3", description = {"Report a stage or link that sent nothing,"
+            + " not even a heartbeat, for this long (default: ${DEFAULT-VALUE})."})
     double liveness;
 
-    @Option(names = "--insecure", description = {"Run without a key where one is needed: stages on a non-loopback address without",
-            "--key-file (and, for serve, a non-loopback --host without --api-key-file). Said loudly."})
+    @Option(names = "--insecure", description = {"Run without a key where one is needed: stages on a non-loopback address without"
+            + " --key-file (and, for serve, a non-loopback --host without --api-key-file). Said loudly."})
     boolean insecure;
 
-    @Option(names = "--sample-in", paramLabel = "WHERE", defaultValue = "last-stage", description = {"Where tokens are chosen:",
-            "last-stage (it sends back token ids) or coordinator (it sends back each sequence's logits, 4 bytes per",
-            "vocabulary entry per token). The same tokens either way (default: ${DEFAULT-VALUE})."})
+    @Option(names = "--sample-in", paramLabel = "WHERE", defaultValue = "last-stage", description = {"Where tokens are chosen:"
+            + " last-stage (it sends back token ids) or coordinator (it sends back each sequence's logits, 4 bytes per"
+            + " vocabulary entry per token). The same tokens either way (default: ${DEFAULT-VALUE})."})
     String sampleIn;
 
     /** --sample-in: whether the last stage chooses the tokens. */
@@ -90,9 +90,9 @@ final class PipelineOptions {
         };
     }
 
-    @Option(names = "--recovery-timeout", paramLabel = "SECONDS", defaultValue = "60", description = {"When a stage is lost, replace it",
-            "(restart one this tool started, or wait for an external one) and replay the running sequences,",
-            "giving up after this long; 0: a lost stage ends the run (default: ${DEFAULT-VALUE})."})
+    @Option(names = "--recovery-timeout", paramLabel = "SECONDS", defaultValue = "60", description = {"When a stage is lost, replace it"
+            + " (restart one this tool started, or wait for an external one) and replay the running sequences,"
+            + " giving up after this long; 0: a lost stage ends the run (default: ${DEFAULT-VALUE})."})
     double recoveryTimeout;
 
     /** How a lost stage is replaced (--recovery-timeout). */

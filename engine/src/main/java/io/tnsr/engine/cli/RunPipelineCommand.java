@@ -31,9 +31,9 @@ import picocli.CommandLine.Option;
 
 /** {@code tools/run-pipeline}: the model split across stage processes on this host, driven by a coordinator. */
 @Command(name = "run-pipeline", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Starts N stage processes (separate JVMs, TCP on 127.0.0.1), each holding a contiguous range of",
-                "the model's layers, and a coordinator that keeps several micro-batches in flight. Streams the text",
-                "and ends with a short summary on stderr: tokens/s, time to first token, hop latency (--verbose: every stage's)."})
+        description = {"Starts N stage processes (separate JVMs, TCP on 127.0.0.1), each holding a contiguous range of"
+                + " the model's layers, and a coordinator that keeps several micro-batches in flight. Streams the text"
+                + " and ends with a short summary on stderr: tokens/s, time to first token, hop latency (--verbose: every stage's)."})
 public final class RunPipelineCommand implements Callable<Integer> {
     @Mixin
     PipelineOptions pipeline;
@@ -42,8 +42,8 @@ public final class RunPipelineCommand implements Callable<Integer> {
     GenerationOptions gen;
 
     @Option(names = "--split", defaultValue = "even", paramLabel = "even|balanced",
-            description = {"How --stages N splits the layers: even (5 over 4: 2,1,1,1; the default) or balanced",
-                    "(counts the classifier the last stage also runs, by its weights)."})
+            description = {"How --stages N splits the layers: even (5 over 4: 2,1,1,1; the default) or balanced"
+                    + " (counts the classifier the last stage also runs, by its weights)."})
     String split;
 
     @Option(names = "--micro-batches", paramLabel = "M", description = "Micro-batches in flight (default: one per stage, at most one per sequence).")

@@ -41,21 +41,21 @@ import picocli.CommandLine.Parameters;
  * HdrHistogram interval logs that {@code tools/latency-report} reads.
  */
 @Command(name = "serve-bench", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Load generator for an OpenAI-compatible server (tools/serve, llama.cpp's",
-            "llama-server, ...): POST /v1/completions, always streamed with",
-            "stream_options.include_usage. Per request it measures the time to first",
-            "token (TTFT: first non-empty text), the time per output token after it",
-            "(TPOT: (end - first token) / (tokens - 1)) and the end-to-end latency (E2E);",
-            "it prints their p50/p90/p99/max in ms, requests/s and output tokens/s",
-            "(completion tokens / wall time of the measured phase).",
-            "Closed loop (--concurrency C; C = 1 by default): C clients, each sending its",
-            "next request when its previous one ends; latency from each send.",
-            "Open loop (--rate R): Poisson arrivals at R/s; latency from each request's",
-            "intended start, so time spent waiting for a slow server counts (corrected",
-            "for coordinated omission).",
+        description = {"Load generator for an OpenAI-compatible server (tools/serve, llama.cpp's"
+            + " llama-server, ...): POST /v1/completions, always streamed with"
+            + " stream_options.include_usage. Per request it measures the time to first"
+            + " token (TTFT: first non-empty text), the time per output token after it"
+            + " (TPOT: (end - first token) / (tokens - 1)) and the end-to-end latency (E2E);"
+            + " it prints their p50/p90/p99/max in ms, requests/s and output tokens/s"
+            + " (completion tokens / wall time of the measured phase).",
+            "Closed loop (--concurrency C; C = 1 by default): C clients, each sending its"
+            + " next request when its previous one ends; latency from each send.",
+            "Open loop (--rate R): Poisson arrivals at R/s; latency from each request's"
+            + " intended start, so time spent waiting for a slow server counts (corrected"
+            + " for coordinated omission).",
             "Failed requests (HTTP 429, timeouts, ...) are counted by kind and reported.",
-            "Exit status: 0 every request succeeded; 1 some failed (0 with",
-            "--allow-errors); 2 bad input, or the server cannot be reached."})
+            "Exit status: 0 every request succeeded; 1 some failed (0 with"
+            + " --allow-errors); 2 bad input, or the server cannot be reached."})
 public final class ServeBenchCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "URL", description = "The server's base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine).")
     String url;

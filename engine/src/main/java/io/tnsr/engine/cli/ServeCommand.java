@@ -34,10 +34,10 @@ import picocli.CommandLine.Option;
  * taking requests, let those in flight finish (or cancel them after {@link #DRAIN_SECONDS} s), stop every stage, exit 0.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Serves the model over HTTP with OpenAI's API (POST /v1/completions, streaming or not;",
-                "POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics, POST /tokenize, /detokenize",
-                "and /apply-template), split across stage",
-                "processes as run-pipeline splits it."})
+        description = {"Serves the model over HTTP with OpenAI's API (POST /v1/completions, streaming or not;"
+                + " POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics, POST /tokenize, /detokenize"
+                + " and /apply-template), split across stage"
+                + " processes as run-pipeline splits it."})
 public final class ServeCommand implements Callable<Integer> {
     /** How long in-flight requests get to finish after SIGTERM before they are cancelled. */
     static final int DRAIN_SECONDS = (int) (OpenAiHttpServer.STOP_TIMEOUT_MILLIS / 1000);
@@ -45,8 +45,8 @@ public final class ServeCommand implements Callable<Integer> {
     @Mixin
     PipelineOptions pipeline;
 
-    @Option(names = "--host", defaultValue = "127.0.0.1", description = {"Address to listen on (default: ${DEFAULT-VALUE}).",
-            "Any other address needs --api-key-file, or --insecure."})
+    @Option(names = "--host", defaultValue = "127.0.0.1", description = {"Address to listen on (default: ${DEFAULT-VALUE})."
+            + " Any other address needs --api-key-file, or --insecure."})
     String host;
 
     @Option(names = "--port", defaultValue = "8080", description = "Port to listen on; 0 = any free port (default: ${DEFAULT-VALUE}).")
@@ -55,30 +55,30 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--max-sequences", paramLabel = "S", defaultValue = "16", description = "Requests running at once (default: ${DEFAULT-VALUE}).")
     int maxSequences;
 
-    @Option(names = "--micro-batches", paramLabel = "M", description = {"Micro-batches in flight, the running requests spread over them",
-            "(default: one per stage, so that every stage computes at once); with 1 the stages",
-            "take turns, and --threads-per-stage can give each every CPU of this machine."})
+    @Option(names = "--micro-batches", paramLabel = "M", description = {"Micro-batches in flight, the running requests spread over them"
+            + " (default: one per stage, so that every stage computes at once); with 1 the stages"
+            + " take turns, and --threads-per-stage can give each every CPU of this machine."})
     Integer microBatches;
 
     @Option(names = "--max-queued", paramLabel = "Q", defaultValue = "64", description = "Requests waiting for a place; beyond, 429 (default: ${DEFAULT-VALUE}).")
     int maxQueued;
 
-    @Option(names = "--prefill-chunk", paramLabel = "TOKENS", defaultValue = "128", description = {"Most prompt tokens one step",
-            "prefills beside the running sequences' decode tokens: bounds how long a long prompt",
-            "delays them (default: ${DEFAULT-VALUE}; the frame's max_tokens_per_frame caps it)."})
+    @Option(names = "--prefill-chunk", paramLabel = "TOKENS", defaultValue = "128", description = {"Most prompt tokens one step"
+            + " prefills beside the running sequences' decode tokens: bounds how long a long prompt"
+            + " delays them (default: ${DEFAULT-VALUE}; the frame's max_tokens_per_frame caps it)."})
     int prefillChunk;
 
-    @Option(names = "--max-wait", paramLabel = "SECONDS", defaultValue = "60", description = {"Longest a request waits for a place;",
-            "past it, 503 (default: ${DEFAULT-VALUE}; 0 = no limit)."})
+    @Option(names = "--max-wait", paramLabel = "SECONDS", defaultValue = "60", description = {"Longest a request waits for a place;"
+            + " past it, 503 (default: ${DEFAULT-VALUE}; 0 = no limit)."})
     double maxWait;
 
-    @Option(names = "--api-key-file", paramLabel = "FILE", description = {"A file whose first line is the API key that every request",
-            "must send as 'Authorization: Bearer KEY' (all but GET /health)."})
+    @Option(names = "--api-key-file", paramLabel = "FILE", description = {"A file whose first line is the API key that every request"
+            + " must send as 'Authorization: Bearer KEY' (all but GET /health)."})
     Path apiKeyFile;
 
-    @Option(names = "--chat-template", paramLabel = "NAME|FILE", description = {"How /v1/chat/completions turns messages into a prompt:",
-            "a Jinja FILE, or NAME: chatml (default: the model's tokenizer.chat_template;",
-            "without one, chat requests are refused)."})
+    @Option(names = "--chat-template", paramLabel = "NAME|FILE", description = {"How /v1/chat/completions turns messages into a prompt:"
+            + " a Jinja FILE, or NAME: chatml (default: the model's tokenizer.chat_template;"
+            + " without one, chat requests are refused)."})
     String chatTemplate;
 
     @Override

@@ -69,9 +69,9 @@ import picocli.CommandLine.Option;
  * stated margin of the first sample after warm-up).
  */
 @Command(name = "soak", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Serves a steady load through a pipeline while killing or stopping random stages, and checks that",
-                "every sequence's tokens equal an uninterrupted run's, that each loss is recovered, and that memory,",
-                "threads, open files and KV caches stay flat. Exit status: 0 pass, 1 fail, 2 bad options, 3 the pipeline failed."})
+        description = {"Serves a steady load through a pipeline while killing or stopping random stages, and checks that"
+                + " every sequence's tokens equal an uninterrupted run's, that each loss is recovered, and that memory,"
+                + " threads, open files and KV caches stay flat. Exit status: 0 pass, 1 fail, 2 bad options, 3 the pipeline failed."})
 public final class SoakCommand implements Callable<Integer> {
     @Mixin
     PipelineOptions pipeline;

@@ -48,12 +48,12 @@ import java.util.concurrent.Callable;
     version = "tnsr-dump (TNSR protocol version " + HelloPayload.PROTOCOL_VERSION + ")",
     sortOptions = false,
     description = {
-        "Decodes a stream of TNSR frames (docs/PROTOCOL.md) and prints one line per",
-        "frame: index, byte offset, type, step_id, micro_batch_id, shape, payload bytes,",
-        "sequence table and trace stamp if any; the ids of TOKENS and END_SEQUENCE, the",
-        "fields of HELLO, the code and message of ERROR.",
-        "On the first malformed frame it prints the frame index, the byte offset and what",
-        "was wrong to stderr, and exits 2.",
+        "Decodes a stream of TNSR frames (docs/PROTOCOL.md) and prints one line per" +
+            " frame: index, byte offset, type, step_id, micro_batch_id, shape, payload bytes," +
+            " sequence table and trace stamp if any; the ids of TOKENS and END_SEQUENCE, the" +
+            " fields of HELLO, the code and message of ERROR.",
+        "On the first malformed frame it prints the frame index, the byte offset and what" +
+            " was wrong to stderr, and exits 2.",
         ""
     },
     exitCodeListHeading = "%nExit status:%n",

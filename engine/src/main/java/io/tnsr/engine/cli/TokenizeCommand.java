@@ -31,9 +31,9 @@ import java.util.concurrent.Callable;
 @Command(name = "tokenize", mixinStandardHelpOptions = true, version = "tokenize 0.1",
         sortOptions = false, usageHelpAutoWidth = true,
         description = {
-            "Prints the token ids of each TEXT under the tokenizer of a GGUF model,",
-            "the ids llama.cpp (and, for llama2.c models, run.c) produces.",
-            "Only the model's metadata is read, never its weights.",
+            "Prints the token ids of each TEXT under the tokenizer of a GGUF model,"
+                + " the ids llama.cpp (and, for llama2.c models, run.c) produces."
+                + " Only the model's metadata is read, never its weights.",
             "",
             "Output, one line per TEXT (then per --file), in order:",
             "  plain:   the ids separated by single spaces, e.g. '1 403 407 261 378'",

@@ -82,8 +82,8 @@ public final class StageMain implements Callable<Integer> {
     int cpu;
 
     @Option(names = "--threads", defaultValue = "1", paramLabel = "N", description = {"Threads sharing the rows of every"
-            + " matmul: the compute thread and N - 1 workers (default: ${DEFAULT-VALUE}). Results keep their bits. Give the",
-            "stages on one host no more threads in all than it has cores."})
+            + " matmul: the compute thread and N - 1 workers (default: ${DEFAULT-VALUE}). Results keep their bits. Give the"
+            + " stages on one host no more threads in all than it has cores."})
     int threads;
 
     @Option(names = "--kv-cache-tokens", defaultValue = "0", description = "KV cache capacity in positions (0 = auto).")

@@ -36,8 +36,8 @@ import picocli.CommandLine.Option;
  * and the bytes allocated per token (0 in steady state).
  */
 @Command(name = "engine-bench", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Measures single-thread decode and prefill tokens/s of the engine on a synthetic model",
-                "(generated once into .build/models). Prints one row per workload: median of the repeats, min..max."})
+        description = {"Measures single-thread decode and prefill tokens/s of the engine on a synthetic model"
+                + " (generated once into .build/models). Prints one row per workload: median of the repeats, min..max."})
 public final class EngineBench implements Callable<Integer> {
 
     @Option(names = "--preset", defaultValue = "stories110M", description = "Model shape: stories110M, stories15M, tiny (default: ${DEFAULT-VALUE}).")
@@ -51,8 +51,8 @@ public final class EngineBench implements Callable<Integer> {
     List<String> types;
 
     @Option(names = "--arch", defaultValue = "llama", paramLabel = "NAME",
-            description = {"Architecture of the synthetic model: llama, qwen2 (Q/K/V biases) or qwen3 (per-head Q/K norms,",
-                    "head size 128 as Qwen3's files have it, so Q is wider than the model) (default: ${DEFAULT-VALUE})."})
+            description = {"Architecture of the synthetic model: llama, qwen2 (Q/K/V biases) or qwen3 (per-head Q/K norms,"
+                    + " head size 128 as Qwen3's files have it, so Q is wider than the model) (default: ${DEFAULT-VALUE})."})
     String arch;
 
     @Option(names = "--decode-tokens", defaultValue = "48", description = "Decode steps timed per repeat (default: ${DEFAULT-VALUE}).")

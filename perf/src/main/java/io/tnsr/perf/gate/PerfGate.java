@@ -28,9 +28,9 @@ import picocli.CommandLine.Option;
  * ({@link GateCheck}), prints the table, and exits 1 naming each regression.
  */
 @Command(name = "perf-gate", mixinStandardHelpOptions = true, sortOptions = false, usageHelpWidth = 120,
-        description = {"Performance regression gate. Builds the reference commit named in perf/baseline.json (the last",
-                "accepted one) and runs each benchmark in it and in this tree, interleaved on this host, then judges",
-                "this tree's time against the reference's, pair by pair, and its allocation per operation (must be 0).",
+        description = {"Performance regression gate. Builds the reference commit named in perf/baseline.json (the last"
+                + " accepted one) and runs each benchmark in it and in this tree, interleaved on this host, then judges"
+                + " this tree's time against the reference's, pair by pair, and its allocation per operation (must be 0).",
                 "Exit 0: pass; 1: a regression (named in the table); 2: usage or setup error."},
         footer = {"", "Examples:",
                 "  tools/perf-gate                                   # the check CI runs (about 9 minutes; 1 when only docs or tests changed)",

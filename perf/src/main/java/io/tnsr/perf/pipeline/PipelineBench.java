@@ -72,8 +72,8 @@ public final class PipelineBench implements Callable<Integer> {
                     + "1x1x16x2); any comma-separated mix.")
     List<String> scenarios;
 
-    @Option(names = "--sample-in", paramLabel = "WHERE", defaultValue = "last-stage", description = {"Where tokens are chosen:",
-            "last-stage (token ids come back) or coordinator (logits come back) (default: ${DEFAULT-VALUE})."})
+    @Option(names = "--sample-in", paramLabel = "WHERE", defaultValue = "last-stage", description = {"Where tokens are chosen:"
+            + " last-stage (token ids come back) or coordinator (logits come back) (default: ${DEFAULT-VALUE})."})
     String sampleIn;
 
     private boolean sampleInLastStage() {
