@@ -47,13 +47,18 @@ import java.util.Optional;
  * 0.1 to 0.6 ms, after a first compile that loads Jinjava, about 2 s).
  */
 public final class ChatTemplate {
+    /** OpenAI's newer name for the system role; templates other than OpenAI's own do not know it. */
+    public static final String DEVELOPER = "developer";
+
     private final String source;
+    private final boolean knowsDeveloper;
     private final String bosToken;
     private final String eosToken;
     private final Clock clock;
 
     private ChatTemplate(String source, String bosToken, String eosToken, Clock clock) {
         this.source = source;
+        this.knowsDeveloper = source.contains(DEVELOPER);
         this.bosToken = bosToken;
         this.eosToken = eosToken;
         this.clock = clock;
@@ -135,7 +140,9 @@ public final class ChatTemplate {
 
     /**
      * The prompt text of {@code messages}, ending with the assistant's turn header when
-     * {@code addGenerationPrompt} is set (if the template writes one).
+     * {@code addGenerationPrompt} is set (if the template writes one). A {@code developer} message goes to a template
+     * that never names that role as a {@code system} one, as llama-server passes it: such a template would otherwise
+     * write a turn its model never saw, or refuse the role; a template that names it (gpt-oss's) gets it as it is.
      *
      * @throws ChatTemplateException with the template's own message when it refuses the conversation (for
      *                               example a system message where the model has no system role), or naming the
@@ -145,7 +152,7 @@ public final class ChatTemplate {
         List<Object> msgs = new ArrayList<>(messages.size());
         for (ChatMessage m : messages) {
             Map<String, Object> d = new LinkedHashMap<>();
-            d.put("role", m.role());
+            d.put("role", !knowsDeveloper && DEVELOPER.equals(m.role()) ? "system" : m.role());
             d.put("content", m.content());
             msgs.add(d);
         }

@@ -70,7 +70,7 @@ import org.eclipse.jetty.util.Callback;
  * than the service allows. A client that goes away has its sequence cancelled (its KV cache freed in every stage).
  */
 public final class OpenAiHttpServer implements AutoCloseable {
-    /** The roles a chat message may have (OpenAI's); the chat template sees them as they are. */
+    /** The roles a chat message may have (OpenAI's); {@link ChatTemplate#render} maps developer to system where needed. */
     static final List<String> ROLES = List.of("system", "user", "assistant", "developer", "tool");
     /** {@code max_tokens} of a completion that names none (OpenAI's default); a chat completion has no default bound. */
     static final int COMPLETION_MAX_TOKENS = 16;

@@ -87,6 +87,20 @@ class ChatTemplateTest {
     }
 
     @Test
+    void aDeveloperMessageIsASystemOneToATemplateThatDoesNotNameThatRole() {
+        List<ChatMessage> chat = List.of(new ChatMessage("developer", "Be brief."), new ChatMessage("user", "Hi"));
+        ChatTemplate chatml = ChatTemplate.compile(ChatTemplate.BUILT_IN.get("chatml"), "", "");
+        assertEquals("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n", chatml.render(chat, false));
+        ChatTemplate strict = ChatTemplate.compile("{% for m in messages %}{% if m.role not in ['system', 'user', 'assistant'] %}"
+                + "{{ raise_exception('Unexpected message role.') }}{% endif %}{{ m.role }}: {{ m.content }}\n{% endfor %}", "", "");
+        assertEquals("system: Be brief.\nuser: Hi\n", strict.render(chat, false));
+        ChatTemplate knowing = ChatTemplate.compile("{% for m in messages %}{% if m.role == 'developer' %}# Instructions: "
+                + "{% endif %}{{ m.role }}: {{ m.content }}\n{% endfor %}", "", "");
+        assertEquals("# Instructions: developer: Be brief.\nuser: Hi\n", knowing.render(chat, false),
+                "a template that names the role (gpt-oss's) gets it as it is");
+    }
+
+    @Test
     void aSyntaxErrorIsAClearExceptionAtCompile() {
         ChatTemplateException unclosed = assertThrows(ChatTemplateException.class,
                 () -> ChatTemplate.compile("Hello\n{{ messages[0].content ", "<s>", "</s>"));
