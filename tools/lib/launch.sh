@@ -80,7 +80,8 @@ JVM_FLAGS=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
   -XX:CompileCommand=quiet -XX:CompileCommandFile=$ROOT/tools/lib/vector-helpers.compile
   -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec
   -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matmulTokens
-  -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::subSums -XX:PerMethodTrapLimit=10000
+  -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::subSums
+  -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::wholePanels -XX:PerMethodTrapLimit=10000
   -Dtnsr.home="$ROOT" -Dtnsr.classpath="$CP")
 # JDK 24 and later warn once per JVM when Agrona and the Disruptor use sun.misc.Unsafe's memory access (pom.xml,
 # profile jdk-24-and-later, passes the same to tests).

@@ -226,6 +226,8 @@ abstract class PanelMatrix extends WeightMatrix {
      * polymorphic. A kernel called once per panel from code that is not its own loop read some 20% slower (Q4_0
      * 768 x 768, one token) in about half the JVMs. The launchers' compile commands inline Q4_0's, Q5_0's, Q4_K's, Q4_1's
      * and Q5_K's kernels into their loops ({@code tools/lib/vector-helpers.compile}); the int8 panels' and Q2_K's stay calls.
+     * The loop itself is never inlined into its callers ({@code -XX:CompileCommand=dontinline,...::wholePanels}, see
+     * {@link WeightMatrix}), so that a kernel inlined here never shares a compilation's node budget with theirs.
      */
     protected abstract void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to);
 

@@ -32,8 +32,10 @@ import java.nio.ByteBuffer;
  * vectors, megabytes per token. The launchers and tests run with
  * {@code -XX:CompileCommand=dontinline,io.tnsr.engine.model.*::matvec} (and {@code ::matmulTokens}, and
  * {@code ::subSums}, the integer pass of the batched kernels of Q5_0, Q5_K, Q2_K, Q3_K and, four tokens at a time, Q4_0
- * and Q4_K) so that each type's kernels compile as units of their own (without it, Q8_0 decode ran a third slower and
- * allocated 42 MB per token). engine-bench's B/tok column and the perf gate's allocation metrics show when a kernel boxes.
+ * and Q4_K, and {@code ::wholePanels}, the loop of the one-token kernels, which a matmul's chunks reach through
+ * {@link RowParts#runChunk}) so that each type's kernels compile as units of their own (without it, Q8_0 decode ran a
+ * third slower and allocated 42 MB per token; Q4_0's, its loop inlined up into a chunk's caller, 57 MB). engine-bench's
+ * B/tok column and the perf gate's allocation metrics show when a kernel boxes.
  */
 public abstract class WeightMatrix {
     protected final String name;
