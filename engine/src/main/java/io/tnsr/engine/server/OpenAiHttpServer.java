@@ -41,7 +41,8 @@ import org.eclipse.jetty.util.Callback;
  * OpenAI's completions and chat completions API over a {@link CompletionService}, on Jetty (TCP_NODELAY on every connection):
  * <ul>
  * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} or {@code max_completion_tokens}
- * (default 16; more than the context has room for after the prompt is refused), {@code temperature} (default 1), {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop}
+ * (default 16; more than the context has room for after the prompt is refused), {@code temperature} (default 1),
+ * {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop}
  * (a string or a list of up to 4), {@code stream} with {@code stream_options.include_usage}, {@code ignore_eos}
  * (extension, as llama-server has it: generate {@code max_tokens} whatever the model says, for benchmarks);
  * {@code n} other than 1, and OpenAI's other parameters that are not implemented ({@code presence_penalty},
