@@ -121,23 +121,27 @@ public final class LatencySummary {
         HistogramLogReader r = new HistogramLogReader(file.toFile());
         try {
             EncodableHistogram e;
-            while ((e = r.nextIntervalHistogram()) != null) {
+            while ((e = next(r, file)) != null) {
                 if (!(e instanceof Histogram h)) {
                     throw new IllegalArgumentException(file + ": holds a " + e.getClass().getSimpleName()
                             + " interval, where a latency log holds integer histograms");
                 }
                 total.add(h);
             }
-        } catch (RuntimeException e) {
-            if (e instanceof IllegalArgumentException && String.valueOf(e.getMessage()).startsWith(file.toString())) {
-                throw e;
-            }
-            throw new IllegalArgumentException(file + ": not a complete HdrHistogram interval log (cut short or corrupt?): "
-                    + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()), e);
         } finally {
             r.close();
         }
         return total;
+    }
+
+    /** The next interval of {@code file}, or null at its end; what the reader throws on a broken file, named. */
+    private static EncodableHistogram next(HistogramLogReader r, Path file) {
+        try {
+            return r.nextIntervalHistogram();
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException(file + ": not a complete HdrHistogram interval log (cut short or corrupt?): "
+                    + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()), e);
+        }
     }
 
     /** The {@code #[key: value]} comment lines {@link MetricsLog} writes before the first interval. */

@@ -2,9 +2,7 @@ package io.tnsr.engine.pipeline;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import io.tnsr.engine.kvcache.KvCacheType;
 import io.tnsr.engine.model.LlamaConfig;
 import io.tnsr.engine.util.Jackson;
@@ -412,31 +410,10 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
         try {
             return fromFile(Jackson.MAPPER.readValue(file.toFile(), ConfigFile.class), modelLayers);
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException(file + ": " + describe(e), e);
+            throw new IllegalArgumentException(file + ": " + Jackson.describe(e), e);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
         }
-    }
-
-    /** A JSON problem in one line, led by the key it is in when Jackson knows it ("ring_size: ..."). */
-    private static String describe(JsonProcessingException e) {
-        if (e instanceof JsonMappingException m && !(e instanceof UnrecognizedPropertyException) && !m.getPath().isEmpty()) {
-            StringBuilder key = new StringBuilder();
-            for (JsonMappingException.Reference r : m.getPath()) {
-                if (r.getFieldName() != null) {
-                    key.append(key.length() == 0 ? "" : ".").append(r.getFieldName());
-                } else if (r.getIndex() >= 0) {
-                    key.append('[').append(r.getIndex()).append(']');
-                }
-            }
-            String where = e.getLocation() == null || e.getLocation().getLineNr() < 0 ? ""
-                    : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
-            if (e instanceof com.fasterxml.jackson.databind.exc.MismatchedInputException mi && mi.getTargetType() != null) {
-                return key + ": must be " + Jackson.kind(mi.getTargetType()) + where;
-            }
-            return key + ": " + e.getOriginalMessage() + where;
-        }
-        return Jackson.describe(e);
     }
 
     private static PipelineConfig fromFile(ConfigFile f, int modelLayers) throws JsonProcessingException {
@@ -453,7 +430,7 @@ public record PipelineConfig(String host, List<StageSpec> stages, int ringSize, 
                 try {
                     s = Jackson.MAPPER.treeToValue(f.stages().get(i), StageFile.class);
                 } catch (JsonProcessingException e) {
-                    throw new IllegalArgumentException("stage " + i + ": " + describe(e), e);
+                    throw new IllegalArgumentException("stage " + i + ": " + Jackson.describe(e), e);
                 }
                 if (s.layers() == null || s.layers().size() != 2 || s.layers().contains(null)) {
                     throw new IllegalArgumentException("stage " + i + ": \"layers\" must be [from, to]");

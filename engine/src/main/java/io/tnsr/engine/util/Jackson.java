@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.util.DefaultIndenter;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
 import com.fasterxml.jackson.core.util.Separators;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -119,20 +120,36 @@ public final class Jackson {
     }
 
     /**
-     * What was wrong with a JSON input, in one line for the user: an unknown key with the known ones, or the parser's
-     * complaint with its line and column.
+     * What was wrong with a JSON input, in one line for the user: an unknown key with the known ones; else, led by the
+     * key it is in when that is known ("ring_size: must be a number"), the kind of value expected or the parser's
+     * complaint; with its line and column.
      */
     public static String describe(JsonProcessingException e) {
         if (e instanceof UnrecognizedPropertyException u) {
             return "unknown key '" + u.getPropertyName() + "' (known: " + u.getKnownPropertyIds().stream()
                     .map(String::valueOf).sorted().collect(Collectors.joining(", ")) + ")";
         }
-        String where = e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ", column "
-                + e.getLocation().getColumnNr() + ")";
+        String where = e.getLocation() == null || e.getLocation().getLineNr() < 0 ? ""
+                : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
+        String key = e instanceof JsonMappingException m ? key(m) : "";
         if (e instanceof MismatchedInputException m && m.getTargetType() != null) {
-            return "expected " + kind(m.getTargetType()) + where;
+            String kind = kind(m.getTargetType());
+            return (key.isEmpty() ? "expected " + kind : key + ": must be " + kind) + where;
         }
-        return "not valid JSON: " + e.getOriginalMessage() + where;
+        return (key.isEmpty() ? "not valid JSON: " : key + ": ") + e.getOriginalMessage() + where;
+    }
+
+    /** The path of keys and indexes to where a mapping failed ("stages[1].host"), or "" if none is known. */
+    private static String key(JsonMappingException m) {
+        StringBuilder key = new StringBuilder();
+        for (JsonMappingException.Reference r : m.getPath()) {
+            if (r.getFieldName() != null) {
+                key.append(key.length() == 0 ? "" : ".").append(r.getFieldName());
+            } else if (r.getIndex() >= 0) {
+                key.append('[').append(r.getIndex()).append(']');
+            }
+        }
+        return key.toString();
     }
 
     /** What a value of {@code type} looks like in JSON, for an error: "a number", "an object", ... */
