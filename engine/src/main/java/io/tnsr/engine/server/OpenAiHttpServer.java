@@ -1,6 +1,5 @@
 package io.tnsr.engine.server;
 
-import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.tnsr.engine.chat.ChatMessage;
@@ -821,7 +820,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         try {
             root = Jackson.MAPPER.readTree(body);
         } catch (JsonProcessingException e) {
-            throw new CompletionService.InvalidRequestException("the body is not valid JSON: " + jsonProblem(e));
+            throw new CompletionService.InvalidRequestException("the body is not valid JSON: " + Jackson.problem(e));
         } catch (IOException e) {
             throw new CompletionService.InvalidRequestException("the body cannot be read: " + e.getMessage());
         }
@@ -829,36 +828,6 @@ public final class OpenAiHttpServer implements AutoCloseable {
             throw new CompletionService.InvalidRequestException("the body must be a JSON object");
         }
         return root;
-    }
-
-    /**
-     * What the JSON parser met and where, in words for a client: "unexpected end of input at line 1, column 24".
-     * Jackson's own message names its token kinds and features, and where a structure began as a "[Source: ...]":
-     * those parts are left out.
-     */
-    static String jsonProblem(JsonProcessingException e) {
-        String what = e.getOriginalMessage() == null ? "unreadable input" : e.getOriginalMessage();
-        if (what.startsWith("Unexpected end-of-input")) {
-            what = "unexpected end of input";
-        } else if (what.startsWith("Trailing token")) {
-            what = "more data after the JSON value";
-        }
-        for (String tail : List.of("\n", ": was expecting (JSON String", " (for ", " (start marker at", ": enable `",
-                " at [Source", "[Source")) {
-            int at = what.indexOf(tail);
-            if (at >= 0) {
-                what = what.substring(0, at);
-            }
-        }
-        what = what.replaceAll("\\(\\(CTRL-CHAR, code (\\d+)\\)\\)", "(control character $1)")
-                .replaceAll(" \\(code \\d+\\)", "").strip();
-        if (what.isEmpty()) {
-            what = "unreadable input";
-        }
-        what = Character.toLowerCase(what.charAt(0)) + what.substring(1);
-        JsonLocation where = e.getLocation();
-        return where == null || where.getLineNr() < 1 ? what
-                : what + " at line " + where.getLineNr() + ", column " + where.getColumnNr();
     }
 
     private static String completionPrompt(JsonNode root) {

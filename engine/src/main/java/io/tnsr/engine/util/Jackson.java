@@ -1,6 +1,7 @@
 package io.tnsr.engine.util;
 
 import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.util.DefaultIndenter;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
@@ -17,6 +18,7 @@ import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.List;
 import java.util.stream.Collectors;
 
 /**
@@ -120,9 +122,9 @@ public final class Jackson {
     }
 
     /**
-     * What was wrong with a JSON input, in one line for the user: an unknown key with the known ones; else, led by the
-     * key it is in when that is known ("ring_size: must be a number"), the kind of value expected or the parser's
-     * complaint; with its line and column.
+     * What was wrong with a JSON input, in one line for the user: an unknown key with the known ones; a value of the
+     * wrong kind, led by the key it is in when that is known ("ring_size: must be a number (line 3, column 16)");
+     * else "not valid JSON: " and the {@link #problem parser's complaint}, led by the key when one is known.
      */
     public static String describe(JsonProcessingException e) {
         if (e instanceof UnrecognizedPropertyException u) {
@@ -132,11 +134,46 @@ public final class Jackson {
         String where = e.getLocation() == null || e.getLocation().getLineNr() < 0 ? ""
                 : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
         String key = e instanceof JsonMappingException m ? key(m) : "";
-        if (e instanceof MismatchedInputException m && m.getTargetType() != null) {
+        if (e instanceof MismatchedInputException m && m.getTargetType() != null && !trailing(e)) {
             String kind = kind(m.getTargetType());
             return (key.isEmpty() ? "expected " + kind : key + ": must be " + kind) + where;
         }
-        return (key.isEmpty() ? "not valid JSON: " : key + ": ") + e.getOriginalMessage() + where;
+        return (key.isEmpty() ? "not valid JSON: " : key + ": ") + problem(e);
+    }
+
+    /**
+     * What the JSON parser met and where, in words for a user or a client: "unexpected end of input at line 1, column
+     * 24". Jackson's own message names its token kinds and features, and where a structure began as a "[Source: ...]":
+     * those parts are left out.
+     */
+    public static String problem(JsonProcessingException e) {
+        String what = e.getOriginalMessage() == null ? "unreadable input" : e.getOriginalMessage();
+        if (what.startsWith("Unexpected end-of-input")) {
+            what = "unexpected end of input";
+        } else if (trailing(e)) {
+            what = "more data after the JSON value";
+        }
+        for (String tail : List.of("\n", ": was expecting (JSON String", " (for ", " (start marker at", ": enable `",
+                " at [Source", "[Source")) {
+            int at = what.indexOf(tail);
+            if (at >= 0) {
+                what = what.substring(0, at);
+            }
+        }
+        what = what.replaceAll("\\(\\(CTRL-CHAR, code (\\d+)\\)\\)", "(control character $1)")
+                .replaceAll(" \\(code \\d+\\)", "").strip();
+        if (what.isEmpty()) {
+            what = "unreadable input";
+        }
+        what = Character.toLowerCase(what.charAt(0)) + what.substring(1);
+        JsonLocation where = e.getLocation();
+        return where == null || where.getLineNr() < 1 ? what
+                : what + " at line " + where.getLineNr() + ", column " + where.getColumnNr();
+    }
+
+    /** Data after the one value ({@link DeserializationFeature#FAIL_ON_TRAILING_TOKENS}), which Jackson reports as a mismatch. */
+    private static boolean trailing(JsonProcessingException e) {
+        return e.getOriginalMessage() != null && e.getOriginalMessage().startsWith("Trailing token");
     }
 
     /** The path of keys and indexes to where a mapping failed ("stages[1].host"), or "" if none is known. */

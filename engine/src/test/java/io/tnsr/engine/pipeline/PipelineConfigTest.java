@@ -88,6 +88,8 @@ class PipelineConfigTest {
         assertError("{\"ring_size\": true}", "ring_size: ");
         assertError("{\"ring_size\": \"16\"}", "ring_size: must be a number (line 1, column 15)");
         assertError("[1, 2]", "expected an object ({...}) (line 1, column 1)");
+        assertError("{\"ring_size\": 16} {}", "not valid JSON: more data after the JSON value at line 1, column 19");
+        assertError("{\"ring_size\": 16", "not valid JSON: unexpected end of input at line 1, column 17");
         assertError("{\"stages\": [{\"layers\": [0, 5], \"port\": \"9000\"}]}", "port");
         assertError("{\"warmup_ms\": -1}", "warmup_ms must be from 0 (no warm-up) to 600000, got -1");
         Path f = Files.writeString(tmp.resolve("ok.json"),
