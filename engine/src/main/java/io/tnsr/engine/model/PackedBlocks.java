@@ -26,8 +26,8 @@ import java.util.Objects;
  * <li>Q5_K: per super-block its eight 6-bit sc and eight m as bytes, then each element's 5-bit q minus 16 as one
  * int8, in element order; {@code scales[k]} = d and {@code mins[k]} = dmin per super-block ({@link Q5KMatrix#repack});</li>
  * <li>Q2_K: the 80 bytes of scales and 2-bit quants of each super-block as they are, {@code scales[k]} = d and
- * {@code mins[k]} = dmin per super-block ({@link Q2KMatrix#repack}); Q3_K: per super-block the integer scales and
- * mins of its 16 sub-blocks and a nibble per element, d as both ({@link Q2KMatrix#repackQ3_K}).</li>
+ * {@code mins[k]} = dmin per super-block ({@link Q2KMatrix#repack}); Q3_K: per super-block the integer scales of its
+ * 16 sub-blocks and a nibble per element, d, and a dmin of zero ({@link Q2KMatrix#repackQ3_K}).</li>
  * </ul>
  * Every product above is the float product the decoder computed before (the same bits).
  *
@@ -116,7 +116,7 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
             case Q4_0 -> blocks * (16 + Float.BYTES);
             case Q4_K -> blocks * (128 + 16 + 2 * Float.BYTES);
             case Q6_K -> blocks * (256 + 16 * Float.BYTES);
-            case Q3_K -> blocks * (160 + 2 * Float.BYTES);
+            case Q3_K -> blocks * (144 + 2 * Float.BYTES);
             case IQ4_XS -> blocks * (256 + 8 * Float.BYTES);
             case Q4_1 -> blocks * (16 + 2 * Float.BYTES);
             case Q5_K -> blocks * (256 + 16 + 2 * Float.BYTES);

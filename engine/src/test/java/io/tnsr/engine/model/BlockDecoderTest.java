@@ -474,8 +474,8 @@ class BlockDecoderTest {
                 double dot = 0;
                 double mag = 0;
                 // Q4_0, Q5_0, Q4_K and Q3_K round x to 8 bits per block of 32, at most half a step (amax / 254) each,
-                // and multiply the rounded x by (q - 8) * scale: |ref| for Q4_0 and Q5_0, at most 8 * scale for Q4_K, 5 * scale for
-                // Q3_K (taken as q3 + 4 less 2; their mins are applied to the sum of x itself)
+                // and multiply the rounded x by (q - 8) * scale: |ref| for Q4_0 and Q5_0, at most 8 * scale for Q4_K (its mins
+                // are applied to the sum of x itself), 4 * scale for Q3_K (q3 * scale, no min)
                 double rounding = 0;
                 for (int c = 0; c < cols; c++) {
                     dot += (double) ref[c] * x[tok * cols + c];
@@ -487,7 +487,7 @@ class BlockDecoderTest {
                         }
                         double weight = t == GgmlType.Q4_0 || t == GgmlType.Q5_0 ? Math.abs(ref[c])
                                 : t == GgmlType.Q4_K ? 8 * Math.abs(q4kScales[row * (cols / 32) + c / 32])
-                                : 5 * Math.abs(q3k.scales()[(row * cols + c) / 256] * q3k.quants()[(row * cols + c) / 256 * 160 + c % 256 / 16]);
+                                : 4 * Math.abs(q3k.scales()[(row * cols + c) / 256] * q3k.quants()[(row * cols + c) / 256 * 144 + c % 256 / 16]);
                         rounding += weight * amax / 254;
                     }
                 }

@@ -19,7 +19,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The "scale and min" types Q4_1, Q5_K, Q2_K and Q3_K (taken as {@code d (sc - 32) (q3 + 4) - 4 d (sc - 32)}): blocks
+ * The "scale and min" types Q4_1, Q5_K, Q2_K and Q3_K (taken as {@code d (sc - 32) q3}, offset and min zero): blocks
  * decode bit for bit as a plain port of ggml's dequantize_row_q4_1 / _q5_K / _q2_K / _q3_K ({@link #dequantize},
  * written here from the block layouts, not from the engine's repack; Q3_K's from {@link BlockDecoderTest}); every (row, token) of a matmul is the scalar reference of the documented order (8-bit
  * activations per block of 32, an exact integer sum per sub-block, then the scale and min terms), bit for bit, for
@@ -174,6 +174,7 @@ class ScaleMinTypesTest {
         return switch (t) {
             case Q4_1 -> 8;
             case Q5_K -> 16;
+            case Q3_K -> 0;
             default -> 2;
         };
     }
@@ -199,9 +200,8 @@ class ScaleMinTypesTest {
                 int low = g < 8 ? b.get(x + 96 + g) & 0xF : (b.get(x + 96 + g - 8) & 0xFF) >> 4;
                 int sc = (low | ((b.get(x + 104 + g % 4) >> 2 * (g / 4)) & 3) << 4) - 32;
                 int q = ((b.get(x + 32 + (e / 128) * 32 + e % 32) >> (e / 32 % 4 * 2)) & 3)
-                        + 4 * ((b.get(x + e % 32) >> (e / 128 * 4 + e / 32 % 4)) & 1);
-                float scale = Float16.toFloat(b.getShort(x + 108)) * sc;
-                yield new Element(q, scale, 4 * scale);
+                        + 4 * ((b.get(x + e % 32) >> (e / 128 * 4 + e / 32 % 4)) & 1) - 4;
+                yield new Element(q, Float16.toFloat(b.getShort(x + 108)) * sc, 0f);
             }
             default -> {
                 int sc = b.get(x + e / 16) & 0xFF;
