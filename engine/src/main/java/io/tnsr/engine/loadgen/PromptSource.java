@@ -1,5 +1,6 @@
 package io.tnsr.engine.loadgen;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.tnsr.engine.util.Jackson;
 import java.io.IOException;
@@ -73,8 +74,8 @@ public final class PromptSource {
         JsonNode n;
         try {
             n = Jackson.MAPPER.readTree(line);
-        } catch (IOException e) {
-            throw new IllegalArgumentException(file + " line " + lineNumber + ": not valid JSON");
+        } catch (JsonProcessingException e) {
+            throw new IllegalArgumentException(file + " line " + lineNumber + ": not valid JSON: " + Jackson.problemInLine(e));
         }
         JsonNode p = n.get("prompt");
         if (p == null || !p.isTextual()) {

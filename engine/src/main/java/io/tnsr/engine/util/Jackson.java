@@ -147,6 +147,21 @@ public final class Jackson {
      * those parts are left out.
      */
     public static String problem(JsonProcessingException e) {
+        JsonLocation where = e.getLocation();
+        return where == null || where.getLineNr() < 1 ? what(e)
+                : what(e) + " at line " + where.getLineNr() + ", column " + where.getColumnNr();
+    }
+
+    /**
+     * {@link #problem} for JSON read one line of a file at a time, whose caller names the file's line: "unexpected end
+     * of input at column 24".
+     */
+    public static String problemInLine(JsonProcessingException e) {
+        JsonLocation where = e.getLocation();
+        return where == null || where.getColumnNr() < 1 ? what(e) : what(e) + " at column " + where.getColumnNr();
+    }
+
+    private static String what(JsonProcessingException e) {
         String what = e.getOriginalMessage() == null ? "unreadable input" : e.getOriginalMessage();
         if (what.startsWith("Unexpected end-of-input")) {
             what = "unexpected end of input";
@@ -165,10 +180,7 @@ public final class Jackson {
         if (what.isEmpty()) {
             what = "unreadable input";
         }
-        what = Character.toLowerCase(what.charAt(0)) + what.substring(1);
-        JsonLocation where = e.getLocation();
-        return where == null || where.getLineNr() < 1 ? what
-                : what + " at line " + where.getLineNr() + ", column " + where.getColumnNr();
+        return Character.toLowerCase(what.charAt(0)) + what.substring(1);
     }
 
     /** Data after the one value ({@link DeserializationFeature#FAIL_ON_TRAILING_TOKENS}), which Jackson reports as a mismatch. */

@@ -3,6 +3,7 @@ package io.tnsr.perf.engine;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.tnsr.engine.util.Jackson;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -164,7 +165,8 @@ public final class LlamaCppFigures {
         try {
             return JSON.readTree(json);
         } catch (JsonProcessingException e) {
-            throw new InvalidFiguresException(file + line + " is not valid JSON: " + e.getOriginalMessage());
+            throw new InvalidFiguresException(file + line + " is not valid JSON: "
+                    + (line.isEmpty() ? Jackson.problem(e) : Jackson.problemInLine(e)));
         }
     }
 

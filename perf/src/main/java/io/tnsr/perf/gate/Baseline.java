@@ -1,9 +1,11 @@
 package io.tnsr.perf.gate;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.tnsr.engine.util.Jackson;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -50,8 +52,8 @@ public record Baseline(String reference, String accepted, String reason) {
         JsonNode root;
         try {
             root = JSON.readTree(Files.readString(path, StandardCharsets.UTF_8));
-        } catch (IOException e) {
-            throw new IOException(path + ": not valid JSON (" + e.getMessage().lines().findFirst().orElse("") + ")", e);
+        } catch (JsonProcessingException e) {
+            throw new IOException(path + ": " + Jackson.describe(e), e);
         }
         if (root == null || !root.isObject()) {
             throw new IOException(path + ": not a perf baseline (expected a JSON object)");

@@ -140,6 +140,6 @@ class LlamaCppFiguresTest {
         assertTrue(e.getMessage().contains(file + " has no llama-batched-bench record"), e.getMessage());
         Path broken = Files.writeString(dir.resolve("broken.jsonl"), batched(16, 2, 2, 300) + "\n{\"pl\": 16, \"n_threads\"\n");
         e = assertThrows(LlamaCppFigures.InvalidFiguresException.class, () -> LlamaCppFigures.readBatched(broken));
-        assertTrue(e.getMessage().startsWith(broken + ":2 is not valid JSON"), e.getMessage());
+        assertEquals(broken + ":2 is not valid JSON: unexpected end of input at column 23", e.getMessage());
     }
 }
