@@ -123,7 +123,7 @@ public final class Jackson {
 
     /**
      * What was wrong with a JSON input, in one line for the user: an unknown key with the known ones; a value of the
-     * wrong kind, led by the key it is in when that is known ("ring_size: must be a number (line 3, column 16)");
+     * wrong kind, led by the key it is in when that is known ("ring_size: must be a number at line 3, column 16");
      * else "not valid JSON: " and the {@link #problem parser's complaint}, led by the key when one is known.
      */
     public static String describe(JsonProcessingException e) {
@@ -131,12 +131,10 @@ public final class Jackson {
             return "unknown key '" + u.getPropertyName() + "' (known: " + u.getKnownPropertyIds().stream()
                     .map(String::valueOf).sorted().collect(Collectors.joining(", ")) + ")";
         }
-        String where = e.getLocation() == null || e.getLocation().getLineNr() < 0 ? ""
-                : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
         String key = e instanceof JsonMappingException m ? key(m) : "";
         if (e instanceof MismatchedInputException m && m.getTargetType() != null && !trailing(e)) {
             String kind = kind(m.getTargetType());
-            return (key.isEmpty() ? "expected " + kind : key + ": must be " + kind) + where;
+            return (key.isEmpty() ? "expected " + kind : key + ": must be " + kind) + at(e.getLocation());
         }
         return (key.isEmpty() ? "not valid JSON: " : key + ": ") + problem(e);
     }
@@ -147,9 +145,12 @@ public final class Jackson {
      * those parts are left out.
      */
     public static String problem(JsonProcessingException e) {
-        JsonLocation where = e.getLocation();
-        return where == null || where.getLineNr() < 1 ? what(e)
-                : what(e) + " at line " + where.getLineNr() + ", column " + where.getColumnNr();
+        return what(e) + at(e.getLocation());
+    }
+
+    /** " at line L, column C", or nothing where the location is not known. */
+    private static String at(JsonLocation where) {
+        return where == null || where.getLineNr() < 1 ? "" : " at line " + where.getLineNr() + ", column " + where.getColumnNr();
     }
 
     /**

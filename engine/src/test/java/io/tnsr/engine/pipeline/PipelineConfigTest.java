@@ -86,8 +86,8 @@ class PipelineConfigTest {
         assertError("{\"threads_per_stage\": -1}", "threads_per_stage must be from 0 (auto) to 256, got -1");
         assertError("{\"threads_per_stage\": 4294967298}", "threads_per_stage must be from 0 (auto) to 256, got 4294967298");
         assertError("{\"ring_size\": true}", "ring_size: ");
-        assertError("{\"ring_size\": \"16\"}", "ring_size: must be a number (line 1, column 15)");
-        assertError("[1, 2]", "expected an object ({...}) (line 1, column 1)");
+        assertError("{\"ring_size\": \"16\"}", "ring_size: must be a number at line 1, column 15");
+        assertError("[1, 2]", "expected an object ({...}) at line 1, column 1");
         assertError("{\"ring_size\": 16} {}", "not valid JSON: more data after the JSON value at line 1, column 19");
         assertError("{\"ring_size\": 16", "not valid JSON: unexpected end of input at line 1, column 17");
         assertError("{\"stages\": [{\"layers\": [0, 5], \"port\": \"9000\"}]}", "port");
