@@ -27,7 +27,7 @@ import java.util.Objects;
  * int8, in element order; {@code scales[k]} = d and {@code mins[k]} = dmin per super-block ({@link Q5KMatrix#repack});</li>
  * <li>Q2_K: the 80 bytes of scales and 2-bit quants of each super-block as they are, {@code scales[k]} = d and
  * {@code mins[k]} = dmin per super-block ({@link Q2KMatrix#repack}); Q3_K: per super-block the integer scales of its
- * 16 sub-blocks and a nibble per element, d, and a dmin of zero ({@link Q2KMatrix#repackQ3_K}).</li>
+ * 16 sub-blocks and a nibble per element, and d ({@link Q3KMatrix#repack}).</li>
  * </ul>
  * Every product above is the float product the decoder computed before (the same bits).
  *
@@ -38,13 +38,13 @@ import java.util.Objects;
  * whose 6-bit scales cost ~10 scalar operations each to unpack, gain more. llama.cpp repacks Q4_0 for its
  * AVX/NEON kernels for the same reason. Cost: the tensor's bytes live on the heap, not in the page cache, and
  * take more room: per 256 elements, Q8_0 288 bytes (file: 272), Q4_0 160 (144), Q4_K 152 (144), Q6_K 320 (210),
- * Q5_0 192 (176), IQ4_NL 288 (144), IQ4_XS 288 (136), Q3_K 168 (110), Q4_1 192 (160), Q5_K 280 (176), Q2_K 88 (84),
+ * Q5_0 192 (176), IQ4_NL 288 (144), IQ4_XS 288 (136), Q3_K 148 (110), Q4_1 192 (160), Q5_K 280 (176), Q2_K 88 (84),
  * so a process needs a heap of up to {@link WeightMatrix#HEAP_PER_FILE_BYTE} x its layers' quantized tensors
  * (the stage launcher sizes it from the file).
  *
  * @param quants [blocks * payload bytes]: the payloads, in the file's block order
  * @param scales [blocks]: each block's (sub-block's, group's) scale
- * @param mins   [blocks] for Q4_K, Q5_K, Q2_K, Q3_K (each super-block's dmin) and Q4_1
+ * @param mins   [blocks] for Q4_K, Q5_K, Q2_K (each super-block's dmin) and Q4_1
  *               (-m), else empty
  */
 record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
@@ -89,7 +89,7 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
             case Q5_0 -> Int8Blocks.q5_0(data, blocks);
             case IQ4_NL -> Int8Blocks.iq4_nl(data, blocks);
             case IQ4_XS -> Int8Blocks.iq4_xs(data, blocks);
-            case Q3_K -> Q2KMatrix.repackQ3_K(data, blocks);
+            case Q3_K -> Q3KMatrix.repack(data, blocks);
             case Q4_1 -> Q4KMatrix.repackQ4_1(data, blocks);
             case Q5_K -> Q5KMatrix.repack(data, blocks);
             case Q2_K -> Q2KMatrix.repack(data, blocks);
@@ -116,7 +116,7 @@ record PackedBlocks(byte[] quants, float[] scales, float[] mins) {
             case Q4_0 -> blocks * (16 + Float.BYTES);
             case Q4_K -> blocks * (128 + 16 + 2 * Float.BYTES);
             case Q6_K -> blocks * (256 + 16 * Float.BYTES);
-            case Q3_K -> blocks * (144 + 2 * Float.BYTES);
+            case Q3_K -> blocks * (144 + Float.BYTES);
             case IQ4_XS -> blocks * (256 + 8 * Float.BYTES);
             case Q4_1 -> blocks * (16 + 2 * Float.BYTES);
             case Q5_K -> blocks * (256 + 16 + 2 * Float.BYTES);

@@ -4,7 +4,7 @@ import static io.tnsr.engine.model.PanelKernels.P;
 
 /**
  * A matrix stored in row panels ({@link PanelKernels}): the loops over panels and token groups, the same for every
- * panel type (F32, BF16, the int8 types of {@link Int8PanelMatrix}, Q4_0, Q4_1, Q4_K, Q5_K, Q2_K); each type supplies its loop over panels for one token
+ * panel type (F32, BF16, the int8 types of {@link Int8PanelMatrix}, Q4_0, Q4_1, Q4_K, Q5_K, Q2_K, Q3_K); each type supplies its loop over panels for one token
  * ({@link #wholePanels}, also the last partial panel's, into a scratch) and its kernel for one panel and a group of
  * tokens ({@link #group}).
  *
@@ -225,7 +225,7 @@ abstract class PanelMatrix extends WeightMatrix {
      * a kernel compiled on its own first is too big to be), and a model of several types would make the call
      * polymorphic. A kernel called once per panel from code that is not its own loop read some 20% slower (Q4_0
      * 768 x 768, one token) in about half the JVMs. The launchers' compile commands inline Q4_0's, Q5_0's, Q4_K's, Q4_1's
-     * and Q5_K's kernels into their loops ({@code tools/lib/vector-helpers.compile}); the int8 panels' and Q2_K's stay calls.
+     * and Q5_K's kernels into their loops ({@code tools/lib/vector-helpers.compile}); the int8 panels', Q2_K's and Q3_K's stay calls.
      * The loop itself is never inlined into its callers ({@code -XX:CompileCommand=dontinline,...::wholePanels}, see
      * {@link WeightMatrix}), so that a kernel inlined here never shares a compilation's node budget with theirs.
      */

@@ -22,27 +22,18 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The small K-quants, Q2_K and Q3_K, whose every element is {@code d * sc * q - dmin * m} with a 2- or 3-bit q and
- * integer scales and mins per 16 elements:
- * <ul>
- * <li>Q2_K (ggml block_q2_K): super-blocks of 256 elements, 84 bytes each,
+ * Q2_K (ggml block_q2_K): super-blocks of 256 elements, 84 bytes each,
  * {@code [scales: 16 bytes][qs: 64 bytes][d: f16][dmin: f16]}. Sub-block s (16 elements) has
- * {@code scales[s] = m << 4 | sc}; element e = 128 n + 32 j + l has q = bits 2j, 2j + 1 of qs[32 n + l] (0..3)
- * and is {@code d * sc * q - dmin * m}.</li>
- * <li>Q3_K (ggml block_q3_K): super-blocks of 256 elements, 110 bytes {@code [hmask: 32][qs: 64][scales: 12][d: f16]};
- * element e = 128 n + 32 j + k is {@code d * (sc - 32) * q3} with q3 = {@code (qs[32 n + k] >> 2 j) & 3}, minus 4
- * when bit 4 n + j of hmask[k] is clear, and sub-block g = e / 16's 6-bit sc =
- * {@code (g < 8 ? scales[g] & 0xF : scales[g - 8] >> 4) | ((scales[8 + g % 4] >> 2 (g / 4)) & 3) << 4}. Taken here
- * as the signed q3 (-4..3) with the integer scale sc - 32 and no min ({@link #repackQ3_K}).</li>
- * </ul>
+ * {@code scales[s] = m << 4 | sc}; element e = 128 n + 32 j + l has q = bits 2j, 2j + 1 of qs[32 n + l] (0..3) and is
+ * {@code d * sc * q - dmin * m}.
  *
- * <p>Repacked at load ({@link #repack}, {@link #repackQ3_K}) into row panels: the quants laid out as Q4_0's
- * ({@link Q4_0Matrix}) but with adjacent columns paired, so that each sub-block of 16 owns 8 whole pairs ({@link
+ * <p>Repacked at load ({@link #repack}) into row panels: the quants laid out as Q4_0's ({@link Q4_0Matrix}) but with
+ * adjacent columns paired, so that each sub-block of 16 owns 8 whole pairs ({@link
  * Int8Activations.Pairing#ADJACENT}): per panel and column pair (c, c + 1), 2L bytes whose byte 2i holds column c of
  * row i in its low nibble and of row L + i in its high nibble, byte 2i + 1 the same for column c + 1, each nibble
- * {@code n = q + 6} for Q2_K, {@code q3 + 8} for Q3_K (Q4_0's layout: a low nibble unsigned, read with one AND and
- * less 8 in the lane; a high one {@code n - 8} as a signed 4-bit number, read with one shift; either way {@code q - 2}
- * for Q2_K and q3 itself for Q3_K, and shifts share port 0 with the 16-bit multiplies on Intel's cores). Per panel and
+ * {@code n = q + 6} (Q4_0's layout: a low nibble unsigned, read with one AND and less 8 in the lane; a high one
+ * {@code n - 8} as a signed 4-bit number, read with one shift; either way {@code q - 2}, and shifts share port 0 with
+ * the 16-bit multiplies on Intel's cores). {@link Q3KMatrix} keeps its quants in this layout too. Per panel and
  * sub-block the rows' integer sc, then their m, as bytes ({@code [units][2][P]}); per panel and super-block the rows'
  * d, then their -dmin, as floats ({@code [supers][2][P]}). The kernels make a sub-block's scale {@code d * sc} and
  * negated min {@code -dmin * m} in registers: the float products ggml's dequantizer computes (exact: an f16 times an
@@ -51,35 +42,30 @@ import jdk.incubator.vector.VectorSpecies;
  * memory.
  *
  * <p>Multiplied as Q4_K is, in 16-bit integers against the activations quantized to 8 bits per block of 32 ({@link
- * Int8Activations}), as llama.cpp multiplies Q2_K and Q3_K (against q8_K). Result of a (row, token), one token or
- * many: for each sub-block, {@code isum} = the exact integer sum of {@code (q - 2) * xq} (Q3_K: {@code q3 * xq}) over
- * its 16 columns, then {@code acc = fma((float) isum, scale * s, acc)} and, Q2_K only, {@code acc = fma(fma(scale, 2,
- * -min), sx, acc)}, where s is the scale of the activations' block of 32 holding the sub-block and sx the token's sum
- * of x over the sub-block's columns (floats, in order, from zero). Q3_K, without a min, skips that term: its batched
- * kernels run the shared float pass with a bias and mins of zero and no sx, whose term {@code fma(0, 0, acc)} is acc
- * itself, so every path gives the same bits. A 16-bit lane sums 8 products of at most 4 * 127, a row's two lanes 8128:
- * Q4_0's {@code rowSums} is exact. The activations' rounding adds about 0.4% relative error per dot product, far under
- * the weights' own (Q2_K about 23%, Q3_K 15%).
+ * Int8Activations}), as llama.cpp multiplies Q2_K (against q8_K). Result of a (row, token), one token or many: for
+ * each sub-block, {@code isum} = the exact integer sum of {@code (q - 2) * xq} over its 16 columns, then
+ * {@code acc = fma((float) isum, scale * s, acc)} and {@code acc = fma(fma(scale, 2, -min), sx, acc)}, where s is the
+ * scale of the activations' block of 32 holding the sub-block and sx the token's sum of x over the sub-block's columns
+ * (floats, in order, from zero). A 16-bit lane sums 8 products of at most 4 * 127, a row's two lanes 8128: Q4_0's
+ * {@code rowSums} is exact. The activations' rounding adds about 0.4% relative error per dot product, far under the
+ * weights' own (about 23%).
  *
  * <p>The loops repeat {@link Q4KMatrix}'s on purpose (one final class per layout keeps each kernel monomorphic).
- * Cost: per 256 elements 168 bytes on the heap (file: Q2_K 84, Q3_K 110; Q3_K's mins stay in the layout, as zeros).
+ * Cost: per 256 elements 168 bytes on the heap (file: 84).
  */
 final class Q2KMatrix extends PanelMatrix {
     private static final int QK = 256;
     private static final int BYTES = 84;
-    private static final int Q3K_BYTES = 110;
     private static final int SUB = 16; // elements per sub-block (one scale and min)
     private static final int SUBS = QK / SUB; // sub-blocks per super-block
-    /** Bytes per super-block {@link #repackQ3_K} writes: sc - 32 per sub-block, then q3 + 8 per element, two a byte. */
-    private static final int Q3K_PACKED = SUBS + QK / 2;
     /** Tokens per {@link #group} call: three or four through {@link #k4x2}, one or two through {@link #k2x2}. */
     private static final int TOKENS = 4;
     private static final VectorSpecies<Short> S = Int8Activations.S;
     private static final FloatVector TWO = FloatVector.broadcast(F, 2f);
 
-    private final GgmlType type;
-    /** What the integer sums leave out of each quant: 2 for Q2_K ({@code q - 2}), none for Q3_K (q3 itself). */
-    private final float bias;
+    /** What the integer sums leave out of each quant ({@code q - 2}). */
+    private static final float BIAS = 2f;
+
     private final int units;
     /** [panels][cols / 2][2L]: Q4_0's layout ({@link Q4_0Matrix#putNibble}). */
     private final byte[] q;
@@ -96,27 +82,15 @@ final class Q2KMatrix extends PanelMatrix {
     /** The scales and mins of the panel in progress as floats, for the batched kernels. */
     private final ExpandedScales expanded;
 
-    /** Q2_K: {@code packed} as {@link #repack} gives it. */
+    /** {@code packed} as {@link #repack} gives it. */
     Q2KMatrix(String name, int rows, int cols, PackedBlocks packed) {
-        this(name, rows, cols, GgmlType.Q2_K, packed);
-    }
-
-    /** Q3_K: {@code packed} as {@link #repackQ3_K} gives it. */
-    static Q2KMatrix q3_K(String name, int rows, int cols, PackedBlocks packed) {
-        return new Q2KMatrix(name, rows, cols, GgmlType.Q3_K, packed);
-    }
-
-    private Q2KMatrix(String name, int rows, int cols, GgmlType type, PackedBlocks packed) {
         super(name, rows, cols, TOKENS);
-        this.type = type;
-        this.bias = type == GgmlType.Q3_K ? 0f : 2f;
         this.units = cols / SUB;
         int supers = cols / QK;
-        boolean q3 = type == GgmlType.Q3_K;
-        int payload = q3 ? Q3K_PACKED : BYTES - 4;
+        int payload = BYTES - 4;
         packed.requireShape(name, rows, supers, payload);
         if (packed.mins().length == 0) {
-            throw new IllegalArgumentException(name + ": " + type + " needs a dmin per super-block, but the packed blocks have none");
+            throw new IllegalArgumentException(name + ": Q2_K needs a dmin per super-block, but the packed blocks have none");
         }
         this.q = new byte[arrayLength(name, rows, cols, (long) panels * cols * L)];
         this.sm = new byte[arrayLength(name, rows, cols, (long) panels * units * 2 * P)];
@@ -129,16 +103,15 @@ final class Q2KMatrix extends PanelMatrix {
                 int at = (r * supers + k) * payload; // this super-block's payload
                 for (int c = k * QK; c < k * QK + QK; c++) {
                     int e = c % QK;
-                    // Q2_K: the file's qs, element e at bits 2 ((e / 32) % 4) of qs[(e / 128) * 32 + e % 32]
-                    int n = q3 ? (quants[at + SUBS + e / 2] >> (e % 2 * 4)) & 0xF // q3 + 8: n - 8 = q3
-                            : ((quants[at + SUBS + e / 128 * 32 + e % 32] >> (e / 32 % 4 * 2)) & 3) + 6; // n - 8 = q - 2
+                    // the file's qs, element e at bits 2 ((e / 32) % 4) of qs[(e / 128) * 32 + e % 32]
+                    int n = ((quants[at + SUBS + e / 128 * 32 + e % 32] >> (e / 32 % 4 * 2)) & 3) + 6; // n - 8 = q - 2
                     Q4_0Matrix.putNibble(ADJACENT, q, cols, r, c, n);
                 }
                 for (int j = 0; j < SUBS; j++) {
                     int u = k * SUBS + j;
                     int b = quants[at + j];
-                    sm[ScaleMinTotals.scaleAt(r, u, units)] = (byte) (q3 ? b : b & 0xF);
-                    sm[ScaleMinTotals.scaleAt(r, u, units) + P] = (byte) (q3 ? 0 : (b & 0xFF) >> 4);
+                    sm[ScaleMinTotals.scaleAt(r, u, units)] = (byte) (b & 0xF);
+                    sm[ScaleMinTotals.scaleAt(r, u, units) + P] = (byte) ((b & 0xFF) >> 4);
                 }
                 int da = ScaleMinTotals.superAt(r, k, supers);
                 dd[da] = packed.scales()[r * supers + k];
@@ -147,7 +120,7 @@ final class Q2KMatrix extends PanelMatrix {
         }
     }
 
-    /** Heap bytes a rows x cols Q2_K or Q3_K matrix takes once repacked (its rows rounded up to whole panels). */
+    /** Heap bytes a rows x cols Q2_K matrix takes once repacked (its rows rounded up to whole panels). */
     static long heapBytes(long rows, long cols) {
         return paddedRows(rows) * (cols / 2 + 2 * (cols / SUB) + 2 * (cols / QK) * Float.BYTES);
     }
@@ -155,8 +128,6 @@ final class Q2KMatrix extends PanelMatrix {
     /** A view: {@code shared}'s weights, scratch of its own. */
     private Q2KMatrix(Q2KMatrix shared) {
         super(shared.name, shared.rows, shared.cols, TOKENS);
-        this.type = shared.type;
-        this.bias = shared.bias;
         this.units = shared.units;
         this.q = shared.q;
         this.sm = shared.sm;
@@ -172,11 +143,11 @@ final class Q2KMatrix extends PanelMatrix {
 
     @Override
     public GgmlType type() {
-        return type;
+        return GgmlType.Q2_K;
     }
 
     /**
-     * Q2_K: per super-block its 16 bytes of scales and 64 of quants as they are (the file's first 80), d and dmin as
+     * Per super-block its 16 bytes of scales and 64 of quants as they are (the file's first 80), d and dmin as
      * floats.
      */
     static PackedBlocks repack(ByteBuffer data, int blocks) {
@@ -194,40 +165,7 @@ final class Q2KMatrix extends PanelMatrix {
     }
 
     /**
-     * Q3_K: per super-block 16 bytes of {@code sc - 32} and 128 of {@code q3 + 8}, element e in the low nibble of byte
-     * e / 2 when e is even, else the high one; d as a float, and a dmin of zero.
-     */
-    static PackedBlocks repackQ3_K(ByteBuffer data, int blocks) {
-        byte[] quants = new byte[Math.multiplyExact(blocks, Q3K_PACKED)];
-        float[] d = new float[blocks];
-        byte[] b = new byte[Q3K_BYTES];
-        for (int k = 0; k < blocks; k++) {
-            data.get(k * Q3K_BYTES, b, 0, Q3K_BYTES);
-            d[k] = Blocks.half(b, 108);
-            int at = k * Q3K_PACKED;
-            for (int g = 0; g < SUBS; g++) {
-                int low = g < 8 ? b[96 + g] & 0xF : (b[96 + g - 8] & 0xFF) >> 4;
-                int sc = (low | ((b[96 + 8 + g % 4] >> 2 * (g / 4)) & 3) << 4) - 32;
-                quants[at + g] = (byte) sc;
-            }
-            // Element 128 n + 32 j + i: two bits at 2 j of qs[32 n + i], plus 4 when bit 4 n + j of hmask[i] is set.
-            for (int n = 0; n < 2; n++) {
-                for (int j = 0; j < 4; j++) {
-                    for (int i = 0; i < 32; i++) {
-                        int low = (b[32 + 32 * n + i] >> 2 * j) & 3;
-                        int high = (b[i] >> (4 * n + j)) & 1;
-                        int e = 128 * n + 32 * j + i;
-                        quants[at + SUBS + e / 2] |= (byte) ((low + 4 * high + 4) << (e % 2 * 4)); // q3 + 8
-                    }
-                }
-            }
-        }
-        return new PackedBlocks(quants, d, new float[blocks]);
-    }
-
-    /**
-     * Quantizes tokens [0, n) of x; sx[t * units + u] = sum of x[t] over sub-block u's columns, in order from zero
-     * (Q3_K, without mins, leaves them zero).
+     * Quantizes tokens [0, n) of x; sx[t * units + u] = sum of x[t] over sub-block u's columns, in order from zero.
      */
     @Override
     protected void prepare(float[] x, int xo, int n) {
@@ -235,7 +173,7 @@ final class Q2KMatrix extends PanelMatrix {
         if (sx.length < n * units) {
             sx = new float[n * units]; // grows to the largest call once; steady state allocates nothing
         }
-        for (int t = 0; t < n && bias != 0f; t++) {
+        for (int t = 0; t < n; t++) {
             for (int u = 0; u < units; u++) {
                 float sum = 0f;
                 for (int c = u * SUB, o = xo + t * cols; c < u * SUB + SUB; c++) {
@@ -259,14 +197,8 @@ final class Q2KMatrix extends PanelMatrix {
     protected void wholePanels(float[] x, int xo, float[] out, int oo, int from, int to) {
         int[] xq = acts.pairs();
         float[] xs = acts.scales();
-        if (bias == 0f) {
-            for (int p = from; p < to; p++) {
-                m1Signed(q, sm, dd, p * cols * L, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, xq, xs, out, oo + p * P);
-            }
-        } else {
-            for (int p = from; p < to; p++) {
-                m1(q, sm, dd, p * cols * L, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, xq, xs, sx, out, oo + p * P);
-            }
+        for (int p = from; p < to; p++) {
+            m1(q, sm, dd, p * cols * L, p * units * 2 * P, p * (units / SUBS) * 2 * P, units, xq, xs, sx, out, oo + p * P);
         }
     }
 
@@ -307,34 +239,6 @@ final class Q2KMatrix extends PanelMatrix {
         FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
     }
 
-    /**
-     * Q3_K's {@link #m1}: the quants read as q3 itself, no min, so per sub-block only {@code fma(isum, scale * s, acc)}
-     * (and no sum of x).
-     */
-    private static void m1Signed(byte[] q, byte[] sm, float[] dd, int qo, int mo, int dn, int units, int[] xq, float[] xs,
-                                 float[] out, int oo) {
-        FloatVector a0 = FloatVector.zero(F), a1 = a0;
-        for (int b = 0; b < units; b++) {
-            ShortVector s0 = ShortVector.zero(S), s1 = s0; // the sub-block's sums, rows [0, L) and [L, P)
-            for (int k = b * SUB / 2; k < b * SUB / 2 + SUB / 2; k += 2) {
-                for (int u = 0; u < 2; u++) { // two pairs per trip: a constant-count inner loop C2 unrolls
-                    int i = k + u;
-                    ShortVector v = pair(q, qo + i * P);
-                    ShortVector xv = xpair(xq, i);
-                    s0 = lowUnsigned(v).sub((short) 8).mul(xv).add(s0);
-                    s1 = high(v).mul(xv).add(s1);
-                }
-            }
-            int sb = mo + b * 2 * P;
-            int dk = dn + b / SUBS * 2 * P; // the super-block's d
-            FloatVector xsv = FloatVector.broadcast(F, xs[b >> 1]); // two sub-blocks per block of 32 activations
-            a0 = rowSums(s0).fma(Blocks.signedBytes(sm, sb).mul(FloatVector.fromArray(F, dd, dk)).mul(xsv), a0);
-            a1 = rowSums(s1).fma(Blocks.signedBytes(sm, sb + L).mul(FloatVector.fromArray(F, dd, dk + L)).mul(xsv), a1);
-        }
-        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
-        FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + L);
-    }
-
     @Override
     protected void group(int p, float[] x, int xo, int t0, int valid, float[] out, int oo, int os) {
         if (valid > 2) {
@@ -355,7 +259,7 @@ final class Q2KMatrix extends PanelMatrix {
                 (t0 + valid - 1) * pairs, sums);
         // the activations' scales are per 32 columns: two sub-blocks of 16 each
         expanded.of(sm, dd, p);
-        ScaleMinTotals.four(expanded.scales, expanded.mins, 0, units, bias, acts.scales(), cols / Int8Activations.QK, 1, sx, t0,
+        ScaleMinTotals.four(expanded.scales, expanded.mins, 0, units, BIAS, acts.scales(), cols / Int8Activations.QK, 1, sx, t0,
                 valid, sums, out, oo, os);
     }
 
@@ -377,7 +281,7 @@ final class Q2KMatrix extends PanelMatrix {
         int u0 = t0, u1 = t0 + Math.min(1, valid - 1); // the tokens
         subSums(q, p * cols * L, units, acts.pairs(), u0 * (cols / 2), u1 * (cols / 2), sums);
         float[] xs = acts.scales();
-        FloatVector bv = FloatVector.broadcast(F, bias);
+        FloatVector bv = FloatVector.broadcast(F, BIAS);
         FloatVector a0 = FloatVector.zero(F), a1 = a0; // totals, rows [0, L), per token
         FloatVector b0 = a0, b1 = a0;                   // totals, rows [L, P)
         for (int b = 0; b < units; b++) {
@@ -406,9 +310,9 @@ final class Q2KMatrix extends PanelMatrix {
 
     /**
      * sums[b][j][i] = the integer sum of sub-block b of row i (of the panel from {@code qo}) . token j's pairs (from
-     * x0, x1), as a float.
+     * x0, x1), as a float. {@link Q3KMatrix}'s batched kernels share it (the same nibble layout).
      */
-    private static void subSums(byte[] q, int qo, int units, int[] xq, int x0, int x1, float[] sums) {
+    static void subSums(byte[] q, int qo, int units, int[] xq, int x0, int x1, float[] sums) {
         for (int b = 0; b < units; b++) {
             ShortVector s0 = ShortVector.zero(S), s1 = s0; // sub-block sums, rows [0, L)
             ShortVector t0 = s0, t1 = s0;                  // sub-block sums, rows [L, P)
@@ -434,7 +338,7 @@ final class Q2KMatrix extends PanelMatrix {
      * Vector API calls, no helper of ours (pair, lowUnsigned, high, xpair, rowSums written out): in a method this
      * large a helper could be left out of line, and would box its vectors.
      */
-    private static void subSums(byte[] q, int qo, int units, int[] xq, int x0, int x1, int x2, int x3, float[] sums) {
+    static void subSums(byte[] q, int qo, int units, int[] xq, int x0, int x1, int x2, int x3, float[] sums) {
         for (int b = 0; b < units; b++) {
             ShortVector s0 = ShortVector.zero(S), s1 = s0, s2 = s0, s3 = s0; // sub-block sums, rows [0, L), per token
             ShortVector t0 = s0, t1 = s0, t2 = s0, t3 = s0;                  // sub-block sums, rows [L, P)
@@ -489,9 +393,8 @@ final class Q2KMatrix extends PanelMatrix {
             int u = ScaleMinTotals.scaleAt(row, c / SUB, units);
             int k = dn + c / QK * 2 * P;
             float scale = dd[k] * sm[u];
-            int n = Q4_0Matrix.nibble(ADJACENT, q, cols, row, c); // Q2_K q - 2, Q3_K q3
-            // as ggml dequantizes: Q2_K q * scale - min; Q3_K (d * (sc - 32)) * q3 (the sign of a zero too)
-            dst[off + c] = type == GgmlType.Q3_K ? n * scale : (n + 2) * scale + dd[k + P] * sm[u + P];
+            int n = Q4_0Matrix.nibble(ADJACENT, q, cols, row, c); // q - 2
+            dst[off + c] = (n + 2) * scale + dd[k + P] * sm[u + P]; // as ggml dequantizes: q * scale - min
         }
     }
 }

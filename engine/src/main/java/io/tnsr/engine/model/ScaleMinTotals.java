@@ -7,7 +7,7 @@ import static io.tnsr.engine.model.TileKernels.L;
 import jdk.incubator.vector.FloatVector;
 
 /**
- * Where the byte-scale types keep a row's sub-block scales and mins (Q4_K, Q5_K, Q2_K, Q3_K: sc and m as bytes per
+ * Where the byte-scale types keep a row's sub-block scales and mins (Q4_K, Q5_K, Q2_K: sc and m as bytes per
  * sub-block, d and -dmin as floats per super-block, {@link #putSuperBlock}), and the float pass of the "scale and min"
  * types' four-token batched kernels (Q4_K and Q4_1, Q5_K, Q2_K), after their
  * integer pass has put each sub-block's sums in {@code sums}: per (row, token), over the sub-blocks in order,
@@ -47,7 +47,7 @@ final class ScaleMinTotals {
 
     /**
      * One panel's scales and negated mins as floats for the batched kernels of the types that keep them as bytes
-     * (Q4_K, Q5_K, Q2_K, Q3_K): {@code ps[b * P + i] = d * sc} and {@code pm[b * P + i] = -dmin * m} for sub-block b
+     * (Q4_K, Q5_K, Q2_K): {@code ps[b * P + i] = d * sc} and {@code pm[b * P + i] = -dmin * m} for sub-block b
      * and row i, the products their one-token kernels make in registers (exact: an f16 times a small integer).
      *
      * @param sm   the rows' sc, then their m, per sub-block: {@code [units][2][P]} of this panel from {@code mo}

@@ -14,7 +14,7 @@ import java.nio.ByteBuffer;
  * int8 ({@link Int8PanelMatrix}, via {@link Q6KBlocks} and {@link Int8Blocks}; IQ4_NL and IQ4_XS as their 4-bit
  * indices where a table lookup is cheap, {@link Iq4PanelMatrix}), the 4-bit Q4_0, Q4_1 and Q4_K
  * ({@link Q4_0Matrix}, {@link Q4KMatrix}), Q5_0 as 4 bits and a bit plane ({@link Q5_0Matrix}), Q5_K
- * ({@link Q5KMatrix}), Q2_K and Q3_K ({@link Q2KMatrix}). One final subclass
+ * ({@link Q5KMatrix}), Q2_K ({@link Q2KMatrix}), Q3_K ({@link Q3KMatrix}). One final subclass
  * per layout; each widens its own weights in registers,
  * never into a dequantized copy of the matrix.
  *
@@ -24,7 +24,7 @@ import java.nio.ByteBuffer;
  * in the same order whatever n is, so results do not depend on how tokens were grouped: the order is the
  * type's (F32 and BF16: one FMA chain over the columns in order, lanes being rows; the int8 types: the same per unit
  * of 16 or 32 elements, then the unit's scale; Q4_0, Q5_0, Q4_1, Q4_K, Q5_K, Q2_K and Q3_K: an exact integer sum per
- * block against 8-bit activations, then the scales and, but for Q4_0 and Q5_0, a min term; F16: FMA chains over L-lane column
+ * block against 8-bit activations, then the scales and, but for Q4_0, Q5_0 and Q3_K, a min term; F16: FMA chains over L-lane column
  * chunks, then a lane reduction in lane order, see {@link TileKernels}), and every kernel of the type follows it.
  *
  * <p>Performance caveat (JDK 17): a kernel inlined into a large caller (a whole layer's forward) can push C2 past
@@ -136,8 +136,8 @@ public abstract class WeightMatrix {
                             () -> Int8PanelMatrix.iq4_nl(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)))
                     : repacked(file, t, Int8PanelMatrix.heapBytes(rows, cols, 32),
                             () -> Int8PanelMatrix.iq4_xs(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
-            case Q3_K -> repacked(file, t, Q2KMatrix.heapBytes(rows, cols),
-                    () -> Q2KMatrix.q3_K(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
+            case Q3_K -> repacked(file, t, Q3KMatrix.heapBytes(rows, cols),
+                    () -> new Q3KMatrix(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
             case BF16 -> repacked(file, t, BF16Matrix.heapBytes(rows, cols), () -> new BF16Matrix(name, rows, cols, data));
             case Q4_1 -> repacked(file, t, Q4KMatrix.heapBytesQ4_1(rows, cols),
                     () -> Q4KMatrix.q4_1(name, rows, checkBlocks(file, t, cols), PackedBlocks.unpack(file, t, data)));
@@ -168,7 +168,7 @@ public abstract class WeightMatrix {
 
     /**
      * Heap bytes a quantized tensor takes once repacked ({@link PackedBlocks}) per byte of it in the file, at
-     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_K 1.59, Q3_K 1.53, Q6_K 1.52,
+     * most: IQ4_XS's 288 / 136 = 2.12 (IQ4_NL 2.0, Q2_K 2.0, Q5_K 1.59, Q6_K 1.52, Q3_K 1.35,
      * Q4_0 1.11, Q5_0 1.09, Q4_K 1.06, Q8_0 1.06, Q4_1, F32 and BF16 1 plus the padding of a last partial row panel; F16 stays mapped, 0),
      * with room to spare.
      */
@@ -191,7 +191,7 @@ public abstract class WeightMatrix {
             case Q5_K -> 1.60;
             case IQ4_NL -> 2.01;
             case IQ4_XS -> 2.13;
-            case Q3_K -> 1.54;
+            case Q3_K -> 1.36;
             case Q2_K -> 2.01;
             default -> HEAP_PER_FILE_BYTE;
         };

@@ -35,7 +35,7 @@ class BlockDecoderTest {
             case Q5_0 -> new Q5_0Matrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case IQ4_NL -> Int8PanelMatrix.iq4_nl("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 32)));
             case IQ4_XS -> Int8PanelMatrix.iq4_xs("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
-            case Q3_K -> Q2KMatrix.q3_K("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
+            case Q3_K -> new Q3KMatrix("w", rows, cols, PackedBlocks.unpack(data, t, rows * (cols / 256)));
             case BF16 -> new BF16Matrix("w", rows, cols, data);
             default -> throw new IllegalArgumentException(t.toString());
         };
@@ -462,7 +462,7 @@ class BlockDecoderTest {
             x[i] = (float) r.nextGaussian();
         }
         float[] q4kScales = t == GgmlType.Q4_K ? subBlockScales(Q4KMatrix.repack(b, rows * cols / 256)) : null;
-        PackedBlocks q3k = t == GgmlType.Q3_K ? Q2KMatrix.repackQ3_K(b, rows * cols / 256) : null;
+        PackedBlocks q3k = t == GgmlType.Q3_K ? Q3KMatrix.repack(b, rows * cols / 256) : null;
         float[] batched = new float[n * rows];
         w.matmul(x, 0, n, batched, 0);
         float[] decoded = new float[cols];
