@@ -3,8 +3,8 @@ package io.tnsr.engine.model;
 /**
  * A panel type whose token groups run F32's kernels over float panels ({@link F32Matrix}'s own, {@link BF16Matrix}'s
  * widened one): x regrouped once per call ({@link TokenGroups}), then each group of twelve tokens through
- * {@link PanelKernels#k2x12}, or of up to eight through {@link PanelKernels#k2x8}, as {@link TokenGroups#width} says;
- * where the vector registers are 16, groups of eight straight from x ({@link PanelKernels#k2x8rows}).
+ * {@link PanelKernels#k2x12}, or of up to eight through {@link PanelKernels#k2x8}, or, where the vector registers are
+ * 16, of six through {@link PanelKernels#k2x6}, as {@link TokenGroups#width} says.
  */
 abstract class FloatPanelMatrix extends PanelMatrix {
     /** This call's x, regrouped into {@link TokenGroups}' layout at the first group that needs it (else null). */
@@ -36,14 +36,13 @@ abstract class FloatPanelMatrix extends PanelMatrix {
 
     /** The float panel at {@code wo} of {@code w} (F32's layout) . the group of this call's tokens from t0. */
     protected final void floatGroup(float[] w, int wo, int t0, int valid, float[] out, int oo, int os) {
-        if (PanelKernels.SIXTEEN_REGISTERS) { // x as it is: see k2x8rows
-            PanelKernels.k2x8rows(w, wo, cols, x, xo + t0 * cols, valid, out, oo, os);
-            return;
-        }
         if (xt == null) {
             xt = TokenGroups.of(x, xo, n, cols);
         }
-        if (TokenGroups.width(n, t0) == PanelKernels.WIDE) {
+        int width = TokenGroups.width(n, t0);
+        if (width == PanelKernels.NARROW) {
+            PanelKernels.k2x6(w, wo, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
+        } else if (width == PanelKernels.WIDE) {
             PanelKernels.k2x12(w, wo, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
         } else {
             PanelKernels.k2x8(w, wo, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);

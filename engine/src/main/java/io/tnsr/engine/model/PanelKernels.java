@@ -55,12 +55,14 @@ final class PanelKernels {
     static final int TOKENS = 8;
     /** Tokens per {@link #k2x12} call. */
     static final int WIDE = 12;
+    /** Tokens per {@link #k2x6} call: the groups where the vector registers are 16. */
+    static final int NARROW = 6;
     /**
      * Whether C2 has 16 vector registers here rather than 32: x86 without AVX-512 ({@code -XX:UseAVX} below 3). There
-     * {@link #k2x12}'s 24 accumulators and the int8 panels' twelve-token sums spill, and groups stay at {@link #TOKENS}
-     * tokens, without the int8 panels' widened path: with {@code -XX:UseAVX=2} on an AVX-512 Xeon (256-bit vectors,
-     * 16 registers), 2048 x 768 at 128 tokens took F32 5.8-6.3 ms in groups of eight against 6.8 in twelves, and
-     * Q8_0 5.5-5.8 ms through its groups of four against 6.9-7.0 widened (docs/engine-speed.md).
+     * {@link #k2x12}'s 24 accumulators and the int8 panels' twelve-token sums spill: float panels run groups of six
+     * tokens ({@link #k2x6}), the other types their own groups, without the widened prefill path (with
+     * {@code -XX:UseAVX=2} on an AVX-512 Xeon, 2048 x 768 at 128 tokens took Q8_0 5.5-5.8 ms through its groups of
+     * four against 6.9-7.0 widened; docs/engine-speed.md).
      */
     static final boolean SIXTEEN_REGISTERS = sixteenRegisters();
     /**
@@ -347,69 +349,33 @@ final class PanelKernels {
     }
 
     /**
-     * {@link #k2x8} reading x as it is (token j at {@code xo + j * cols}), for hosts with 16 vector registers
-     * ({@link #SIXTEEN_REGISTERS}): there both spill, and with {@code -XX:UseAVX=2} on an AVX-512 Xeon this one ran
-     * 2048 x 768 at 128 tokens in 5.3-5.5 ms against 5.9-6.2 for {@link #k2x8} with x regrouped
-     * (docs/engine-speed.md). Same FMA chain per (row, token), so the same bits.
+     * {@link #k2x8} for a group of {@link #NARROW} tokens (valid 1..6; column c's six values at
+     * {@code xo + c * NARROW + j}), for hosts with 16 vector registers ({@link #SIXTEEN_REGISTERS}): 12 sums, two
+     * weights and two broadcasts fit in them, and C2 (JDK 17) keeps them there, a column per trip with two checks of
+     * x's bounds. The kernel before, eight tokens straight from x two columns per trip, kept 8 of its 16 sums on the
+     * stack (a load and a store per two FMAs) and checked eight x offsets per trip: on an AMD EPYC Zen 3 (AVX2), 2048 x
+     * 768 at 128 tokens took 11.1-15.2 ms that way against 7.0-11.1 here (docs/engine-speed.md). The same FMA chain
+     * per (row, token) as every other kernel here, so the same bits.
      */
-    static void k2x8rows(float[] w, int wo, int cols, float[] x, int xo, int valid, float[] out, int oo, int os) {
-        int x0 = xo;
-        int x1 = xo + Math.min(1, valid - 1) * cols;
-        int x2 = xo + Math.min(2, valid - 1) * cols;
-        int x3 = xo + Math.min(3, valid - 1) * cols;
-        int x4 = xo + Math.min(4, valid - 1) * cols;
-        int x5 = xo + Math.min(5, valid - 1) * cols;
-        int x6 = xo + Math.min(6, valid - 1) * cols;
-        int x7 = xo + Math.min(7, valid - 1) * cols;
-        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0; // rows [0, L)
-        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;                   // rows [L, P)
-        // Two columns per trip, as a constant-count inner loop that C2 unrolls: 114 vs 95 GFLOP/s on a 2048 x 768
-        // panel set with 128 tokens (loop overhead and bounds checks per column). A count that depends on cols
-        // (to take an odd last column in the same loop) is not unrolled: 104. Hence the one-column copy below.
-        int even = cols & ~1;
-        for (int c0 = 0; c0 < even; c0 += 2) {
-            for (int u = 0; u < 2; u++) {
-                int c = c0 + u;
-                FloatVector w0 = FloatVector.fromArray(F, w, wo + c * P);
-                FloatVector w1 = FloatVector.fromArray(F, w, wo + c * P + L);
-                FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
-                a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
-                xv = FloatVector.broadcast(F, x[x1 + c]);
-                a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
-                xv = FloatVector.broadcast(F, x[x2 + c]);
-                a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
-                xv = FloatVector.broadcast(F, x[x3 + c]);
-                a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
-                xv = FloatVector.broadcast(F, x[x4 + c]);
-                a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
-                xv = FloatVector.broadcast(F, x[x5 + c]);
-                a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
-                xv = FloatVector.broadcast(F, x[x6 + c]);
-                a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
-                xv = FloatVector.broadcast(F, x[x7 + c]);
-                a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
-            }
-        }
-        if (even < cols) { // the odd last column: the same step
-            int c = even;
+    static void k2x6(float[] w, int wo, int cols, float[] x, int xo, int valid, float[] out, int oo, int os) {
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0; // rows [0, L)
+        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0;                   // rows [L, P)
+        for (int c = 0; c < cols; c++) {
+            int xc = xo + c * NARROW;
             FloatVector w0 = FloatVector.fromArray(F, w, wo + c * P);
             FloatVector w1 = FloatVector.fromArray(F, w, wo + c * P + L);
-            FloatVector xv = FloatVector.broadcast(F, x[x0 + c]);
+            FloatVector xv = FloatVector.broadcast(F, x[xc]);
             a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
-            xv = FloatVector.broadcast(F, x[x1 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 1]);
             a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
-            xv = FloatVector.broadcast(F, x[x2 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 2]);
             a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
-            xv = FloatVector.broadcast(F, x[x3 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 3]);
             a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
-            xv = FloatVector.broadcast(F, x[x4 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 4]);
             a4 = w0.fma(xv, a4); b4 = w1.fma(xv, b4);
-            xv = FloatVector.broadcast(F, x[x5 + c]);
+            xv = FloatVector.broadcast(F, x[xc + 5]);
             a5 = w0.fma(xv, a5); b5 = w1.fma(xv, b5);
-            xv = FloatVector.broadcast(F, x[x6 + c]);
-            a6 = w0.fma(xv, a6); b6 = w1.fma(xv, b6);
-            xv = FloatVector.broadcast(F, x[x7 + c]);
-            a7 = w0.fma(xv, a7); b7 = w1.fma(xv, b7);
         }
         FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
         FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
@@ -432,14 +398,6 @@ final class PanelKernels {
         if (valid > 5) {
             FloatVector.broadcast(F, -0f).add(a5).intoArray(out, oo + 5 * os);
             FloatVector.broadcast(F, -0f).add(b5).intoArray(out, oo + 5 * os + L);
-        }
-        if (valid > 6) {
-            FloatVector.broadcast(F, -0f).add(a6).intoArray(out, oo + 6 * os);
-            FloatVector.broadcast(F, -0f).add(b6).intoArray(out, oo + 6 * os + L);
-        }
-        if (valid > 7) {
-            FloatVector.broadcast(F, -0f).add(a7).intoArray(out, oo + 7 * os);
-            FloatVector.broadcast(F, -0f).add(b7).intoArray(out, oo + 7 * os + L);
         }
     }
 

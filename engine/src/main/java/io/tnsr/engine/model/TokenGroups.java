@@ -1,12 +1,13 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.PanelKernels.NARROW;
 import static io.tnsr.engine.model.PanelKernels.SIXTEEN_REGISTERS;
 import static io.tnsr.engine.model.PanelKernels.TOKENS;
 import static io.tnsr.engine.model.PanelKernels.WIDE;
 
 /**
- * The x of one matmul call regrouped for {@link PanelKernels#k2x12} and {@link PanelKernels#k2x8}: tokens in groups
- * of {@link #width} (12, or 8), each group column after column with the group's values of a column side by side
+ * The x of one matmul call regrouped for {@link PanelKernels#k2x12}, {@link PanelKernels#k2x8} and
+ * {@link PanelKernels#k2x6}: tokens in groups of {@link #width} (12 or 8, or 6), each group column after column with the group's values of a column side by side
  * (the group of width W from token t0 holds token t0 + j, column c at {@code t0 * cols + c * W + j}); a last partial
  * group repeats its last token in the lanes it lacks.
  *
@@ -35,11 +36,14 @@ final class TokenGroups {
 
     /**
      * Width of the group from token {@code t0} of an n-token call: 12, but 8 for a last group of at most 8 tokens,
-     * and 8 throughout up to 16 tokens (two groups of 8 waste no lane at 16, where 12 + 4 would run 24); 8 always
-     * where twelve tokens' sums do not fit in the vector registers ({@link PanelKernels#SIXTEEN_REGISTERS}).
+     * and 8 throughout up to 16 tokens (two groups of 8 waste no lane at 16, where 12 + 4 would run 24); 6 always
+     * where twelve or eight tokens' sums do not fit in the vector registers ({@link PanelKernels#SIXTEEN_REGISTERS}).
      */
     static int width(int n, int t0) {
-        return SIXTEEN_REGISTERS || n <= 2 * TOKENS || n - t0 <= TOKENS ? TOKENS : WIDE;
+        if (SIXTEEN_REGISTERS) {
+            return NARROW;
+        }
+        return n <= 2 * TOKENS || n - t0 <= TOKENS ? TOKENS : WIDE;
     }
 
     /** Tokens [0, n) of x (token t at {@code xo + t * cols}) in the group layout, in this thread's scratch. */

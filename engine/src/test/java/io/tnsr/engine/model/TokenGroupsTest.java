@@ -26,13 +26,14 @@ class TokenGroupsTest {
     }
 
     @Test
-    void twelveTokenGroupsOnlyWhereTheirSumsFitInRegisters() {
-        assertEquals("8", groups(5));
-        assertEquals("8+8", groups(16));
-        if (PanelKernels.SIXTEEN_REGISTERS) {
-            assertEquals("8+8+8", groups(17));
-            assertEquals("8+8+8+8+8", groups(40));
+    void groupsAsWideAsTheRegistersHoldTheirSums() {
+        if (PanelKernels.SIXTEEN_REGISTERS) { // six tokens' sums, two weights and a broadcast: 15 of 16
+            assertEquals("6", groups(5));
+            assertEquals("6+6+6", groups(16));
+            assertEquals("6+6+6+6+6+6+6", groups(40));
         } else {
+            assertEquals("8", groups(5));
+            assertEquals("8+8", groups(16));
             assertEquals("12+8", groups(17));
             assertEquals("12+12+12+8", groups(40)); // a last group of at most eight takes eight
             assertEquals("12+12+12+12", groups(48));
