@@ -40,14 +40,22 @@ public final class CompletionService implements Generator.Listener {
      * @param ignoreEos keep generating through end-of-generation tokens until {@code maxTokens} (for benchmarks)
      * @param logprobs  -1 for none; else report each generated token's log-probability and those of this many most
      *                  likely tokens (0 to {@link TokenLogprobs#MAX_TOP})
+     * @param defaultMaxTokens whether {@code maxTokens} is the API's default rather than the client's choice: then a
+     *                  prompt that leaves less room ends the answer when the context is full instead of being refused
      */
     public record Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops, boolean special,
-                          boolean ignoreEos, int logprobs) {
+                          boolean ignoreEos, int logprobs, boolean defaultMaxTokens) {
         /** {@code maxTokens} of a request without a bound: it ends at its end of text or when the context is full. */
         public static final int TO_CONTEXT = Integer.MAX_VALUE;
 
         public Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops) {
             this(prompt, maxTokens, sampling, stops, false, false, -1);
+        }
+
+        /** A request whose {@code maxTokens} the client chose: more than the context has room for is refused. */
+        public Request(String prompt, int maxTokens, SamplingConfig sampling, List<String> stops, boolean special,
+                       boolean ignoreEos, int logprobs) {
+            this(prompt, maxTokens, sampling, stops, special, ignoreEos, logprobs, false);
         }
 
         public Request {
@@ -247,10 +255,14 @@ public final class CompletionService implements Generator.Listener {
         }
         // The last token generated is never fed back, so the context holds it beyond the prompt's positions.
         int room = contextLength - prompt.length + 1;
-        if (r.maxTokens() != Request.TO_CONTEXT && r.maxTokens() > room) {
-            throw new InvalidRequestException("max_tokens is " + r.maxTokens() + ", but after the prompt's " + prompt.length
-                    + " tokens the model's context of " + contextLength + " has room for " + room,
-                    "max_tokens", "context_length_exceeded");
+        int maxTokens = r.maxTokens();
+        if (maxTokens != Request.TO_CONTEXT && maxTokens > room) {
+            if (!r.defaultMaxTokens()) {
+                throw new InvalidRequestException("max_tokens is " + maxTokens + ", but after the prompt's " + prompt.length
+                        + " tokens the model's context of " + contextLength + " has room for " + room,
+                        "max_tokens", "context_length_exceeded");
+            }
+            maxTokens = room; // a bound the client did not ask for ends with the context, as a request without one does
         }
         if (active.incrementAndGet() > limits.maxRunning() + limits.maxWaiting()) {
             active.decrementAndGet();
@@ -258,7 +270,7 @@ public final class CompletionService implements Generator.Listener {
                     + " waiting; try again later");
         }
         int id = nextId.getAndIncrement() & Integer.MAX_VALUE;
-        SequenceState seq = new SequenceState(id, 0, r.prompt(), prompt, r.maxTokens(), contextLength,
+        SequenceState seq = new SequenceState(id, 0, r.prompt(), prompt, maxTokens, contextLength,
                 r.ignoreEos() ? -1 : tokenizer.bos(), r.ignoreEos() ? t -> false : tokenizer::isEndOfGeneration,
                 new Sampler(r.sampling(), vocab));
         if (r.logprobs() >= 0) {

@@ -40,7 +40,8 @@ import org.eclipse.jetty.util.Callback;
  * OpenAI's completions and chat completions API over a {@link CompletionService}, on Jetty (TCP_NODELAY on every connection):
  * <ul>
  * <li>{@code POST /v1/completions}: {@code model}, {@code prompt}, {@code max_tokens} or {@code max_completion_tokens}
- * (default 16; more than the context has room for after the prompt is refused), {@code temperature} (default 1),
+ * (default 16, or what the context has room for after the prompt if less; a value asked for beyond that room is
+ * refused), {@code temperature} (default 1),
  * {@code top_p}, {@code top_k} (extension), {@code seed}, {@code stop}
  * (a string or a list of up to 4), {@code stream} with {@code stream_options.include_usage}, {@code ignore_eos}
  * (extension, as llama-server has it: generate {@code max_tokens} whatever the model says, for benchmarks);
@@ -859,6 +860,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         // OpenAI's and llama-server's do; the completions API keeps OpenAI's default of 16.
         int maxTokens = integer(root, "max_tokens", integer(root, "max_completion_tokens",
                 special ? CompletionService.Request.TO_CONTEXT : COMPLETION_MAX_TOKENS, 1, Integer.MAX_VALUE), 1, Integer.MAX_VALUE);
+        boolean defaultMaxTokens = !root.hasNonNull("max_tokens") && !root.hasNonNull("max_completion_tokens");
         double temperature = number(root, "temperature", 1.0);
         double topP = number(root, "top_p", 1.0);
         int topK = integer(root, "top_k", 0, 0, Integer.MAX_VALUE);   // 0: off
@@ -894,7 +896,7 @@ public final class OpenAiHttpServer implements AutoCloseable {
         boolean ignoreEos = bool(root, "ignore_eos");
         int logprobs = special ? chatLogprobs(root) : completionLogprobs(root);
         return new Parsed(model, new CompletionService.Request(prompt, maxTokens, sampling, stops, special, ignoreEos,
-                logprobs), stream, includeUsage);
+                logprobs, defaultMaxTokens), stream, includeUsage);
     }
 
     /**

@@ -505,7 +505,7 @@ class OpenAiHttpServerTest {
     }
 
     @Test
-    void withoutMaxTokensAChatAnswerRunsToTheFullContextAndACompletionStopsAt16Tokens() throws Exception {
+    void withoutMaxTokensAChatAnswerRunsToTheFullContextAndACompletionStopsAt16TokensOrTheFullContext() throws Exception {
         chatServer();
         HttpResponse<String> chat = post("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \""
                 + PROMPT + "\"}], \"temperature\": 0, \"ignore_eos\": true}");
@@ -519,6 +519,19 @@ class OpenAiHttpServerTest {
                 + "\"ignore_eos\": true}");
         assertEquals(200, completion.statusCode(), completion.body());
         assertEquals(16, json(completion).at("/usage/completion_tokens").asInt(), completion.body());
+
+        // a prompt that leaves room for fewer than 16: the default bound ends with the context, it is not refused
+        String nearlyFull = "a b ".repeat((pipeline.cfg.contextLength() - 10) / 2);
+        HttpResponse<String> tight = post("/v1/completions", "{\"prompt\": \"" + nearlyFull + "\", \"temperature\": 0, "
+                + "\"ignore_eos\": true}");
+        assertEquals(200, tight.statusCode(), tight.body());
+        int room = pipeline.cfg.contextLength() - json(tight).at("/usage/prompt_tokens").asInt() + 1;
+        assertTrue(room > 0 && room < 16, "the prompt leaves room for " + room);
+        assertEquals(room, json(tight).at("/usage/completion_tokens").asInt(), tight.body());
+        assertEquals("length", json(tight).at("/choices/0/finish_reason").asText());
+        HttpResponse<String> asked = post("/v1/completions", "{\"prompt\": \"" + nearlyFull + "\", \"max_tokens\": 16}");
+        assertEquals(400, asked.statusCode(), "a bound the client asks for is still checked: " + asked.body());
+        assertEquals("context_length_exceeded", json(asked).at("/error/code").asText(), asked.body());
     }
 
     @Test
