@@ -4,7 +4,8 @@ package io.tnsr.engine.model;
  * A panel type whose token groups run F32's kernels over float panels ({@link F32Matrix}'s own, {@link BF16Matrix}'s
  * widened one): x regrouped once per call ({@link TokenGroups}), then each group of twelve tokens through
  * {@link PanelKernels#k2x12}, or of up to eight through {@link PanelKernels#k2x8}, or, where the vector registers are
- * 16, of six through {@link PanelKernels#k2x6}, as {@link TokenGroups#width} says.
+ * 16, of six through {@link PanelKernels#k2x6} and of the last four or fewer through {@link PanelKernels#k2x4}, as
+ * {@link TokenGroups#width} says.
  */
 abstract class FloatPanelMatrix extends PanelMatrix {
     /** This call's x, regrouped into {@link TokenGroups}' layout at the first group that needs it (else null). */
@@ -42,6 +43,8 @@ abstract class FloatPanelMatrix extends PanelMatrix {
         int width = TokenGroups.width(n, t0);
         if (width == PanelKernels.NARROW) {
             PanelKernels.k2x6(w, wo, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
+        } else if (width == PanelKernels.FEW) {
+            PanelKernels.k2x4(w, wo, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
         } else if (width == PanelKernels.WIDE) {
             PanelKernels.k2x12(w, wo, cols, xt, TokenGroups.offset(t0, cols), valid, out, oo, os);
         } else {

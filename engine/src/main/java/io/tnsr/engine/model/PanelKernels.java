@@ -57,6 +57,8 @@ final class PanelKernels {
     static final int WIDE = 12;
     /** Tokens per {@link #k2x6} call: the groups where the vector registers are 16. */
     static final int NARROW = 6;
+    /** Tokens per {@link #k2x4} call: where the vector registers are 16, the last few tokens of a call. */
+    static final int FEW = 4;
     /**
      * Whether C2 has 16 vector registers here rather than 32: x86 without AVX-512 ({@code -XX:UseAVX} below 3). There
      * {@link #k2x12}'s 24 accumulators and the int8 panels' twelve-token sums spill: float panels run groups of six
@@ -398,6 +400,45 @@ final class PanelKernels {
         if (valid > 5) {
             FloatVector.broadcast(F, -0f).add(a5).intoArray(out, oo + 5 * os);
             FloatVector.broadcast(F, -0f).add(b5).intoArray(out, oo + 5 * os + L);
+        }
+    }
+
+    /**
+     * {@link #k2x6} for a group of {@link #FEW} tokens (valid 1..4; column c's four values at {@code xo + c * FEW + j}):
+     * where the vector registers are 16, the last tokens of a call that groups of six would leave a short group of
+     * ({@link TokenGroups#width}). Batched decode of 16 sequences then runs 6 + 6 + 4 lanes, not 6 + 6 + 6, and of 8
+     * runs 4 + 4, not 6 + 6: the FMAs of lanes that repeat a token are not done. Per column two weight loads, four
+     * broadcasts and eight FMAs, near k2x6's ratio. The same FMA chain per (row, token), so the same bits.
+     */
+    static void k2x4(float[] w, int wo, int cols, float[] x, int xo, int valid, float[] out, int oo, int os) {
+        FloatVector a0 = FloatVector.zero(F), a1 = a0, a2 = a0, a3 = a0; // rows [0, L)
+        FloatVector b0 = a0, b1 = a0, b2 = a0, b3 = a0;                   // rows [L, P)
+        for (int c = 0; c < cols; c++) {
+            int xc = xo + c * FEW;
+            FloatVector w0 = FloatVector.fromArray(F, w, wo + c * P);
+            FloatVector w1 = FloatVector.fromArray(F, w, wo + c * P + L);
+            FloatVector xv = FloatVector.broadcast(F, x[xc]);
+            a0 = w0.fma(xv, a0); b0 = w1.fma(xv, b0);
+            xv = FloatVector.broadcast(F, x[xc + 1]);
+            a1 = w0.fma(xv, a1); b1 = w1.fma(xv, b1);
+            xv = FloatVector.broadcast(F, x[xc + 2]);
+            a2 = w0.fma(xv, a2); b2 = w1.fma(xv, b2);
+            xv = FloatVector.broadcast(F, x[xc + 3]);
+            a3 = w0.fma(xv, a3); b3 = w1.fma(xv, b3);
+        }
+        FloatVector.broadcast(F, -0f).add(a0).intoArray(out, oo);
+        FloatVector.broadcast(F, -0f).add(b0).intoArray(out, oo + L);
+        if (valid > 1) {
+            FloatVector.broadcast(F, -0f).add(a1).intoArray(out, oo + os);
+            FloatVector.broadcast(F, -0f).add(b1).intoArray(out, oo + os + L);
+        }
+        if (valid > 2) {
+            FloatVector.broadcast(F, -0f).add(a2).intoArray(out, oo + 2 * os);
+            FloatVector.broadcast(F, -0f).add(b2).intoArray(out, oo + 2 * os + L);
+        }
+        if (valid > 3) {
+            FloatVector.broadcast(F, -0f).add(a3).intoArray(out, oo + 3 * os);
+            FloatVector.broadcast(F, -0f).add(b3).intoArray(out, oo + 3 * os + L);
         }
     }
 

@@ -1,20 +1,21 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.PanelKernels.FEW;
 import static io.tnsr.engine.model.PanelKernels.NARROW;
 import static io.tnsr.engine.model.PanelKernels.SIXTEEN_REGISTERS;
 import static io.tnsr.engine.model.PanelKernels.TOKENS;
 import static io.tnsr.engine.model.PanelKernels.WIDE;
 
 /**
- * The x of one matmul call regrouped for {@link PanelKernels#k2x12}, {@link PanelKernels#k2x8} and
- * {@link PanelKernels#k2x6}: tokens in groups of {@link #width} (12 or 8, or 6), each group column after column with the group's values of a column side by side
- * (the group of width W from token t0 holds token t0 + j, column c at {@code t0 * cols + c * W + j}); a last partial
- * group repeats its last token in the lanes it lacks.
+ * The x of one matmul call regrouped for {@link PanelKernels#k2x12}, {@link PanelKernels#k2x8}, {@link PanelKernels#k2x6}
+ * and {@link PanelKernels#k2x4}: tokens in groups of {@link #width} (12 or 8, or 6 and 4), each group column after
+ * column with the group's values of a column side by side (the group of width W from token t0 holds token t0 + j,
+ * column c at {@code t0 * cols + c * W + j}); a last partial group repeats its last token in the lanes it lacks.
  *
  * <pre>{@code
  * prepare(x, xo, n):  xt = TokenGroups.of(x, xo, n, cols)      // once per call, before any kernel
  * group from t0:      W = width(n, t0); valid = min(W, n - t0)
- *                     W == WIDE ? k2x12(w, ..., xt, t0 * cols, valid, out, ...) : k2x8(...)
+ *                     W == WIDE ? k2x12(w, ..., xt, t0 * cols, valid, out, ...) : k2x8(...)  // or k2x6, k2x4
  * }</pre>
  *
  * One scratch per thread, shared by every matrix the thread runs: a call's layout lives until that thread's next
@@ -36,12 +37,14 @@ final class TokenGroups {
 
     /**
      * Width of the group from token {@code t0} of an n-token call: 12, but 8 for a last group of at most 8 tokens,
-     * and 8 throughout up to 16 tokens (two groups of 8 waste no lane at 16, where 12 + 4 would run 24); 6 always
-     * where twelve or eight tokens' sums do not fit in the vector registers ({@link PanelKernels#SIXTEEN_REGISTERS}).
+     * and 8 throughout up to 16 tokens (two groups of 8 waste no lane at 16, where 12 + 4 would run 24). Where twelve
+     * or eight tokens' sums do not fit in the vector registers ({@link PanelKernels#SIXTEEN_REGISTERS}): 6, but 4 for
+     * the last 4 tokens or fewer, and for the last 7 or 8 (4 + 4 where 6 + 6 would run 12 lanes for 8 tokens).
      */
     static int width(int n, int t0) {
         if (SIXTEEN_REGISTERS) {
-            return NARROW;
+            int left = n - t0;
+            return left <= FEW || left == 2 * FEW || left == 2 * FEW - 1 ? FEW : NARROW;
         }
         return n <= 2 * TOKENS || n - t0 <= TOKENS ? TOKENS : WIDE;
     }

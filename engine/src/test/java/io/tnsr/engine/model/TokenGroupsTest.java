@@ -27,10 +27,14 @@ class TokenGroupsTest {
 
     @Test
     void groupsAsWideAsTheRegistersHoldTheirSums() {
-        if (PanelKernels.SIXTEEN_REGISTERS) { // six tokens' sums, two weights and a broadcast: 15 of 16
+        if (PanelKernels.SIXTEEN_REGISTERS) { // six tokens' sums, two weights and a broadcast: 15 of 16; four at the end
             assertEquals("6", groups(5));
-            assertEquals("6+6+6", groups(16));
-            assertEquals("6+6+6+6+6+6+6", groups(40));
+            assertEquals("4", groups(1));
+            assertEquals("4+4", groups(8)); // a batch of eight: eight lanes, not twelve
+            assertEquals("6+4", groups(10));
+            assertEquals("6+4+4", groups(13));
+            assertEquals("6+6+4", groups(16)); // sixteen lanes, not eighteen
+            assertEquals("6+6+6+6+6+6+4", groups(40));
         } else {
             assertEquals("8", groups(5));
             assertEquals("8+8", groups(16));
