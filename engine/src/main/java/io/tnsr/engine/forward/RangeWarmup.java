@@ -14,7 +14,7 @@ import java.util.Arrays;
  * <pre>{@code
  * prompt:   one sequence, up to 37 tokens at positions 0..          (matrix-matrix kernels, attention over a block)
  * decode:   4 one-token steps of that sequence                      (matrix-vector kernels)
- * batched:  2, 7, 9, then 21 sequences, one token each              (batched decode)
+ * batched:  2, 7, 9, 11, then 21 sequences, one token each          (batched decode)
  * logits:   after each part, where the range ends the model         (final norm and classifier)
  * end:      every scratch sequence's KV cache freed
  * }</pre>
@@ -25,7 +25,9 @@ import java.util.Arrays;
  * The token counts also give every kernel's last token group each tail it branches on: 37 is three twelves and one
  * (the widened paths' groups of twelve, the int8 panels' groups of four); 21 is twelve and nine (F32's twelve-token
  * groups, whose tails are 9 to 12); 2 and 7 are pairs and a single (F32 up to eight tokens), and four and three or a
- * pair alone (the nibble and int8 types' groups of four); 9 is eight and one, or four, four and one. A group kernel
+ * pair alone (the nibble and int8 types' groups of four); 9 is eight and one, or four, four and one; 11 is six and
+ * five (float panels where the vector registers are 16: groups of six, the last four or fewer, or last seven or eight,
+ * in groups of four, whose tails of two to four come from 2, 7 and 9). A group kernel
  * stores each token's sums behind an {@code if (valid > k)}, and C2 compiles a branch the warm-up never took as a
  * trap: after a warm-up of a 40-token prompt and a batch of 8 (tails of 4 and 8 only), a stage serving 16 sequences
  * trapped in F32's eight-token kernel at its first tail of two, ran it boxed while C2 compiled it again, and lost
@@ -47,7 +49,7 @@ public final class RangeWarmup {
     private static final int PROMPT = 37;
     private static final int DECODE_STEPS = 4;
     /** Sequences of the batched steps, in turn; the last is also the number of scratch sequences. */
-    static final int[] BATCHES = {2, 7, 9, 21};
+    static final int[] BATCHES = {2, 7, 9, 11, 21};
     private static final int SCRATCH = BATCHES[BATCHES.length - 1];
 
     /**
