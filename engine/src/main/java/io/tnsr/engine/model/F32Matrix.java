@@ -75,11 +75,15 @@ final class F32Matrix extends FloatPanelMatrix {
      * More tokens take k2x12 and k2x8 alone ({@link TokenGroups#width}): they load two weight vectors per 24 or 16
      * FMAs where k8x2 loads eight, and with a panel reused from L2 for 16 tokens or more that wins (k8x2 at 16
      * tokens: a 2048 x 768 matrix in cache 1.6x slower; docs/engine-speed.md). From memory, at up to 8 tokens,
-     * k8x2's four streams win (1.3-1.5x).
+     * k8x2's four streams win (1.3-1.5x). Not where the vector registers are 16 ({@link PanelKernels#SIXTEEN_REGISTERS}):
+     * there k8x2's 16 sums, two weights and two broadcasts do not fit, and C2 keeps five sums on the stack (a load and
+     * a store around each of their FMAs) and checks the bounds of each of the eight weight loads per column; every
+     * call takes the token groups instead (k2x6, k2x4), 1.4-1.8x faster at 4 and 8 tokens in cache and from memory
+     * on an AMD EPYC Zen 3 (docs/engine-speed.md).
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
-        if (n > STREAMED_TOKENS) {
+        if (n > STREAMED_TOKENS || PanelKernels.SIXTEEN_REGISTERS) {
             groups(x, xo, n, out, oo, from, to);
             return;
         }

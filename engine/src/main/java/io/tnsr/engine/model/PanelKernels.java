@@ -188,7 +188,8 @@ final class PanelKernels {
      *
      * <p>For a few tokens (batched decode), where the weights come from memory once per call: four panels are four
      * streams, as {@link #m4} reads one token's (k2x8's one panel at a time read 16 GB/s); a chunk of columns keeps
-     * the four panels' part in L2 for the other pairs of tokens, at any width of the matrix.
+     * the four panels' part in L2 for the other pairs of tokens, at any width of the matrix. Only where the vector
+     * registers are 32: with 16 its sums spill ({@link F32Matrix#panelsTokens}).
      */
     static void k8x2(float[] w, int wo, int cols, int c0, int c1, float[] x, int xo, int valid, float[] out, int oo,
                      int os) {
