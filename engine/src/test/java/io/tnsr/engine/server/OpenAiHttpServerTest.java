@@ -604,23 +604,35 @@ class OpenAiHttpServerTest {
     void metricsAreInPrometheusTextFormatAndCountWhatRan() throws Exception {
         assertEquals(200, post("/v1/completions", "{\"prompt\": \"" + PROMPT + "\", \"max_tokens\": 6, \"temperature\": 0}").statusCode());
         post("/v1/completions", "{\"prompt\": 5}");
-        HttpResponse<String> m = get("/metrics");
-        assertEquals(200, m.statusCode());
-        assertTrue(m.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"), m.headers().toString());
-        String text = m.body();
-        for (String line : List.of("tnsr_requests_running 0", "tnsr_requests_waiting 0",
+        List<String> expected = List.of("tnsr_requests_running 0", "tnsr_requests_waiting 0",
                 "tnsr_requests_total{finish_reason=\"length\"} 1", "tnsr_requests_rejected_total{status=\"400\"} 1",
                 "tnsr_generation_tokens_total 6", "tnsr_time_to_first_token_seconds_count 1",
                 "tnsr_time_per_output_token_seconds_count 1", "tnsr_request_duration_seconds_count 1",
-                "tnsr_kv_cache_pages_used{stage=\"0\"} 0", "tnsr_kv_cache_pages_used{stage=\"1\"} 0")) {
-            assertTrue(text.lines().anyMatch(l -> l.equals(line) || l.startsWith(line + ".0") || l.equals(line + ".0")),
-                    () -> "'" + line + "' in\n" + text);
+                "tnsr_kv_cache_pages_used{stage=\"0\"} 0", "tnsr_kv_cache_pages_used{stage=\"1\"} 0");
+        // The answer is complete when its last token reaches the coordinator; the end of its sequence then travels
+        // through the stages, which free its KV cache pages as it passes: scrape again until it has, within 10 s.
+        HttpResponse<String> m = get("/metrics");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!hasAll(m.body(), expected) && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            m = get("/metrics");
+        }
+        assertEquals(200, m.statusCode());
+        assertTrue(m.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"), m.headers().toString());
+        String text = m.body();
+        for (String line : expected) {
+            assertTrue(hasAll(text, List.of(line)), () -> "'" + line + "' in\n" + text);
         }
         assertTrue(text.contains("tnsr_kv_cache_pages_capacity{stage=\"1\"}"), text);
         for (String hop : List.of("coordinator-stage0", "stage0-stage1", "stage1-coordinator")) {
             assertTrue(text.lines().anyMatch(l -> l.startsWith("tnsr_hop_latency_seconds_count{hop=\"" + hop + "\"}")
                     && !l.endsWith(" 0")), () -> "hop " + hop + " counted in\n" + text);
         }
+    }
+
+    /** Whether every line is in the scraped text, a value written either way (6 or 6.0). */
+    private static boolean hasAll(String text, List<String> lines) {
+        return lines.stream().allMatch(line -> text.lines().anyMatch(l -> l.equals(line) || l.startsWith(line + ".0")));
     }
 
     @Test
