@@ -21,7 +21,10 @@ import java.util.Arrays;
 final class F32Matrix extends FloatPanelMatrix {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
-    /** Most tokens per {@link #matmulTokens} call that go through {@link PanelKernels#k8x2}. */
+    /**
+     * Most tokens per {@link #matmulTokens} call that go through {@link PanelKernels#k8x2}, on hosts with 32 vector
+     * registers; with 16 ({@link PanelKernels#SIXTEEN_REGISTERS}) every call of several tokens takes the token groups.
+     */
     static final int STREAMED_TOKENS = 8;
 
     /** [panels][cols][P]: row r, column c at (r / P) * cols * P + c * P + r % P. */

@@ -255,14 +255,14 @@ final class Int8PanelMatrix extends PanelMatrix {
     }
 
     /**
-     * A prefill ({@link PanelKernels#widens}): the whole panels through {@link WidenedSlices}, each slice of P rows
+     * A prefill ({@link WidenedSlices#serves}): the whole panels through {@link WidenedSlices}, each slice of P rows
      * turned into floats a chunk of columns at a time ({@link #widen}), one conversion per weight and call where
-     * {@link #group} converts once per weight and group. Same sums in the same order, so the same bits. Fewer tokens,
-     * a last partial panel, and hosts where twelve tokens' sums would not stay in registers take {@link #group}.
+     * {@link #group} converts once per weight and group. Same sums in the same order, so the same bits. Fewer tokens
+     * and a last partial panel take {@link #group}.
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
-        if (!PanelKernels.widens(n)) {
+        if (!WidenedSlices.serves(n)) {
             groups(x, xo, n, out, oo, from, to);
             return;
         }

@@ -217,12 +217,12 @@ final class Iq4PanelMatrix extends PanelMatrix {
     }
 
     /**
-     * A prefill ({@link PanelKernels#widens}): as {@link Int8PanelMatrix}'s, the whole panels through
+     * A prefill ({@link WidenedSlices#serves}): as {@link Int8PanelMatrix}'s, the whole panels through
      * {@link WidenedSlices}, each slice of P rows looked up into floats a chunk of columns at a time ({@link #widen}).
      */
     @Override
     protected void panelsTokens(float[] x, int xo, int n, float[] out, int oo, int from, int to) {
-        if (!PanelKernels.widens(n)) {
+        if (!WidenedSlices.serves(n)) {
             groups(x, xo, n, out, oo, from, to);
             return;
         }

@@ -73,17 +73,18 @@ final class PanelKernels {
      */
     static final int WIDEN_CHUNK = 256;
     /**
-     * Calls over more tokens than this take the widened prefill path: with 16 tokens the conversion pass cost more than
-     * it saved (docs/engine-speed.md).
+     * Calls over more tokens than this take a widened prefill path ({@link #widens}, {@link WidenedSlices#serves}):
+     * with 16 tokens the conversion pass cost more than it saved (docs/engine-speed.md).
      */
-    private static final int WIDEN_FROM = 32;
+    static final int WIDEN_FROM = 32;
 
     private PanelKernels() {
     }
 
     /**
-     * Whether an n-token call over a type with a widened prefill path takes it: a prefill, on a host where twelve
-     * tokens' sums stay in registers (not {@link #SIXTEEN_REGISTERS}).
+     * Whether an n-token call over Q4_0's or Q5_0's panels takes their widened prefill path: a prefill, on a host where
+     * twelve tokens' sums stay in registers (not {@link #SIXTEEN_REGISTERS}; there their integer token groups ran
+     * faster than six tokens widened). The int8 and IQ4 panels ask {@link WidenedSlices#serves}.
      */
     static boolean widens(int n) {
         return n > WIDEN_FROM && !SIXTEEN_REGISTERS;

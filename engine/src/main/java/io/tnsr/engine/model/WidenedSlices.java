@@ -1,6 +1,8 @@
 package io.tnsr.engine.model;
 
+import static io.tnsr.engine.model.PanelKernels.NARROW;
 import static io.tnsr.engine.model.PanelKernels.P;
+import static io.tnsr.engine.model.PanelKernels.SIXTEEN_REGISTERS;
 import static io.tnsr.engine.model.PanelKernels.WIDEN_CHUNK;
 import static io.tnsr.engine.model.TileKernels.F;
 import static io.tnsr.engine.model.TileKernels.L;
@@ -15,13 +17,13 @@ import jdk.incubator.vector.VectorSpecies;
  * scales of a panel's unit stored as floats after its weights ({@link Int8PanelMatrix}, {@link Iq4PanelMatrix}):
  * each slice of P rows of a whole panel is turned into floats a chunk of {@link PanelKernels#WIDEN_CHUNK} columns at
  * a time (by the layout's {@link Widener}), which then serves every group of twelve tokens from L1
- * ({@link #k2x12w}, x regrouped once per call by {@link TokenGroups}): one conversion per weight and call, where a
- * token group converts once per weight and group. The tokens' totals wait in {@link #totals} between units and
- * chunks, then go to out.
+ * ({@link #k2x12w}, x regrouped once per call by {@link TokenGroups}; six tokens, {@link #k2x6w}, where the vector
+ * registers are 16): one conversion per weight and call, where a token group converts once per weight and group. The
+ * tokens' totals wait in {@link #totals} between units and chunks, then go to out.
  *
  * <pre>
  * for each whole panel p, slice h:  totals = 0
- *     for each chunk of columns:    widen(chunk) -> wide;  for each group of twelve tokens: k2x12w(wide, group) -> totals
+ *     for each chunk of columns:    widen(chunk) -> wide;  for each group of GROUP tokens: k2x12w or k2x6w(wide, group) -> totals
  *     totals -> out
  * </pre>
  * One per matrix instance (views included): it holds the call's scratch. Steady state allocates nothing.
@@ -38,8 +40,11 @@ final class WidenedSlices {
 
     /** Rows per panel. */
     static final int H = 2 * P;
-    /** Tokens per {@link #k2x12w} call. */
-    private static final int WIDE = PanelKernels.WIDE;
+    /**
+     * Tokens per kernel call: twelve ({@link #k2x12w}: 24 unit sums), or six ({@link #k2x6w}: 12) where the vector
+     * registers are 16 ({@link PanelKernels#SIXTEEN_REGISTERS}), so that the sums stay in registers.
+     */
+    static final int GROUP = SIXTEEN_REGISTERS ? NARROW : PanelKernels.WIDE;
     /** Bytes of one float vector: {@link #scales} loads them as bytes (the load every JDK from 17 on has). */
     private static final VectorSpecies<Byte> FLOAT_BYTES = VectorSpecies.of(byte.class, F.vectorShape());
 
@@ -52,9 +57,9 @@ final class WidenedSlices {
     private final int scalesAt;
     /** [WIDEN_CHUNK][P]: the slice of a panel that {@link #k2x12w} reads, as floats (32 KB at 512 bits). */
     private final float[] wide = new float[WIDEN_CHUNK * P];
-    /** This call's x in groups of twelve ({@link TokenGroups}), once a prefill needs it; null until then. */
+    /** This call's x in groups of {@link #GROUP} ({@link TokenGroups}), once a prefill needs it; null until then. */
     private float[] xg;
-    /** [n][P], n rounded up to twelve: a slice's totals for the tokens of the call in progress; grown on demand. */
+    /** [n][P], n rounded up to {@link #GROUP}: a slice's totals for the tokens of the call in progress; grown on demand. */
     private float[] totals = new float[0];
 
     WidenedSlices(Widener layout, int unit, int unitBytes, int scalesAt) {
@@ -62,6 +67,14 @@ final class WidenedSlices {
         this.unit = unit;
         this.unitBytes = unitBytes;
         this.scalesAt = scalesAt;
+    }
+
+    /**
+     * Whether an n-token call takes {@link #run} for its whole panels (a prefill: more than {@link
+     * PanelKernels#WIDEN_FROM} tokens), on every host; fewer tokens take the layout's token groups.
+     */
+    static boolean serves(int n) {
+        return n > PanelKernels.WIDEN_FROM;
     }
 
     /** A new call: its x is regrouped when {@link #run} first needs it. */
@@ -75,9 +88,9 @@ final class WidenedSlices {
      */
     void run(byte[] q, int cols, int rows, float[] x, int xo, int n, float[] out, int oo, int from, int to) {
         if (xg == null) { // once per call, however many ranges of panels it runs in
-            xg = TokenGroups.of(x, xo, n, cols, WIDE); // groups of twelve, the last one padded
+            xg = TokenGroups.of(x, xo, n, cols, GROUP); // the last group padded
         }
-        int padded = (n + WIDE - 1) / WIDE * WIDE;
+        int padded = (n + GROUP - 1) / GROUP * GROUP;
         if (totals.length < padded * P) {
             totals = new float[padded * P];
         }
@@ -91,9 +104,14 @@ final class WidenedSlices {
                     int c1 = Math.min(cols, c0 + WIDEN_CHUNK);
                     int bo = (p * blocks + c0 / unit) * unitBytes; // the chunk's first unit
                     layout.widen(bo, h, c1 - c0, wide);
-                    for (int t0 = 0; t0 < n; t0 += WIDE) { // each group's totals at t0 * P of tot
-                        k2x12w(wide, q, bo + scalesAt + h * Float.BYTES, unitBytes, unit, c1 - c0, xg,
-                                TokenGroups.offset(t0, cols) + c0 * WIDE, tot, t0 * P);
+                    int so = bo + scalesAt + h * Float.BYTES;
+                    for (int t0 = 0; t0 < n; t0 += GROUP) { // each group's totals at t0 * P of tot
+                        int xgo = TokenGroups.offset(t0, cols) + c0 * GROUP;
+                        if (SIXTEEN_REGISTERS) {
+                            k2x6w(wide, q, so, unitBytes, unit, c1 - c0, xg, xgo, tot, t0 * P);
+                        } else {
+                            k2x12w(wide, q, so, unitBytes, unit, c1 - c0, xg, xgo, tot, t0 * P);
+                        }
                     }
                 }
                 for (int t = 0; t < n; t++) {
@@ -125,7 +143,7 @@ final class WidenedSlices {
             for (int c0 = u0; c0 < u0 + unit; c0 += 16) { // sixteen columns per trip: a constant-count loop C2 unrolls
                 for (int u = 0; u < 16; u++) {
                     int c = c0 + u;
-                    int xc = xo + c * WIDE;
+                    int xc = xo + c * PanelKernels.WIDE;
                     FloatVector w0 = FloatVector.fromArray(F, w, c * P);
                     FloatVector w1 = FloatVector.fromArray(F, w, c * P + L);
                     FloatVector xv = FloatVector.broadcast(F, x[xc]);
@@ -180,6 +198,53 @@ final class WidenedSlices {
             t10.fma(d1, FloatVector.fromArray(F, tot, to + 10 * P + L)).intoArray(tot, to + 10 * P + L);
             s11.fma(d0, FloatVector.fromArray(F, tot, to + 11 * P)).intoArray(tot, to + 11 * P);
             t11.fma(d1, FloatVector.fromArray(F, tot, to + 11 * P + L)).intoArray(tot, to + 11 * P + L);
+        }
+    }
+
+    /**
+     * {@link #k2x12w} for a group of six tokens ({@link PanelKernels#NARROW}; column c's six values at {@code xo + c *
+     * NARROW + j}), where the vector registers are 16: 12 unit sums, two weights and a broadcast take 15 of them, so
+     * nothing spills, and the totals go through L1 once per unit (12 loads, FMAs and stores per 192 FMAs). Against the
+     * layout's token groups of four, which convert each weight in every group, this converts it once per call. Same
+     * sums in the same order as the token groups, so the same bits.
+     */
+    private static void k2x6w(float[] w, byte[] q, int so, int unitBytes, int unit, int width, float[] x, int xo,
+                               float[] tot, int to) {
+        for (int u0 = 0; u0 < width; u0 += unit, so += unitBytes) {
+            // unit sums per token: rows [0, L) in s, rows [L, P) in t
+            FloatVector s0 = FloatVector.zero(F), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0;
+            FloatVector t0 = s0, t1 = s0, t2 = s0, t3 = s0, t4 = s0, t5 = s0;
+            for (int c = u0; c < u0 + unit; c++) { // one counted loop per unit, which C2 unrolls (nested, it did not)
+                int xc = xo + c * NARROW;
+                FloatVector w0 = FloatVector.fromArray(F, w, c * P);
+                FloatVector w1 = FloatVector.fromArray(F, w, c * P + L);
+                FloatVector xv = FloatVector.broadcast(F, x[xc]);
+                s0 = w0.fma(xv, s0); t0 = w1.fma(xv, t0);
+                xv = FloatVector.broadcast(F, x[xc + 1]);
+                s1 = w0.fma(xv, s1); t1 = w1.fma(xv, t1);
+                xv = FloatVector.broadcast(F, x[xc + 2]);
+                s2 = w0.fma(xv, s2); t2 = w1.fma(xv, t2);
+                xv = FloatVector.broadcast(F, x[xc + 3]);
+                s3 = w0.fma(xv, s3); t3 = w1.fma(xv, t3);
+                xv = FloatVector.broadcast(F, x[xc + 4]);
+                s4 = w0.fma(xv, s4); t4 = w1.fma(xv, t4);
+                xv = FloatVector.broadcast(F, x[xc + 5]);
+                s5 = w0.fma(xv, s5); t5 = w1.fma(xv, t5);
+            }
+            FloatVector d0 = scales(q, so);
+            FloatVector d1 = scales(q, so + L * Float.BYTES);
+            s0.fma(d0, FloatVector.fromArray(F, tot, to + 0 * P)).intoArray(tot, to + 0 * P);
+            t0.fma(d1, FloatVector.fromArray(F, tot, to + 0 * P + L)).intoArray(tot, to + 0 * P + L);
+            s1.fma(d0, FloatVector.fromArray(F, tot, to + 1 * P)).intoArray(tot, to + 1 * P);
+            t1.fma(d1, FloatVector.fromArray(F, tot, to + 1 * P + L)).intoArray(tot, to + 1 * P + L);
+            s2.fma(d0, FloatVector.fromArray(F, tot, to + 2 * P)).intoArray(tot, to + 2 * P);
+            t2.fma(d1, FloatVector.fromArray(F, tot, to + 2 * P + L)).intoArray(tot, to + 2 * P + L);
+            s3.fma(d0, FloatVector.fromArray(F, tot, to + 3 * P)).intoArray(tot, to + 3 * P);
+            t3.fma(d1, FloatVector.fromArray(F, tot, to + 3 * P + L)).intoArray(tot, to + 3 * P + L);
+            s4.fma(d0, FloatVector.fromArray(F, tot, to + 4 * P)).intoArray(tot, to + 4 * P);
+            t4.fma(d1, FloatVector.fromArray(F, tot, to + 4 * P + L)).intoArray(tot, to + 4 * P + L);
+            s5.fma(d0, FloatVector.fromArray(F, tot, to + 5 * P)).intoArray(tot, to + 5 * P);
+            t5.fma(d1, FloatVector.fromArray(F, tot, to + 5 * P + L)).intoArray(tot, to + 5 * P + L);
         }
     }
 
